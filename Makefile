@@ -1,0 +1,40 @@
+# Mafka's two set-up commands: `make run` and `make test`.
+# Both install what they need (virtualenv at .venv, pip packages, Debian
+# packages) and are fast when everything is already in place.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.mafka-installed
+
+.PHONY: run test lint unit bench-wire system-deps clean
+
+run: $(STAMP)
+	$(BIN)/mafka selfcheck
+
+test: $(STAMP) lint
+	$(BIN)/pytest -q -p no:cacheprovider tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check mafka tests scripts
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+bench-wire: $(STAMP)
+	$(BIN)/python scripts/bench_wire.py
+
+system-deps:
+	@scripts/install-system-deps.sh
+
+$(BIN)/python:
+	@scripts/install-system-deps.sh
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

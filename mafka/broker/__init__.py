@@ -1,0 +1,1 @@
+"""The Twisted broker: connections, request handlers, partitions and replica management (broker issue)."""

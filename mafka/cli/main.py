@@ -1,0 +1,41 @@
+"""The ``mafka`` command: one entry point, Kafka-named subcommands.
+
+Subcommands arrive with the issues that need them (``server-start``,
+``topics``, ``console-producer`` …).  For now:
+
+* ``mafka selfcheck`` — encodes and decodes a sample request and response
+  for every (api, version) Mafka speaks, through whole frames, and prints
+  the ApiVersions table it would advertise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+__all__ = ["main"]
+
+
+def _selfcheck(args: argparse.Namespace) -> int:
+    from mafka.cli.selfcheck import run_selfcheck
+
+    return run_selfcheck(verbose=args.verbose)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mafka", description="Mafka: a Kafka-compatible broker cluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("selfcheck", help="round-trip every api version through the wire codec")
+    check.add_argument("-v", "--verbose", action="store_true")
+    check.set_defaults(func=_selfcheck)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rc = args.func(args)
+    if getattr(args, "verbose", False):
+        print(f"done in {time.perf_counter() - started:.2f}s", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

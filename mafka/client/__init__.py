@@ -1,0 +1,1 @@
+"""Mafka's own Kafka client library: producer, consumer and admin (later issues)."""

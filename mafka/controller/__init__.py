@@ -1,0 +1,1 @@
+"""The controller: /controller election, partition and replica state machines (broker issue)."""

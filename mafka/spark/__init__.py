@@ -1,0 +1,1 @@
+"""PySpark integration: batch reads over topic-partition offset ranges (later issue)."""

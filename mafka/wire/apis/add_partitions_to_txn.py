@@ -1,0 +1,38 @@
+"""AddPartitionsToTxn (api key 24), decoded at v0–2.
+
+v0–2 share one layout.
+
+Fields follow Kafka's ``AddPartitionsToTxnRequest.json`` / ``AddPartitionsToTxnResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    24,
+    "AddPartitionsToTxn",
+    advertised=(0, 2),
+    decode=(0, 2),
+    flexible="3+",
+    request=[
+        F("v3_and_below_transactional_id", "string", "0-3"),
+        F("v3_and_below_producer_id", "int64", "0-3"),
+        F("v3_and_below_producer_epoch", "int16", "0-3"),
+        F("v3_and_below_topics", "[]AddPartitionsToTxnTopic", "0-3",
+            F("name", "string", "0+"),
+            F("partitions", "[]int32", "0+"),
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "0+"),
+        F("results_by_topic_v3_and_below", "[]AddPartitionsToTxnTopicResult", "0-3",
+            F("name", "string", "0+"),
+            F("results_by_partition", "[]AddPartitionsToTxnPartitionResult", "0+",
+                F("partition_index", "int32", "0+"),
+                F("partition_error_code", "int16", "0+"),
+            ),
+        ),
+    ],
+)

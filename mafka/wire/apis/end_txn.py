@@ -1,0 +1,29 @@
+"""EndTxn (api key 26), decoded at v0–2.
+
+v0–2 share one layout.
+
+Fields follow Kafka's ``EndTxnRequest.json`` / ``EndTxnResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    26,
+    "EndTxn",
+    advertised=(0, 2),
+    decode=(0, 2),
+    flexible="3+",
+    request=[
+        F("transactional_id", "string", "0+"),
+        F("producer_id", "int64", "0+"),
+        F("producer_epoch", "int16", "0+"),
+        F("committed", "bool", "0+"),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "0+"),
+        F("error_code", "int16", "0+"),
+    ],
+)

@@ -1,0 +1,43 @@
+"""ListOffsets (api key 2), decoded at v1–2.
+
+v1 answers one offset and timestamp per partition; v2 adds isolation_level
+and throttle_time_ms.
+
+Fields follow Kafka's ``ListOffsetsRequest.json`` / ``ListOffsetsResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    2,
+    "ListOffsets",
+    advertised=(0, 2),
+    decode=(1, 2),
+    flexible="6+",
+    request=[
+        F("replica_id", "int32", "0+"),
+        F("isolation_level", "int8", "2+"),
+        F("topics", "[]ListOffsetsTopic", "0+",
+            F("name", "string", "0+"),
+            F("partitions", "[]ListOffsetsPartition", "0+",
+                F("partition_index", "int32", "0+"),
+                F("timestamp", "int64", "0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "2+"),
+        F("topics", "[]ListOffsetsTopicResponse", "0+",
+            F("name", "string", "0+"),
+            F("partitions", "[]ListOffsetsPartitionResponse", "0+",
+                F("partition_index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+                F("timestamp", "int64", "1+", default=-1),
+                F("offset", "int64", "1+", default=-1),
+            ),
+        ),
+    ],
+)

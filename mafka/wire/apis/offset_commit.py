@@ -1,0 +1,44 @@
+"""OffsetCommit (api key 8), decoded at v2–3.
+
+Request v2–4 share one layout (retention_time_ms −1 = broker default); the
+v3 response adds throttle_time_ms. aiokafka caps this API at v3.
+
+Fields follow Kafka's ``OffsetCommitRequest.json`` / ``OffsetCommitResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    8,
+    "OffsetCommit",
+    advertised=(0, 3),
+    decode=(2, 3),
+    flexible="8+",
+    request=[
+        F("group_id", "string", "0+"),
+        F("generation_id_or_member_epoch", "int32", "1+", default=-1),
+        F("member_id", "string", "1+"),
+        F("retention_time_ms", "int64", "2-4", default=-1),
+        F("topics", "[]OffsetCommitRequestTopic", "0+",
+            F("name", "string", "0-9"),
+            F("partitions", "[]OffsetCommitRequestPartition", "0+",
+                F("partition_index", "int32", "0+"),
+                F("committed_offset", "int64", "0+"),
+                F("committed_metadata", "string", "0+", nullable="0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "3+"),
+        F("topics", "[]OffsetCommitResponseTopic", "0+",
+            F("name", "string", "0-9"),
+            F("partitions", "[]OffsetCommitResponsePartition", "0+",
+                F("partition_index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+            ),
+        ),
+    ],
+)

@@ -1,0 +1,46 @@
+"""Produce (api key 0), decoded at v3–7.
+
+Request v3–8 share one layout; the response adds log_append_time (v2) and
+log_start_offset (v5). v0–2 are advertised only so that kcat (librdkafka
+2.0) enables compression; they are refused if sent.
+
+Fields follow Kafka's ``ProduceRequest.json`` / ``ProduceResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    0,
+    "Produce",
+    advertised=(0, 7),
+    decode=(3, 7),
+    flexible="9+",
+    request=[
+        F("transactional_id", "string", "3+", nullable="3+"),
+        F("acks", "int16", "0+"),
+        F("timeout_ms", "int32", "0+"),
+        F("topic_data", "[]TopicProduceData", "0+",
+            F("name", "string", "0-12"),
+            F("partition_data", "[]PartitionProduceData", "0+",
+                F("index", "int32", "0+"),
+                F("records", "records", "0+", nullable="0+"),
+            ),
+        ),
+    ],
+    response=[
+        F("responses", "[]TopicProduceResponse", "0+",
+            F("name", "string", "0-12"),
+            F("partition_responses", "[]PartitionProduceResponse", "0+",
+                F("index", "int32", "0+"),
+                F("error_code", "int16", "0+"),
+                F("base_offset", "int64", "0+"),
+                F("log_append_time_ms", "int64", "2+", default=-1),
+                F("log_start_offset", "int64", "5+", default=-1),
+            ),
+        ),
+        F("throttle_time_ms", "int32", "1+"),
+    ],
+)

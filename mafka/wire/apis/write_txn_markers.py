@@ -1,0 +1,43 @@
+"""WriteTxnMarkers (api key 27), decoded at v0–0.
+
+Sent by the transaction coordinator to partition leaders.
+
+Fields follow Kafka's ``WriteTxnMarkersRequest.json`` / ``WriteTxnMarkersResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    27,
+    "WriteTxnMarkers",
+    advertised=(0, 0),
+    decode=(0, 0),
+    flexible="1+",
+    request=[
+        F("markers", "[]WritableTxnMarker", "0+",
+            F("producer_id", "int64", "0+"),
+            F("producer_epoch", "int16", "0+"),
+            F("transaction_result", "bool", "0+"),
+            F("topics", "[]WritableTxnMarkerTopic", "0+",
+                F("name", "string", "0+"),
+                F("partition_indexes", "[]int32", "0+"),
+            ),
+            F("coordinator_epoch", "int32", "0+"),
+        ),
+    ],
+    response=[
+        F("markers", "[]WritableTxnMarkerResult", "0+",
+            F("producer_id", "int64", "0+"),
+            F("topics", "[]WritableTxnMarkerTopicResult", "0+",
+                F("name", "string", "0+"),
+                F("partitions", "[]WritableTxnMarkerPartitionResult", "0+",
+                    F("partition_index", "int32", "0+"),
+                    F("error_code", "int16", "0+"),
+                ),
+            ),
+        ),
+    ],
+)
