@@ -39,7 +39,13 @@ class FrameBuffer:
         self._need = -1  # size of the frame in progress, once its prefix is known
 
     def feed(self, data: bytes) -> None:
-        """Appends *data*; raises FrameTooLarge as soon as a bad size prefix is complete."""
+        """Appends *data*.
+
+        Raises:
+            FrameTooLarge: the size prefix of the frame in progress is bad.
+                A bad prefix behind complete frames is raised by
+                :meth:`next_frame` once the frames before it are taken.
+        """
         self._buf += data
         if self._need < 0 and len(self._buf) >= 4:
             self._check_prefix()

@@ -1,0 +1,167 @@
+"""The codec's version rules, headers, ApiVersions behaviour and the registry."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mafka.wire.codec import (
+    decode_body,
+    decode_request,
+    decode_response,
+    encode_body,
+    encode_request,
+    encode_response,
+    unsupported_api_versions_body,
+)
+from mafka.wire.errors import ProtocolError, UnknownApi, UnsupportedVersion
+from mafka.wire.header import RequestHeader
+from mafka.wire.registry import API_SPECS, api_versions_entries
+
+from . import reference_codec as kp
+from .strategies import mafka_fields, values
+
+# shared/reference/kafka-protocol.md §2.3: advertised (min, max) per api key.
+REFERENCE_TABLE = {
+    0: (0, 7), 1: (0, 11), 2: (0, 2), 3: (0, 4), 8: (0, 3), 9: (0, 3), 10: (0, 2), 11: (0, 5),
+    12: (0, 3), 13: (0, 2), 14: (0, 3), 15: (0, 4), 16: (0, 2), 17: (0, 1), 18: (0, 4),
+    19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 1), 23: (2, 3), 24: (0, 2), 25: (0, 2),
+    26: (0, 2), 27: (0, 0), 28: (0, 2), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
+    42: (0, 1), 44: (0, 0),
+}  # fmt: skip
+REFERENCE_DECODE_FLOOR = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
+
+
+def test_advertised_table_matches_the_reference():
+    entries = {e["api_key"]: (e["min_version"], e["max_version"]) for e in api_versions_entries()}
+    assert entries == REFERENCE_TABLE
+
+
+def test_decode_ranges_match_the_reference():
+    for key, (_, hi) in REFERENCE_TABLE.items():
+        spec = API_SPECS[key]
+        assert spec.decode == (REFERENCE_DECODE_FLOOR.get(key, REFERENCE_TABLE[key][0]), hi), spec.name
+    inter_broker = {4: (2, 2), 5: (1, 1), 6: (5, 5), 7: (2, 2)}
+    for key, rng in inter_broker.items():
+        assert API_SPECS[key].decode == rng
+        assert API_SPECS[key].advertised is None
+
+
+def _api_versions_v3_request() -> bytes:
+    return encode_request(18, 3, 1, "rdkafka", {"client_software_name": "librdkafka", "client_software_version": "2.0.2"})
+
+
+def test_api_versions_v3_response_has_no_default_tags():
+    request = decode_request(_api_versions_v3_request()[4:])
+    assert request.header.header_version == 2
+    reply = encode_response(request.header, {"error_code": 0, "api_keys": [{"api_key": 18, "min_version": 0, "max_version": 4}]})
+    # size, correlation id (response header v0 even for v3), error, compact array of one
+    # entry with an empty tag section, throttle, empty tag section — nothing else.
+    assert reply == struct.pack(">ii", 19, 1) + bytes.fromhex("0000" "02" "0012" "0000" "0004" "00" "00000000" "00")
+
+
+def test_api_versions_newer_than_supported_gets_v0_error_body():
+    frame = struct.pack(">hhih", 18, 9, 77, 3) + b"cli" + b"\x00garbage-after-client-id"
+    request = decode_request(frame)
+    assert request.body is None
+    assert request.header.api_version == 9 and request.header.correlation_id == 77
+    reply = encode_response(request.header, unsupported_api_versions_body())
+    cid, body = decode_response(18, 0, reply[4:])
+    assert cid == 77
+    assert body.error_code == 35
+    assert [(e.api_key, e.min_version, e.max_version) for e in body.api_keys] == [(18, 0, 4)]
+    # kafka-python, which opens at v4 and falls back on this reply, reads it the same way
+    theirs = kp.decode("ApiVersionsResponse", 0, reply[8:])
+    assert theirs.error_code == 35
+
+
+def test_unknown_api_key_is_refused():
+    with pytest.raises(UnknownApi):
+        decode_request(struct.pack(">hhih", 1000, 0, 1, -1))
+
+
+@pytest.mark.parametrize(("key", "version"), [(0, 2), (0, 8), (1, 3), (1, 12), (3, 5), (23, 1), (4, 1), (6, 6)])
+def test_versions_outside_the_decode_range_are_refused(key, version):
+    with pytest.raises(UnsupportedVersion):
+        decode_request(struct.pack(">hhih", key, version, 1, -1) + b"\x00" * 32)
+
+
+def test_trailing_bytes_are_refused():
+    frame = encode_request(12, 0, 5, "c", {"group_id": "g", "generation_id": 1, "member_id": "m"})
+    assert decode_request(frame[4:]).body.group_id == "g"
+    with pytest.raises(ProtocolError, match="trailing"):
+        decode_request(frame[4:] + b"\x00")
+
+
+def test_short_frame_is_refused():
+    with pytest.raises(ProtocolError):
+        decode_request(b"\x00\x12\x00")
+
+
+def test_records_come_back_as_zero_copy_views_of_the_frame():
+    records = b"r" * 1000
+    frame = encode_request(0, 7, 1, "c", {"acks": 1, "timeout_ms": 5, "topic_data": [{"name": "t", "partition_data": [{"index": 3, "records": records}]}]})
+    request = decode_request(frame[4:])
+    got = request.body.topic_data[0].partition_data[0].records
+    assert isinstance(got, memoryview)
+    assert got.obj is not None and bytes(got) == records
+
+
+def test_missing_fields_take_kafka_defaults_when_building():
+    header = RequestHeader(0, 7, 9, "c")
+    reply = encode_response(header, {"responses": [{"name": "t", "partition_responses": [{"index": 0, "base_offset": 5}]}]})
+    _, body = decode_response(0, 7, reply[4:])
+    p = body.responses[0].partition_responses[0]
+    assert (p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset) == (0, 5, -1, -1)
+    assert body.throttle_time_ms == 0
+
+
+def test_absent_fields_parse_to_defaults_for_version_independent_handlers():
+    # Fetch v4 has no rack_id, session fields or current_leader_epoch.
+    body = decode_body(API_SPECS[1].request, 4, encode_body(API_SPECS[1].request, 4, {"replica_id": -1, "max_wait_ms": 500}))
+    assert body.rack_id == ""
+    assert body.session_id == 0
+    assert body.session_epoch == -1
+
+
+def test_versions_with_one_layout_share_a_compiled_struct():
+    produce = API_SPECS[0].request
+    assert produce.struct(3) is produce.struct(7)
+    assert API_SPECS[0].response.struct(3) is not API_SPECS[0].response.struct(7)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_tagged_fields_round_trip_raw(data):
+    """Unknown tags in flexible versions are kept as bytes and written back in order."""
+    message = API_SPECS[18].response
+    vals = data.draw(values(mafka_fields(message.fields), 3))
+    tags = data.draw(st.dictionaries(st.integers(0, 5000), st.binary(max_size=10), max_size=4))
+    vals["tagged_fields"] = tags
+    encoded = encode_body(message, 3, vals)
+    decoded = decode_body(message, 3, encoded)
+    assert decoded.tagged_fields == tags
+    assert encode_body(message, 3, decoded) == encoded
+
+
+def test_out_of_order_tags_are_refused():
+    message = API_SPECS[18].request
+    body = encode_body(message, 3, {"client_software_name": "a", "client_software_version": "b"})
+    bad = body[:-1] + bytes([2, 5, 1, 0x61, 1, 1, 0x62])  # tags 5 then 1
+    with pytest.raises(ProtocolError, match="out of order"):
+        decode_body(message, 3, bad)
+
+
+@pytest.mark.parametrize("case", [(s.key, v) for s in API_SPECS.values() for v in range(s.decode[0], s.decode[1] + 1)], ids=str)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_every_structure_round_trips(case, data):
+    key, version = case
+    for message in (API_SPECS[key].request, API_SPECS[key].response):
+        vals = data.draw(values(mafka_fields(message.fields), version))
+        encoded = encode_body(message, version, vals)
+        decoded = decode_body(message, version, encoded)
+        assert encode_body(message, version, decoded) == encoded
