@@ -298,7 +298,6 @@ def iter_batches(
     buf_len = len(buf)
     end = buf_len if end is None else min(end, buf_len)
     pos = max(start, 0)
-    unpack = _unpack_header
     while pos < end:
         remaining = end - pos
         if remaining < BATCH_HEADER_SIZE:
@@ -313,22 +312,7 @@ def iter_batches(
                     f"partial record batch at position {pos}: only {remaining} bytes remain"
                 )
             return
-        header = BatchHeader.__new__(BatchHeader)
-        (
-            header.base_offset,
-            header.batch_length,
-            header.partition_leader_epoch,
-            header.magic,
-            header.crc,
-            header.attributes,
-            header.last_offset_delta,
-            header.base_timestamp,
-            header.max_timestamp,
-            header.producer_id,
-            header.producer_epoch,
-            header.base_sequence,
-            header.record_count,
-        ) = unpack(buf, pos)
+        header = BatchHeader(buf, pos)
         batch_length = header.batch_length
         if batch_length < MIN_BATCH_LENGTH or header.magic != MAGIC_V2:
             _check_length_and_magic(batch_length, header.magic, pos)

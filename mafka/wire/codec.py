@@ -25,12 +25,10 @@ from dataclasses import dataclass
 from io import BytesIO
 from typing import Any
 
-from construct import Container
-
 from .api import ApiSpec
 from .errors import ProtocolError, UnsupportedVersion
 from .header import REQUEST_HEADERS, RESPONSE_HEADERS, RequestHeader
-from .primitives import FrameReader
+from .primitives import Body, ChunkWriter, FrameReader
 from .registry import API_SPECS, API_VERSIONS_KEY, spec_for
 from .schema import Message
 
@@ -60,14 +58,14 @@ class Request:
     Attributes:
         header: the request header.
         spec: the API's spec.
-        body: the decoded body (a construct ``Container`` with attribute and
+        body: the decoded body (a :class:`~mafka.wire.primitives.Body`, a dict with attribute and
             key access), or None for an ApiVersions request newer than
             Mafka's (answer with :func:`unsupported_api_versions_body`).
     """
 
     header: RequestHeader
     spec: ApiSpec
-    body: Container | None
+    body: Body | None
 
 
 def _parse(compiled: Any, reader: BytesIO, what: str) -> Any:
@@ -130,20 +128,19 @@ def unsupported_api_versions_body() -> dict[str, Any]:
 
 
 def _framed(parts: list[tuple[Any, Any]]) -> bytes:
-    out = BytesIO()
-    out.write(b"\x00\x00\x00\x00")
+    out = ChunkWriter()
+    out.write(b"")  # the size prefix, filled in below
     for compiled, obj in parts:
         compiled.build_stream(obj, out)
-    size = out.tell() - 4
-    out.seek(0)
-    out.write(_SIZE.pack(size))
-    return out.getvalue()
+    chunks = out.chunks
+    chunks[0] = _SIZE.pack(sum(map(len, chunks)))
+    return b"".join(chunks)
 
 
 def encode_response(header: RequestHeader, body: Any) -> bytes:
     """Encodes a response to *header*'s request, size prefix included.
 
-    *body* is a dict (or Container) keyed by field name; missing fields take
+    *body* is a dict (or Body) keyed by field name; missing fields take
     their defaults.  An ApiVersions reply to a request newer than Mafka's is
     encoded as v0, with response header v0 like every ApiVersions response.
     """
@@ -177,7 +174,7 @@ def encode_request(
     return _framed([(REQUEST_HEADERS[hv], header), (spec.request.struct(version), body)])
 
 
-def decode_response(api_key: int, version: int, frame: bytes | bytearray | memoryview) -> tuple[int, Container]:
+def decode_response(api_key: int, version: int, frame: bytes | bytearray | memoryview) -> tuple[int, Body]:
     """Decodes a response frame to (correlation_id, body) (client side).
 
     Raises:
@@ -193,7 +190,7 @@ def decode_response(api_key: int, version: int, frame: bytes | bytearray | memor
     return h.correlation_id, body
 
 
-def decode_body(message: Message, version: int, data: bytes | bytearray | memoryview) -> Container:
+def decode_body(message: Message, version: int, data: bytes | bytearray | memoryview) -> Body:
     """Decodes a bare request or response body (no header, no size prefix).
 
     Raises:
@@ -208,6 +205,6 @@ def decode_body(message: Message, version: int, data: bytes | bytearray | memory
 
 def encode_body(message: Message, version: int, body: Any) -> bytes:
     """Encodes a bare body; missing fields take their defaults."""
-    out = BytesIO()
+    out = ChunkWriter()
     message.struct(version).build_stream(body, out)
     return out.getvalue()

@@ -195,7 +195,10 @@ def decompress(
     Raises:
         ProtocolError: unknown codec, corrupt, truncated or trailing garbage
             input, or output above ``max_size``.  Nothing else escapes.
+        ValueError: ``max_size`` is negative (a caller bug).
     """
+    if max_size < 0:
+        raise ValueError(f"max_size must be >= 0, not {max_size}")
     try:
         if codec == CompressionType.NONE:
             if len(data) > max_size:

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from construct import Struct
-
-from .primitives import Fixed, String, TaggedFields
+from .primitives import Fixed, KStruct, String, TaggedFields
 
 __all__ = ["RequestHeader", "REQUEST_HEADERS", "RESPONSE_HEADERS"]
 
@@ -36,7 +34,7 @@ class RequestHeader:
     tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
 
-def _request_header(version: int) -> Struct:
+def _request_header(version: int) -> KStruct:
     fields = [
         "api_key" / Fixed("int16", "RequestHeader.api_key"),
         "api_version" / Fixed("int16", "RequestHeader.api_version"),
@@ -46,14 +44,14 @@ def _request_header(version: int) -> Struct:
         fields.append("client_id" / String("RequestHeader.client_id", compact=False, nullable=True))
     if version >= 2:
         fields.append("tagged_fields" / TaggedFields("RequestHeader.tagged_fields"))
-    return Struct(*fields).compile()
+    return KStruct(*fields).compile()
 
 
-def _response_header(version: int) -> Struct:
+def _response_header(version: int) -> KStruct:
     fields = ["correlation_id" / Fixed("int32", "ResponseHeader.correlation_id")]
     if version >= 1:
         fields.append("tagged_fields" / TaggedFields("ResponseHeader.tagged_fields"))
-    return Struct(*fields).compile()
+    return KStruct(*fields).compile()
 
 
 #: Compiled request headers by header version.

@@ -32,7 +32,7 @@ import io as _io
 import struct
 from typing import Any
 
-from construct import Construct, ListContainer
+from construct import Computed, Construct, Struct
 
 from .errors import ProtocolError
 
@@ -73,10 +73,47 @@ class FrameReader(_io.BytesIO):
     """
 
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
-        view = memoryview(data)
-        super().__init__(view)
-        self.view = view
-        self.size = len(view)
+        if not isinstance(data, bytes):
+            data = bytes(data)  # BytesIO shares a bytes object; anything else it would copy anyway
+        super().__init__(data)
+        self.view = memoryview(data)
+        self.size = len(data)
+
+
+class Body(dict):
+    """A decoded struct: a plain dict whose keys also read as attributes."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+    def __repr__(self) -> str:
+        return f"Body({dict.__repr__(self)})"
+
+
+class ChunkWriter:
+    """A write-only stream that collects chunks and joins them once.
+
+    Building into a BytesIO copies every large record set as the buffer
+    grows; collecting references and joining at the end copies each byte
+    once (and a future sendfile path can hand the chunks over unjoined).
+    """
+
+    __slots__ = ("chunks", "write")
+
+    def __init__(self) -> None:
+        self.chunks: list[Any] = []
+        self.write = self.chunks.append
+
+    def getvalue(self) -> bytes:
+        return b"".join(self.chunks)
 
 
 # --------------------------------------------------------------------------
@@ -144,6 +181,84 @@ def _write_length(io: _io.BytesIO, n: int, compact: bool, wide: bool) -> None:
         io.write(_I32.pack(n))
     else:
         io.write(_I16.pack(n))
+
+
+# Fast paths for non-flexible versions (int16 / int32 prefixes), flat on
+# purpose: no nested calls on the per-field path.
+_unpack_i16 = _I16.unpack
+_unpack_i32 = _I32.unpack
+
+
+def read_str16(io: _io.BytesIO, nullable: bool, what: str) -> str | None:
+    """STRING / NULLABLE_STRING (int16 length)."""
+    b = io.read(2)
+    if len(b) != 2:
+        raise ProtocolError(f"{what}: truncated string length")
+    n = _unpack_i16(b)[0]
+    if n < 0:
+        if n == -1 and nullable:
+            return None
+        raise ProtocolError(f"{what}: invalid string length {n}")
+    data = io.read(n)
+    if len(data) != n:
+        raise ProtocolError(f"{what}: needs {n} bytes, {len(data)} remain")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"{what}: invalid UTF-8 ({exc.reason})") from None
+
+
+def read_bytes32(io: _io.BytesIO, nullable: bool, what: str) -> bytes | None:
+    """BYTES / NULLABLE_BYTES (int32 length)."""
+    b = io.read(4)
+    if len(b) != 4:
+        raise ProtocolError(f"{what}: truncated bytes length")
+    n = _unpack_i32(b)[0]
+    if n < 0:
+        if n == -1 and nullable:
+            return None
+        raise ProtocolError(f"{what}: invalid bytes length {n}")
+    data = io.read(n)
+    if len(data) != n:
+        raise ProtocolError(f"{what}: needs {n} bytes, {len(data)} remain")
+    return data
+
+
+def read_records32(io: _io.BytesIO, what: str) -> memoryview | bytes | None:
+    """RECORDS (int32 length): a zero-copy slice of the frame from a FrameReader."""
+    b = io.read(4)
+    if len(b) != 4:
+        raise ProtocolError(f"{what}: truncated records length")
+    n = _unpack_i32(b)[0]
+    if n < 0:
+        if n == -1:
+            return None
+        raise ProtocolError(f"{what}: invalid records length {n}")
+    view = getattr(io, "view", None)
+    if view is None:
+        return read_exact(io, n, what)
+    pos = io.tell()
+    if n > io.size - pos:
+        raise ProtocolError(f"{what}: needs {n} bytes, {io.size - pos} remain")
+    io.seek(pos + n)
+    return view[pos : pos + n]
+
+
+def read_array32(io: _io.BytesIO, nullable: bool, min_size: int, what: str) -> int:
+    """ARRAY count (int32), checked against the bytes remaining; -1 = null."""
+    b = io.read(4)
+    if len(b) != 4:
+        raise ProtocolError(f"{what}: truncated array length")
+    n = _unpack_i32(b)[0]
+    if n < 0:
+        if n == -1 and nullable:
+            return -1
+        raise ProtocolError(f"{what}: invalid array length {n}")
+    if n:
+        left = remaining(io)
+        if n * min_size > left:
+            raise ProtocolError(f"{what}: {n} elements of at least {min_size} bytes exceed the {left} remaining")
+    return n
 
 
 def read_fixed(io: _io.BytesIO, fmt: struct.Struct, what: str) -> Any:
@@ -398,7 +513,9 @@ class String(_Leaf):
         self.min_size = 1 if compact else 2
 
     def _parse_expr(self) -> str:
-        return f"_kp.read_string(io, {self.compact}, {self.nullable}, {self.what!r})"
+        if not self.compact:
+            return f"_kp.read_str16(io, {self.nullable}, {self.what!r})"
+        return f"_kp.read_string(io, True, {self.nullable}, {self.what!r})"
 
     def _build_expr(self) -> str:
         return f"_kp.write_string(io, obj, {self.compact}, {self.nullable}, {self.default!r})"
@@ -415,7 +532,9 @@ class Bytes(_Leaf):
         self.min_size = 1 if compact else 4
 
     def _parse_expr(self) -> str:
-        return f"_kp.read_bytes(io, {self.compact}, {self.nullable}, {self.what!r})"
+        if not self.compact:
+            return f"_kp.read_bytes32(io, {self.nullable}, {self.what!r})"
+        return f"_kp.read_bytes(io, True, {self.nullable}, {self.what!r})"
 
     def _build_expr(self) -> str:
         return f"_kp.write_bytes(io, obj, {self.compact}, {self.nullable}, {self.default!r})"
@@ -430,7 +549,9 @@ class Records(_Leaf):
         self.min_size = 1 if compact else 4
 
     def _parse_expr(self) -> str:
-        return f"_kp.read_records(io, {self.compact}, {self.what!r})"
+        if not self.compact:
+            return f"_kp.read_records32(io, {self.what!r})"
+        return f"_kp.read_records(io, True, {self.what!r})"
 
     def _build_expr(self) -> str:
         return f"_kp.write_bytes(io, obj, {self.compact}, True, None)"
@@ -504,7 +625,7 @@ class KArray(Construct):
         n = read_array_length(stream, self.compact, self.nullable, self.elem_min, self.what)
         if n < 0:
             return None
-        return ListContainer([self.subcon._parsereport(stream, context, path) for _ in range(n)])
+        return [self.subcon._parsereport(stream, context, path) for _ in range(n)]
 
     def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
         items = write_array_length(stream, obj, self.compact, self.nullable)
@@ -517,13 +638,17 @@ class KArray(Construct):
     def _emitparse(self, code: Any) -> str:
         code.append(_MODULE_IMPORT)
         fname = f"parse_karray_{code.allocateId()}"
+        if self.compact:
+            count = f"_kp.read_array_length(io, True, {self.nullable}, {self.elem_min}, {self.what!r})"
+        else:
+            count = f"_kp.read_array32(io, {self.nullable}, {self.elem_min}, {self.what!r})"
         code.append(
             f"""
             def {fname}(io, this):
-                n = _kp.read_array_length(io, {self.compact}, {self.nullable}, {self.elem_min}, {self.what!r})
+                n = {count}
                 if n < 0:
                     return None
-                return ListContainer([{self.subcon._compileparse(code)} for _ in range(n)])
+                return [{self.subcon._compileparse(code)} for _ in range(n)]
             """
         )
         return f"{fname}(io, this)"
@@ -543,3 +668,53 @@ class KArray(Construct):
             """
         )
         return f"{fname}(obj, io, this)"
+
+
+class KStruct(Struct):
+    """A Kafka struct: fields in order, decoded into a :class:`Body`.
+
+    Construct's own ``Struct`` builds a context container per struct so that
+    fields may refer to each other; Kafka's layouts never do, so the compiled
+    code here skips that work and just reads the fields in order.  Fields
+    built with ``Computed`` (absent at this version) are parsed as their
+    constant and not written.
+    """
+
+    def _parse(self, stream: Any, context: Any, path: Any) -> Any:
+        body = Body()
+        for sc in self.subcons:
+            body[sc.name] = sc._parsereport(stream, context, path)
+        return body
+
+    def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
+        for sc in self.subcons:
+            if not _is_absent(sc):
+                sc._build(obj.get(sc.name), stream, context, path)
+        return obj
+
+    def _emitparse(self, code: Any) -> str:
+        code.append(_MODULE_IMPORT)
+        fname = f"parse_kstruct_{code.allocateId()}"
+        lines = [f"def {fname}(io, this):", "    r = _kp.Body()"]
+        for sc in self.subcons:
+            lines.append(f"    r[{sc.name!r}] = {sc._compileparse(code)}")
+        lines.append("    return r")
+        code.append("\n".join(lines))
+        return f"{fname}(io, this)"
+
+    def _emitbuild(self, code: Any) -> str:
+        code.append(_MODULE_IMPORT)
+        fname = f"build_kstruct_{code.allocateId()}"
+        lines = [f"def {fname}(obj, io, this):", "    objdict = obj"]
+        for sc in self.subcons:
+            if _is_absent(sc):
+                continue
+            lines.append(f"    obj = objdict.get({sc.name!r})")
+            lines.append(f"    {sc._compilebuild(code)}")
+        lines.append("    return objdict")
+        code.append("\n".join(lines))
+        return f"{fname}(obj, io, this)"
+
+
+def _is_absent(sc: Construct) -> bool:
+    return isinstance(getattr(sc, "subcon", sc), Computed)

@@ -302,8 +302,10 @@ def decode_batch(
 
     The batch is validated first (:func:`~mafka.wire.batch.validate_batch`;
     the CRC only if ``verify_crc``).  Memory use is bounded by the input size,
-    ``max_decompressed`` and ``record_count`` (itself bounded by the
-    decompressed size, since a record takes at least 7 bytes).
+    ``max_decompressed`` and ``record_count``, which must fit the (decompressed)
+    bytes at 7 bytes per record at least.  Note the Python objects: about
+    150 bytes per record, so a payload of minimal 7-byte records costs ~20x
+    its size once decoded; size ``max_decompressed`` accordingly.
 
     Args:
         buf: buffer holding the batch; bytes after it are ignored.

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from construct import Computed, Construct, Struct
+from construct import Computed, Construct
 
 from .primitives import (
     FIXED_FORMATS,
@@ -31,6 +31,7 @@ from .primitives import (
     Bytes,
     Fixed,
     KArray,
+    KStruct,
     Records,
     String,
     TaggedFields,
@@ -210,7 +211,7 @@ def _struct(fields: Sequence[Field], version: int, flexible: bool, path: str) ->
             subcons.append(f.name / Computed(f.default_value()))
     if flexible:
         subcons.append("tagged_fields" / TaggedFields(f"{path}.tagged_fields"))
-    return Struct(*subcons)
+    return KStruct(*subcons)
 
 
 def _field_construct(f: Field, version: int, flexible: bool, what: str) -> Construct:
@@ -247,7 +248,7 @@ def _scalar(t: str, what: str, flexible: bool, nullable: bool, default: Any) -> 
 
 def _min_size(c: Construct) -> int:
     """Smallest encoded size of *c* (used to bound array counts)."""
-    if isinstance(c, Struct):
+    if isinstance(c, KStruct):
         return sum(_min_size(sc) for sc in c.subcons)
     if isinstance(c, Computed):
         return 0

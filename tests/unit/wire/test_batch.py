@@ -144,7 +144,12 @@ def test_attribute_bits() -> None:
 
 def test_header_agrees_with_kafka_python() -> None:
     raw = kp_batch(
-        5, compression=1, producer_id=77, producer_epoch=3, base_sequence=2**31 - 2, transactional=True
+        5,
+        compression=1,
+        producer_id=77,
+        producer_epoch=3,
+        base_sequence=2**31 - 2,
+        transactional=True,
     )
     ours = BatchHeader(raw)
     theirs = DefaultRecordBatch(raw)
@@ -269,7 +274,9 @@ def test_assign_offsets_via_memoryview_keeps_epoch_when_none() -> None:
 
 
 def test_set_log_append_time_validates_in_kafka_python() -> None:
-    raw = kp_batch(4, compression=3, producer_id=5, producer_epoch=0, base_sequence=0, transactional=True)
+    raw = kp_batch(
+        4, compression=3, producer_id=5, producer_epoch=0, base_sequence=0, transactional=True
+    )
     buf = bytearray(b"\xff" * 3 + raw)
     set_log_append_time(buf, 3, 1_800_000_000_123)
     h = validate_batch(buf, 3)

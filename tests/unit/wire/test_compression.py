@@ -272,6 +272,11 @@ def test_default_limit_is_64_mib() -> None:
         decompress(CompressionType.ZSTD, packed)
 
 
+def test_negative_limit_is_a_caller_bug() -> None:
+    with pytest.raises(ValueError):
+        decompress(CompressionType.GZIP, compress(CompressionType.GZIP, b"abc"), max_size=-1)
+
+
 def test_none_codec_respects_limit() -> None:
     assert decompress(CompressionType.NONE, b"abc", max_size=3) == b"abc"
     with pytest.raises(ProtocolError):

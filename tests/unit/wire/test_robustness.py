@@ -47,18 +47,32 @@ def _message(key, kind):
 def length_prefixes(message, version, data):
     """(offset, width, compact) of every length/count prefix read while decoding *data*."""
     found = []
-    original = primitives._read_length
+    # Every length/count reader, with the prefix width it reads; the compiled
+    # code looks them up on the module at call time.
+    readers = {"_read_length": None, "read_str16": 2, "read_bytes32": 4, "read_records32": 4, "read_array32": 4}
+    originals = {name: getattr(primitives, name) for name in readers}
 
-    def recording(io, compact, wide, what):
-        found.append((io.tell(), 4 if wide else 2, compact))
-        return original(io, compact, wide, what)
+    def recorder(name, width):
+        original = originals[name]
 
-    primitives._read_length = recording
+        def recording(io, *args):
+            if width is None:  # _read_length(io, compact, wide, what)
+                compact, wide = args[0], args[1]
+                found.append((io.tell(), 4 if wide else 2, compact))
+            else:
+                found.append((io.tell(), width, False))
+            return original(io, *args)
+
+        return recording
+
+    for name, width in readers.items():
+        setattr(primitives, name, recorder(name, width))
     try:
         decode_body(message, version, data)
     finally:
-        primitives._read_length = original
-    return found
+        for name, original in originals.items():
+            setattr(primitives, name, original)
+    return sorted(set(found))
 
 
 def bounded_decode(decode, data):
@@ -142,6 +156,15 @@ def test_mutated_request_frames(key, cut, junk, data):
     frame = encode_request(key, version, 7, "client", vals)[4:]
     mutant = frame[:cut] + junk + frame[cut + len(junk) :]
     check(decode_request, mutant)
+
+
+def test_length_prefixes_are_found():
+    """The mutation strategy really reaches the prefixes (a check of the check)."""
+    message = API_SPECS[0].request
+    body = encode_body(message, 7, {"topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"xy"}]}]})
+    # transactional_id (2 bytes at 0), topic_data count at 8, name at 12,
+    # partition_data count at 15, records length at 23.
+    assert length_prefixes(message, 7, body) == [(0, 2, False), (8, 4, False), (12, 2, False), (15, 4, False), (23, 4, False)]
 
 
 def test_inflated_array_count_is_refused_before_allocation():
