@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io as _io
 import struct
+import sys
 from typing import Any
 
 from construct import Computed, Construct, Struct
@@ -430,9 +431,6 @@ class _Leaf(Construct):
         self.what = what
         self.flagbuildnone = True
 
-    def _args(self) -> str:  # pragma: no cover - overridden
-        raise NotImplementedError
-
     def _emitparse(self, code: Any) -> str:
         code.append(_MODULE_IMPORT)
         return self._parse_expr()
@@ -441,12 +439,19 @@ class _Leaf(Construct):
         code.append(_MODULE_IMPORT)
         return self._build_expr()
 
-    # Interpreted mode mirrors the compiled expressions exactly.
+    # Interpreted (uncompiled) use runs the very expressions compiled code
+    # inlines, turned into functions once per leaf.
     def _parse(self, stream: Any, context: Any, path: Any) -> Any:
-        return eval(self._parse_expr(), {"_kp": _this_module(), "io": stream})  # noqa: S307
+        fn = self.__dict__.get("_parse_fn")
+        if fn is None:
+            fn = self._parse_fn = _function("io", self._parse_expr())
+        return fn(stream)
 
     def _build(self, obj: Any, stream: Any, context: Any, path: Any) -> Any:
-        return eval(self._build_expr(), {"_kp": _this_module(), "io": stream, "obj": obj})  # noqa: S307
+        fn = self.__dict__.get("_build_fn")
+        if fn is None:
+            fn = self._build_fn = _function("obj, io", self._build_expr())
+        return fn(obj, stream)
 
     def _parse_expr(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -455,10 +460,9 @@ class _Leaf(Construct):
         raise NotImplementedError
 
 
-def _this_module() -> Any:
-    import sys
-
-    return sys.modules[__name__]
+def _function(params: str, expr: str) -> Any:
+    """``lambda params: expr`` over this module, as compiled code would run it."""
+    return eval(f"lambda {params}: {expr}", {"_kp": sys.modules[__name__]})  # noqa: S307
 
 
 class Fixed(_Leaf):

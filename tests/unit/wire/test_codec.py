@@ -165,3 +165,19 @@ def test_every_structure_round_trips(case, data):
         encoded = encode_body(message, version, vals)
         decoded = decode_body(message, version, encoded)
         assert encode_body(message, version, decoded) == encoded
+
+
+@pytest.mark.parametrize("key", sorted(API_SPECS))
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_interpreted_structs_agree_with_compiled(key, data):
+    from mafka.wire.schema import _struct
+
+    spec = API_SPECS[key]
+    version = data.draw(st.integers(*spec.decode))
+    for message in (spec.request, spec.response):
+        vals = data.draw(values(mafka_fields(message.fields), version))
+        compiled = encode_body(message, version, vals)
+        interpreted = _struct(message.fields, version, message.is_flexible(version), message.name)
+        assert interpreted.build(vals) == compiled
+        assert interpreted.build(interpreted.parse(compiled)) == compiled
