@@ -1,0 +1,659 @@
+"""Kafka's small on-disk state files: offset checkpoints, leader-epoch checkpoints, meta.properties.
+
+Formats and semantics follow Apache Kafka 2.8 (``kafka/server/checkpoints/*``,
+``kafka/server/BrokerMetadataCheckpoint.scala``), so a log directory written by
+Mafka can be read by Kafka and the other way round.
+
+Contract:
+
+* Every file is replaced atomically by :func:`atomic_write`: the new bytes go to
+  ``<name>.tmp`` (Kafka's temporary name), are flushed and fsynced, renamed over
+  ``<name>`` with :func:`os.replace`, and the directory is fsynced so the rename
+  itself survives a crash.  A reader therefore sees the old or the new file,
+  never a torn one; a ``.tmp`` left behind by a crash is ignored by readers and
+  overwritten by the next write.
+* Checkpoint files (:class:`OffsetCheckpointFile`, :class:`LeaderEpochCheckpointFile`)
+  are UTF-8 text, one ``\\n``-terminated line each (``BufferedWriter.newLine``
+  on Linux)::
+
+      0               <- version
+      2               <- number of entries
+      topic 0 5       <- offset checkpoint: topic partition offset
+      topic 1 7
+
+  and ``epoch startOffset`` lines for the leader-epoch checkpoint.
+* Reading is as strict as Kafka's ``CheckpointReadBuffer``, and as lenient where
+  Kafka is lenient: a missing file, an empty file and a file holding only the
+  version line read as "no entries" (Kafka creates the file empty before its
+  first write); fields may be separated by any run of ASCII whitespace and
+  trailing whitespace is ignored; ``\\r\\n`` and ``\\r`` line ends are accepted.
+  Anything else malformed (unknown version, a count that does not match the
+  number of entry lines, a line with the wrong number of fields, a number that
+  is not a decimal integer of the right width, bytes that are not UTF-8)
+  raises :class:`CorruptCheckpointError` naming the file and the line.
+* ``meta.properties`` is a Java properties file (ISO-8859-1, ``\\uXXXX`` escapes)
+  holding ``version=0``, ``broker.id`` and ``cluster.id`` for ZooKeeper-mode
+  brokers.  :func:`check_broker_metadata` refuses a directory whose file
+  disagrees with the broker's configuration, as ``KafkaServer.startup`` does.
+
+Nothing here locks: callers serialise writers of the same file (two writers
+would share the ``.tmp`` name).
+
+Example:
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> cp = OffsetCheckpointFile(d / REPLICATION_OFFSET_CHECKPOINT)
+    >>> cp.write({("topic", 1): 7, ("topic", 0): 5})
+    >>> (d / REPLICATION_OFFSET_CHECKPOINT).read_bytes()
+    b'0\\n2\\ntopic 0 5\\ntopic 1 7\\n'
+    >>> cp.read()
+    {('topic', 0): 5, ('topic', 1): 7}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, NamedTuple, TypeVar
+
+__all__ = [
+    "CHECKPOINT_VERSION",
+    "CLEANER_OFFSET_CHECKPOINT",
+    "LEADER_EPOCH_CHECKPOINT",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "META_PROPERTIES",
+    "META_PROPERTIES_VERSION",
+    "RECOVERY_POINT_OFFSET_CHECKPOINT",
+    "REPLICATION_OFFSET_CHECKPOINT",
+    "TMP_SUFFIX",
+    "BrokerMetadata",
+    "CorruptCheckpointError",
+    "EpochEntry",
+    "InconsistentBrokerMetadataError",
+    "LeaderEpochCheckpointFile",
+    "OffsetCheckpointFile",
+    "atomic_write",
+    "check_broker_metadata",
+    "fsync_dir",
+    "read_broker_metadata",
+    "read_meta_properties",
+    "write_meta_properties",
+]
+
+# File names, verbatim from Kafka 2.8 (LogManager, ReplicaManager, LogCleanerManager,
+# LeaderEpochCheckpointFile, BrokerMetadataCheckpoint).
+RECOVERY_POINT_OFFSET_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT: Final = "leader-epoch-checkpoint"
+META_PROPERTIES: Final = "meta.properties"
+
+TMP_SUFFIX: Final = ".tmp"
+CHECKPOINT_VERSION: Final = 0  # OffsetCheckpointFile.CurrentVersion == LeaderEpochCheckpointFile's
+META_PROPERTIES_VERSION: Final = 0  # ZooKeeper-mode brokers only accept version 0 (KRaft writes 1)
+
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+# Java's Integer.parseInt / Long.parseLong syntax, restricted to ASCII digits: Python's int()
+# would also take "1_000", " 5" and non-ASCII digits, none of which Kafka writes.
+_DECIMAL = re.compile(r"[+-]?[0-9]+\Z")
+# Kafka splits entry lines on the Java regex "\s+", which is ASCII whitespace only.
+_JAVA_WHITESPACE = " \t\n\x0b\f\r"
+_FIELD_SEPARATOR = re.compile(f"[{re.escape(_JAVA_WHITESPACE)}]+")
+# BufferedReader.readLine's line terminators (not str.splitlines', which knows many more).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+class CorruptCheckpointError(ValueError):
+    """A checkpoint or properties file exists but cannot be parsed.
+
+    Kafka treats this as a storage error and takes the log directory offline; the
+    caller decides.  ``path`` is the file, ``line_number`` the 1-based line at fault
+    (``None`` when the fault is not tied to one line, e.g. undecodable bytes).
+    """
+
+    def __init__(self, path: Path, reason: str, *, line_number: int | None = None) -> None:
+        where = f"{path}" if line_number is None else f"{path}, line {line_number}"
+        super().__init__(f"corrupt checkpoint file ({where}): {reason}")
+        self.path = path
+        self.line_number = line_number
+        self.reason = reason
+
+
+class InconsistentBrokerMetadataError(RuntimeError):
+    """``meta.properties`` names another broker or cluster: Kafka refuses to start.
+
+    Mirrors Kafka's ``InconsistentBrokerIdException``, ``InconsistentClusterIdException``
+    and the "unexpected version" check in ``KafkaServer.startup``.
+    """
+
+
+class EpochEntry(NamedTuple):
+    """One leader-epoch checkpoint line: ``epoch`` starts at offset ``start_offset``."""
+
+    epoch: int
+    start_offset: int
+
+
+# --------------------------------------------------------------------------- atomic files
+
+
+def fsync_dir(path: Path) -> None:
+    """Fsync directory ``path`` so that renames and creations inside it are durable.
+
+    Raises:
+        OSError: ``path`` cannot be opened as a directory.  A file system that
+            does not support fsync on directories (``EINVAL``) is tolerated,
+            since there is nothing more the caller could do.
+    """
+    if os.name == "nt":  # pragma: no cover - Windows cannot open a directory for fsync
+        return
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Replace the file at ``path`` by ``data`` so that readers see old or new, never a mix.
+
+    Writes ``<path>.tmp``, flushes it, fsyncs it (if ``fsync``), renames it onto
+    ``path`` with :func:`os.replace` and fsyncs the parent directory (if ``fsync``),
+    because without the directory fsync the rename may be lost in a crash and
+    the old contents come back.  If anything before the rename fails, the
+    temporary file is removed and ``path`` is left untouched.
+
+    Args:
+        path: the final file; its directory must exist.
+        data: the complete new contents.
+        fsync: ``False`` skips both fsyncs (tests, or files that may be lost).
+
+    Raises:
+        OSError: the write, fsync or rename failed.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        # A half-written .tmp is harmless to readers, but do not leave litter behind.
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    if fsync:
+        fsync_dir(path.parent)
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+_T = TypeVar("_T")
+
+
+def _parse_int(text: str, lo: int, hi: int) -> int:
+    """Parse a Java-style decimal integer in [lo, hi]; ValueError otherwise."""
+    if not _DECIMAL.match(text):
+        raise ValueError(f"not a decimal integer: {text!r}")
+    value = int(text)
+    if not lo <= value <= hi:
+        raise ValueError(f"out of range [{lo}, {hi}]: {text}")
+    return value
+
+
+def _fields(line: str) -> list[str]:
+    """Split like Java's ``Pattern.compile("\\\\s+").split(line)``.
+
+    Java drops trailing empty strings but keeps a leading one, so leading
+    whitespace makes the line malformed while trailing whitespace does not.
+    """
+    fields = _FIELD_SEPARATOR.split(line)
+    while fields and fields[-1] == "":
+        fields.pop()
+    return fields
+
+
+def _render_checkpoint(lines: Sequence[str]) -> bytes:
+    parts = [f"{CHECKPOINT_VERSION}\n{len(lines)}\n"]
+    parts.extend(f"{line}\n" for line in lines)
+    return "".join(parts).encode("utf-8")
+
+
+def _read_checkpoint(path: Path, parse_line: Callable[[list[str]], _T]) -> list[_T]:
+    """Read a versioned checkpoint file; [] if missing, empty or version-only (as Kafka)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptCheckpointError(path, f"not UTF-8: {exc}") from None
+    lines = _LINE_END.split(text)
+    if lines[-1] == "":
+        lines.pop()  # the terminator of the last line, not an empty line
+    if not lines:
+        return []
+
+    try:
+        version = _parse_int(lines[0], _INT32_MIN, _INT32_MAX)
+    except ValueError as exc:
+        raise CorruptCheckpointError(
+            path, f"bad version line {lines[0]!r}: {exc}", line_number=1
+        ) from None
+    if version != CHECKPOINT_VERSION:
+        raise CorruptCheckpointError(
+            path, f"unrecognized version {version} (expected {CHECKPOINT_VERSION})", line_number=1
+        )
+    if len(lines) == 1:
+        return []  # Kafka's reader stops at a missing count line too
+
+    try:
+        expected = _parse_int(lines[1], 0, _INT32_MAX)
+    except ValueError as exc:
+        raise CorruptCheckpointError(
+            path, f"bad entry count {lines[1]!r}: {exc}", line_number=2
+        ) from None
+
+    entries: list[_T] = []
+    for number, line in enumerate(lines[2:], start=3):
+        try:
+            entries.append(parse_line(_fields(line)))
+        except ValueError as exc:
+            raise CorruptCheckpointError(
+                path, f"malformed line {line!r}: {exc}", line_number=number
+            ) from None
+    if len(entries) != expected:
+        raise CorruptCheckpointError(path, f"expected {expected} entries, found {len(entries)}")
+    return entries
+
+
+class OffsetCheckpointFile:
+    """A per-log-dir ``topic partition offset`` checkpoint (Kafka's ``OffsetCheckpointFile``).
+
+    Used for :data:`RECOVERY_POINT_OFFSET_CHECKPOINT`, :data:`REPLICATION_OFFSET_CHECKPOINT`
+    (high watermarks), :data:`LOG_START_OFFSET_CHECKPOINT` and
+    :data:`CLEANER_OFFSET_CHECKPOINT`.  The object holds no state beyond the path:
+    every :meth:`read` goes to disk.
+    """
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        """Args: path: the checkpoint file; fsync: passed to :func:`atomic_write`."""
+        self.path = Path(path)
+        self.fsync = fsync
+
+    def __repr__(self) -> str:
+        return f"OffsetCheckpointFile({str(self.path)!r})"
+
+    def write(self, entries: Mapping[tuple[str, int], int]) -> None:
+        """Atomically replace the file with ``entries`` ((topic, partition) -> offset).
+
+        Lines are sorted by (topic, partition) so that equal contents give equal
+        bytes (Kafka writes in hash order; readers do not care).
+
+        Raises:
+            ValueError: a topic is empty or contains whitespace (it could not be
+                read back), or a partition / offset does not fit Kafka's int32 /
+                int64.  Nothing is written then.
+            OSError: writing failed.
+        """
+        lines = []
+        for (topic, partition), offset in sorted(entries.items()):
+            if not topic or any(ch in _JAVA_WHITESPACE for ch in topic):
+                raise ValueError(f"topic name {topic!r} cannot be stored in a checkpoint")
+            if not _INT32_MIN <= partition <= _INT32_MAX:
+                raise ValueError(f"partition {partition} of {topic!r} is not an int32")
+            if not _INT64_MIN <= offset <= _INT64_MAX:
+                raise ValueError(f"offset {offset} of {topic}-{partition} is not an int64")
+            lines.append(f"{topic} {int(partition)} {int(offset)}")
+        atomic_write(self.path, _render_checkpoint(lines), fsync=self.fsync)
+
+    def read(self) -> dict[tuple[str, int], int]:
+        """Return the stored offsets; ``{}`` if the file is missing or empty.
+
+        A (topic, partition) listed twice keeps its last offset, as Kafka's ``toMap``.
+
+        Raises:
+            CorruptCheckpointError: the file is malformed.
+        """
+        return dict(_read_checkpoint(self.path, _parse_offset_line))
+
+
+def _parse_offset_line(fields: list[str]) -> tuple[tuple[str, int], int]:
+    if len(fields) != 3 or not fields[0]:
+        raise ValueError(f"expected 'topic partition offset', got {len(fields)} field(s)")
+    topic, partition, offset = fields
+    return (topic, _parse_int(partition, _INT32_MIN, _INT32_MAX)), _parse_int(
+        offset, _INT64_MIN, _INT64_MAX
+    )
+
+
+class LeaderEpochCheckpointFile:
+    """A partition's ``leader-epoch-checkpoint``: ``epoch startOffset`` lines.
+
+    The file stores whatever it is given, in order; keeping the entries
+    monotonic is :class:`mafka.log.epoch_cache.LeaderEpochCache`'s job.
+    """
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        """Args: path: the checkpoint file; fsync: passed to :func:`atomic_write`."""
+        self.path = Path(path)
+        self.fsync = fsync
+
+    @classmethod
+    def in_dir(cls, partition_dir: Path, *, fsync: bool = True) -> LeaderEpochCheckpointFile:
+        """The checkpoint of the partition stored in ``partition_dir`` (Kafka's ``newFile``)."""
+        return cls(Path(partition_dir) / LEADER_EPOCH_CHECKPOINT, fsync=fsync)
+
+    def __repr__(self) -> str:
+        return f"LeaderEpochCheckpointFile({str(self.path)!r})"
+
+    def write(self, entries: Iterable[EpochEntry]) -> None:
+        """Atomically replace the file with ``entries``, in the order given.
+
+        Raises:
+            ValueError: an epoch is not an int32 or a start offset not an int64;
+                nothing is written then.
+            OSError: writing failed.
+        """
+        lines = []
+        for epoch, start_offset in entries:
+            if not _INT32_MIN <= epoch <= _INT32_MAX:
+                raise ValueError(f"leader epoch {epoch} is not an int32")
+            if not _INT64_MIN <= start_offset <= _INT64_MAX:
+                raise ValueError(f"start offset {start_offset} is not an int64")
+            lines.append(f"{int(epoch)} {int(start_offset)}")
+        atomic_write(self.path, _render_checkpoint(lines), fsync=self.fsync)
+
+    def read(self) -> list[EpochEntry]:
+        """Return the stored entries in file order; ``[]`` if missing or empty.
+
+        Raises:
+            CorruptCheckpointError: the file is malformed.
+        """
+        return _read_checkpoint(self.path, _parse_epoch_line)
+
+
+def _parse_epoch_line(fields: list[str]) -> EpochEntry:
+    if len(fields) != 2 or not fields[0]:
+        raise ValueError(f"expected 'epoch startOffset', got {len(fields)} field(s)")
+    return EpochEntry(
+        _parse_int(fields[0], _INT32_MIN, _INT32_MAX), _parse_int(fields[1], _INT64_MIN, _INT64_MAX)
+    )
+
+
+# --------------------------------------------------------------------------- meta.properties
+
+_VERSION_KEY: Final = "version"
+_BROKER_ID_KEY: Final = "broker.id"
+_CLUSTER_ID_KEY: Final = "cluster.id"
+
+_JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_JAVA_ESCAPES_OUT = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
+_PROPS_BLANK = " \t\f"  # Properties.load's whitespace
+
+
+def _java_unescape(text: str) -> str:
+    r"""Undo Properties.load escapes: ``\uXXXX``, ``\t \n \r \f``, and ``\c`` -> ``c``."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        i += 1
+        if ch != "\\" or i == len(text):
+            out.append(ch)
+            continue
+        ch = text[i]
+        i += 1
+        if ch == "u":
+            digits = text[i : i + 4]
+            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
+                raise ValueError(f"malformed \\uxxxx encoding: \\u{digits}")
+            out.append(chr(int(digits, 16)))
+            i += 4
+        else:
+            out.append(_JAVA_ESCAPES.get(ch, ch))
+    return "".join(out)
+
+
+def _logical_lines(text: str) -> Iterable[str]:
+    """Properties.load's LineReader: join continuation lines, drop comments and blank lines."""
+    pending: str | None = None
+    for natural in _LINE_END.split(text):
+        stripped = natural.lstrip(_PROPS_BLANK)
+        if pending is None and (not stripped or stripped[0] in "#!"):
+            continue
+        # An odd number of trailing backslashes continues the line onto the next one.
+        backslashes = len(stripped) - len(stripped.rstrip("\\"))
+        if backslashes % 2:
+            pending = (pending or "") + stripped[:-1]
+            continue
+        yield (pending or "") + stripped
+        pending = None
+    if pending:
+        yield pending
+
+
+def _parse_java_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (the subset Properties.load defines; good enough for
+    anything Kafka or a human writes into meta.properties)."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i, n = 0, len(line)
+        # The key ends at the first unescaped '=', ':' or blank.
+        while i < n:
+            ch = line[i]
+            if ch == "\\":
+                i += 2
+                continue
+            if ch in "=:" or ch in _PROPS_BLANK:
+                break
+            i += 1
+        key = line[:i]
+        while i < n and line[i] in _PROPS_BLANK:
+            i += 1
+        if i < n and line[i] in "=:":
+            i += 1
+            while i < n and line[i] in _PROPS_BLANK:
+                i += 1
+        props[_java_unescape(key)] = _java_unescape(line[i:])
+    return props
+
+
+def _java_escape(text: str, *, is_key: bool) -> str:
+    """Properties.store's ``saveConvert`` with unicode escaping (the file is ISO-8859-1)."""
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch == " ":
+            out.append("\\ " if is_key or index == 0 else " ")
+        elif ch in _JAVA_ESCAPES_OUT:
+            out.append(_JAVA_ESCAPES_OUT[ch])
+        elif ch in "=:#!\\":
+            out.append("\\" + ch)
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            # Outside the BMP: Java escapes each UTF-16 code unit.
+            units = ch.encode("utf-16-be")
+            out.extend(
+                f"\\u{int.from_bytes(units[k : k + 2], 'big'):04X}" for k in range(0, len(units), 2)
+            )
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _join_surrogates(text: str) -> str:
+    """Recombine UTF-16 surrogate pairs produced by ``\\uD83D\\uDE00``-style escapes."""
+    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
+
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _java_date(now: float) -> str:
+    """``java.util.Date.toString()`` in UTC, independent of the C locale."""
+    t = time.gmtime(now)
+    return (
+        f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} "
+        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} UTC {t.tm_year}"
+    )
+
+
+def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
+    """Return the key/value pairs of ``log_dir/meta.properties``, or ``None`` if it is missing.
+
+    Like Kafka, a leftover ``meta.properties.tmp`` from an interrupted write is deleted first.
+
+    Raises:
+        CorruptCheckpointError: the file cannot be parsed as Java properties.
+        OSError: the file exists but cannot be read.
+    """
+    path = Path(log_dir) / META_PROPERTIES
+    with contextlib.suppress(FileNotFoundError):
+        path.with_name(path.name + TMP_SUFFIX).unlink()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        props = _parse_java_properties(raw.decode("latin-1"))
+    except ValueError as exc:
+        raise CorruptCheckpointError(path, str(exc)) from None
+    return {_join_surrogates(k): _join_surrogates(v) for k, v in props.items()}
+
+
+def write_meta_properties(
+    log_dir: Path, broker_id: int, cluster_id: str, *, fsync: bool = True
+) -> None:
+    """Atomically write ``log_dir/meta.properties`` for a ZooKeeper-mode broker.
+
+    The file looks like Kafka's ``Properties.store(out, "")`` output: an empty
+    ``#`` comment, a ``#``-date comment, then ``version=0``, ``broker.id`` and
+    ``cluster.id``.
+
+    Raises:
+        ValueError: ``broker_id`` is not an int32.
+        OSError: writing failed.
+    """
+    if not _INT32_MIN <= broker_id <= _INT32_MAX:
+        raise ValueError(f"broker.id {broker_id} is not an int32")
+    props = {
+        _VERSION_KEY: str(META_PROPERTIES_VERSION),
+        _BROKER_ID_KEY: str(int(broker_id)),
+        _CLUSTER_ID_KEY: cluster_id,
+    }
+    lines = ["#", f"#{_java_date(time.time())}"]
+    lines += [
+        f"{_java_escape(k, is_key=True)}={_java_escape(v, is_key=False)}" for k, v in props.items()
+    ]
+    data = "".join(f"{line}\n" for line in lines).encode("latin-1")
+    atomic_write(Path(log_dir) / META_PROPERTIES, data, fsync=fsync)
+
+
+@dataclass(frozen=True)
+class BrokerMetadata:
+    """The parsed contents of a ZooKeeper-mode ``meta.properties``.
+
+    ``broker_id`` / ``cluster_id`` are ``None`` when the file lacks them (files
+    written before 0.10.1 have no cluster.id); ``version`` defaults to 0 when
+    absent, as in Kafka's ``RawMetaProperties``.
+    """
+
+    broker_id: int | None
+    cluster_id: str | None
+    version: int = META_PROPERTIES_VERSION
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], *, path: Path) -> BrokerMetadata:
+        """Build from raw properties; ``path`` is only used in error messages.
+
+        Raises:
+            CorruptCheckpointError: ``version`` or ``broker.id`` is not an int32.
+        """
+
+        def int_value(key: str) -> int | None:
+            text = props.get(key)
+            if text is None:
+                return None
+            try:
+                return _parse_int(text, _INT32_MIN, _INT32_MAX)
+            except ValueError as exc:
+                raise CorruptCheckpointError(path, f"cannot parse {key}: {exc}") from None
+
+        version = int_value(_VERSION_KEY)
+        return cls(
+            broker_id=int_value(_BROKER_ID_KEY),
+            cluster_id=props.get(_CLUSTER_ID_KEY),
+            version=META_PROPERTIES_VERSION if version is None else version,
+        )
+
+
+def read_broker_metadata(log_dir: Path) -> BrokerMetadata | None:
+    """Parse ``log_dir/meta.properties``; ``None`` if it does not exist.
+
+    Raises:
+        CorruptCheckpointError: the file is malformed.
+    """
+    props = read_meta_properties(log_dir)
+    if props is None:
+        return None
+    return BrokerMetadata.from_properties(props, path=Path(log_dir) / META_PROPERTIES)
+
+
+def check_broker_metadata(
+    log_dir: Path, *, broker_id: int | None, cluster_id: str | None
+) -> BrokerMetadata | None:
+    """Refuse a log dir that belongs to another broker or cluster (``KafkaServer.startup``).
+
+    Checks, in Kafka's order: the version must be 0 (a KRaft-formatted dir has
+    1); a stored cluster.id must equal ``cluster_id``; a stored broker.id must
+    equal ``broker_id``.  A field missing from the file is not a conflict, and
+    ``broker_id`` ``None`` or negative (not configured: Kafka would adopt the
+    stored id) and ``cluster_id`` ``None`` skip their checks.
+
+    Returns:
+        The stored metadata, or ``None`` if the dir has no meta.properties yet.
+
+    Raises:
+        InconsistentBrokerMetadataError: the file disagrees.
+        CorruptCheckpointError: the file is malformed.
+    """
+    meta = read_broker_metadata(log_dir)
+    if meta is None:
+        return None
+    path = Path(log_dir) / META_PROPERTIES
+    if meta.version != META_PROPERTIES_VERSION:
+        raise InconsistentBrokerMetadataError(
+            f"{path}: unexpected meta.properties version {meta.version}; ZooKeeper-mode brokers "
+            f"only support version {META_PROPERTIES_VERSION}"
+        )
+    if cluster_id is not None and meta.cluster_id is not None and meta.cluster_id != cluster_id:
+        raise InconsistentBrokerMetadataError(
+            f"{path}: the cluster ID {cluster_id} doesn't match stored cluster.id {meta.cluster_id}; "
+            "the broker is trying to join the wrong cluster"
+        )
+    if (
+        broker_id is not None
+        and broker_id >= 0
+        and meta.broker_id is not None
+        and meta.broker_id != broker_id
+    ):
+        raise InconsistentBrokerMetadataError(
+            f"{path}: configured broker.id {broker_id} doesn't match stored broker.id {meta.broker_id}"
+        )
+    return meta

@@ -1,0 +1,219 @@
+"""Kafka's sparse segment indexes: ``.index`` (offset → position) and ``.timeindex``.
+
+* ``.index`` entries are 8 bytes: offset − base offset (int32), file position
+  (int32).  Each points at the start of a batch whose last offset is the
+  entry's offset.
+* ``.timeindex`` entries are 12 bytes: timestamp (int64), offset − base
+  (int32), appended only when the timestamp grows.
+
+Kafka preallocates index files and trims them when the segment rolls; Mafka
+appends entry by entry instead, so a file always holds exactly its valid
+entries and reads as a trimmed Kafka index.  Lookups bisect an in-memory copy
+of the entries; a torn or unordered file is reported as corrupt so the
+segment can rebuild it from the log.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+__all__ = ["OffsetIndex", "TimeIndex", "CorruptIndexError"]
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class CorruptIndexError(Exception):
+    """An index file that is torn, unordered or points past its segment."""
+
+
+class _IndexFile:
+    """An append-only file of fixed-size entries (shared by both index kinds)."""
+
+    entry_size = 0
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _read_all(self) -> bytes:
+        size = os.fstat(self._fd).st_size
+        return os.pread(self._fd, size, 0) if size else b""
+
+    def _write(self, data: bytes) -> None:
+        os.write(self._fd, data)
+
+    def _truncate_entries(self, count: int) -> None:
+        os.ftruncate(self._fd, count * self.entry_size)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class OffsetIndex(_IndexFile):
+    """The ``.index`` file of one segment.
+
+    Args:
+        path: the file (created if missing).
+        base_offset: the segment's base offset.
+        max_entries: capacity; the segment rolls when it is full.
+    """
+
+    entry_size = 8
+
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        super().__init__(path)
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_entries)
+        self._offsets = array("q")
+        self._positions = array("q")
+
+    def load(self, segment_size: int) -> None:
+        """Reads the file; raises CorruptIndexError unless it is a valid prefix-free index."""
+        data = self._read_all()
+        if len(data) % 8:
+            raise CorruptIndexError(f"{self.path}: size {len(data)} is not a multiple of 8")
+        offsets, positions = array("q"), array("q")
+        last_offset, last_pos = -1, -1
+        for rel, pos in _OFFSET_ENTRY.iter_unpack(data):
+            offset = self.base_offset + rel
+            if rel < 0 or offset <= last_offset or pos <= last_pos or pos >= segment_size:
+                raise CorruptIndexError(f"{self.path}: entry ({offset}, {pos}) out of order or past the log")
+            offsets.append(offset)
+            positions.append(pos)
+            last_offset, last_pos = offset, pos
+        self._offsets, self._positions = offsets, positions
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    @property
+    def last_offset(self) -> int:
+        """The last indexed offset, or the base offset when empty."""
+        return self._offsets[-1] if self._offsets else self.base_offset
+
+    def append(self, offset: int, position: int) -> None:
+        """Adds (offset → position); offsets and positions must grow."""
+        if self._offsets and (offset <= self._offsets[-1] or position <= self._positions[-1]):
+            return  # Kafka ignores non-increasing entries
+        self._write(_OFFSET_ENTRY.pack(offset - self.base_offset, position))
+        self._offsets.append(offset)
+        self._positions.append(position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """The largest entry with an offset ≤ *offset*, else (base offset, 0)."""
+        i = bisect.bisect_right(self._offsets, offset)
+        if i == 0:
+            return self.base_offset, 0
+        return self._offsets[i - 1], self._positions[i - 1]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drops entries with an offset ≥ *offset*."""
+        keep = bisect.bisect_left(self._offsets, offset)
+        if keep < len(self._offsets):
+            del self._offsets[keep:]
+            del self._positions[keep:]
+            self._truncate_entries(keep)
+
+    def reset(self) -> None:
+        self.truncate_to(-1)
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._offsets, self._positions, strict=True))
+
+
+class TimeIndex(_IndexFile):
+    """The ``.timeindex`` file of one segment: (max timestamp so far → offset)."""
+
+    entry_size = 12
+
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        super().__init__(path)
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_entries)
+        self._timestamps = array("q")
+        self._offsets = array("q")
+
+    def load(self, next_offset: int | None = None) -> None:
+        """Reads the file; raises CorruptIndexError if torn or unordered."""
+        data = self._read_all()
+        if len(data) % 12:
+            raise CorruptIndexError(f"{self.path}: size {len(data)} is not a multiple of 12")
+        timestamps, offsets = array("q"), array("q")
+        for ts, rel in _TIME_ENTRY.iter_unpack(data):
+            offset = self.base_offset + rel
+            if rel < 0 or (timestamps and (ts <= timestamps[-1] or offset < offsets[-1])):
+                raise CorruptIndexError(f"{self.path}: entry ({ts}, {offset}) out of order")
+            if next_offset is not None and offset >= next_offset:
+                raise CorruptIndexError(f"{self.path}: entry offset {offset} past the log end {next_offset}")
+            timestamps.append(ts)
+            offsets.append(offset)
+        self._timestamps, self._offsets = timestamps, offsets
+
+    def __len__(self) -> int:
+        return len(self._timestamps)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._timestamps) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int] | None:
+        if not self._timestamps:
+            return None
+        return self._timestamps[-1], self._offsets[-1]
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        """Adds (timestamp → offset) if the timestamp is larger than the last one."""
+        if timestamp < 0 or (self._timestamps and timestamp <= self._timestamps[-1]):
+            return
+        if self._offsets and offset < self._offsets[-1]:
+            return
+        self._write(_TIME_ENTRY.pack(timestamp, offset - self.base_offset))
+        self._timestamps.append(timestamp)
+        self._offsets.append(offset)
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """The largest entry with a timestamp ≤ *timestamp*, else (-1, base offset)."""
+        i = bisect.bisect_right(self._timestamps, timestamp)
+        if i == 0:
+            return -1, self.base_offset
+        return self._timestamps[i - 1], self._offsets[i - 1]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drops entries whose offset is ≥ *offset*."""
+        keep = bisect.bisect_left(self._offsets, offset)
+        if keep < len(self._offsets):
+            del self._timestamps[keep:]
+            del self._offsets[keep:]
+            self._truncate_entries(keep)
+
+    def reset(self) -> None:
+        self.truncate_to(-1)
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._timestamps, self._offsets, strict=True))

@@ -1,0 +1,651 @@
+"""A partition replica's log: an ordered list of segments in ``<topic>-<partition>/``.
+
+The log owns offsets: it assigns them to a leader's appends, checks them on
+a follower's, serves reads as :class:`~mafka.log.segment.FileRegion` slices,
+finds offsets by timestamp, truncates (to an offset, or fully), moves the
+log start offset, applies retention, rolls segments and recovers from an
+unclean shutdown.  It never decodes records on the append or read path.
+
+Contracts shared by every method:
+
+* time comes from the ``clock`` given at construction (milliseconds);
+* no method fsyncs on its own except :meth:`flush` and the directory syncs
+  that make segment creation and deletion durable — the broker runs
+  :meth:`flush` off its event loop when :meth:`flush_due` says so
+  (``flush.messages`` / ``flush.ms``; Kafka's default is never);
+* a lock serialises mutations, so :meth:`flush` and the cleaner may run on
+  other threads while appends continue;
+* the caller bounds reads and retention by the high watermark.
+
+Deleted segments are renamed ``.deleted`` and their files closed and removed
+``file.delete.delay.ms`` later (:meth:`delete_pending`), so a FileRegion
+handed to a slow reader stays valid in the meantime, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mafka.errors import InvalidRecordError, MessageTooLargeError, OffsetOutOfRangeError
+from mafka.wire.batch import assign_offsets, iter_batches, set_log_append_time
+from mafka.wire.errors import ProtocolError
+from mafka.wire.records import decode_batch
+
+from .checkpoint import fsync_dir
+from .config import LogConfig
+from .epoch_cache import LeaderEpochCache
+from .segment import BatchPosition, FileRegion, LogSegment
+
+__all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "UnexpectedAppendOffsetError", "TimestampAndOffset"]
+
+log = logging.getLogger("mafka.log")
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
+_PATCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+
+
+class UnexpectedAppendOffsetError(ValueError):
+    """A follower append whose offsets do not continue the log."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append wrote."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int
+    record_count: int
+    batch_count: int
+    valid_bytes: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """A read's result: the bytes to send (None when there is nothing to return)."""
+
+    fetch_offset: int
+    region: FileRegion | None
+
+    @property
+    def size(self) -> int:
+        return self.region.length if self.region else 0
+
+    def read(self) -> bytes:
+        return self.region.read() if self.region else b""
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+
+
+class Log:
+    """The log of one partition replica. Use :meth:`open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Callable[[], int],
+        epoch_cache: LeaderEpochCache | None = None,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.clock = clock
+        self.epoch_cache = epoch_cache if epoch_cache is not None else LeaderEpochCache(None)
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.next_offset = 0
+        self.recovery_point = 0
+        self._unflushed_records = 0
+        self._last_flush_ms = clock()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._lock = threading.RLock()
+
+    # ================================================================== opening
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        clock: Callable[[], int],
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = True,
+        epoch_cache: LeaderEpochCache | None = None,
+    ) -> Log:
+        """Opens (or creates) the log in *directory*, recovering it if needed.
+
+        Args:
+            log_start_offset: from ``log-start-offset-checkpoint``.
+            recovery_point: from ``recovery-point-offset-checkpoint``; every
+                segment from the one holding it onwards is re-read and its
+                batches' CRCs checked unless the shutdown was clean.
+            had_clean_shutdown: whether the log dir held ``.kafka_cleanshutdown``.
+        """
+        directory.mkdir(parents=True, exist_ok=True)
+        self = cls(directory, config, clock, epoch_cache)
+        now = clock()
+        swapped = self._clean_leftovers()
+        bases = sorted(int(m.group(1)) for p in directory.iterdir() if (m := _SEGMENT_FILE.match(p.name)))
+        for base in bases:
+            self.segments.append(LogSegment.open(directory, base, config, now))
+        self._drop_segments_replaced_by_swaps(swapped)
+        self._bases = [s.base_offset for s in self.segments]
+        if not had_clean_shutdown:
+            self._recover(recovery_point)
+        if not self.segments:
+            self._add_segment(LogSegment.create(directory, log_start_offset, config, now))
+        self.next_offset = self.segments[-1].next_offset
+        self.log_start_offset = max(log_start_offset, self.segments[0].base_offset)
+        if self.next_offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(self.log_start_offset)
+        self.recovery_point = self.next_offset if had_clean_shutdown else min(recovery_point, self.next_offset)
+        self.epoch_cache.truncate_from_end(self.next_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        return self
+
+    def _clean_leftovers(self) -> list[int]:
+        """Removes ``.cleaned``/``.deleted`` files and completes ``.swap`` files (Kafka's rules)."""
+        swapped = []
+        for path in sorted(self.directory.iterdir()):
+            name = path.name
+            if name.endswith(".cleaned") or name.endswith(".deleted"):
+                path.unlink()
+            elif name.endswith(".swap"):
+                final = path.with_name(name[: -len(".swap")])
+                os.replace(path, final)
+                if final.suffix == ".log":
+                    swapped.append(int(final.stem))
+        return swapped
+
+    def _drop_segments_replaced_by_swaps(self, swapped: list[int]) -> None:
+        for base in swapped:
+            swap = next(s for s in self.segments if s.base_offset == base)
+            for seg in list(self.segments):
+                if seg is not swap and base < seg.base_offset < swap.next_offset:
+                    log.warning("%s: dropping %s, replaced by a completed swap", self.directory.name, seg.log_path.name)
+                    self.segments.remove(seg)
+                    seg.delete_files()
+
+    def _recover(self, recovery_point: int) -> None:
+        """Re-reads segments from the recovery point on; cuts at the first invalid batch."""
+        i = max(0, bisect.bisect_right([s.base_offset for s in self.segments], recovery_point) - 1)
+        latest = self.epoch_cache.latest_epoch
+
+        def on_batch(h) -> None:
+            nonlocal latest
+            epoch = h.partition_leader_epoch
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self.epoch_cache.assign(epoch, h.base_offset)
+                latest = epoch
+
+        for j in range(i, len(self.segments)):
+            seg = self.segments[j]
+            cut = seg.recover(on_batch, max_batch_size=None)
+            if cut:
+                later = self.segments[j + 1 :]
+                log.warning(
+                    "%s: unclean shutdown; cut %d bytes from %s at offset %d%s",
+                    self.directory.name,
+                    cut,
+                    seg.log_path.name,
+                    seg.next_offset,
+                    f" and deleted {len(later)} later segment(s)" if later else "",
+                )
+                for dead in later:
+                    dead.delete_files()
+                del self.segments[j + 1 :]
+                break
+        self._bases = [s.base_offset for s in self.segments]
+        if self.segments:
+            self.epoch_cache.truncate_from_end(self.segments[-1].next_offset)
+
+    # ================================================================== appending
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
+        """Assigns offsets to *records* (v2 batches as produced) and appends them.
+
+        Each batch's baseOffset and partitionLeaderEpoch are rewritten (a
+        16-byte patch written with ``writev`` before the untouched rest, so
+        no CRC is recomputed and nothing is copied); with
+        ``message.timestamp.type=LogAppendTime`` the batch is copied and its
+        CRC recomputed, as Kafka must.  The caller has validated CRCs.
+
+        Raises:
+            InvalidRecordError: no batch, a torn or malformed batch.
+            MessageTooLargeError: a batch above ``max.message.bytes``.
+        """
+        view, batches = self._batches_of(records)
+        now = self.clock()
+        with self._lock:
+            first = offset = self.next_offset
+            chunks: list[bytes | memoryview] = []
+            positions: list[BatchPosition] = []
+            rel = 0
+            max_ts, offset_of_max = -1, first
+            records_count = 0
+            append_time = now if self.config.log_append_time else -1
+            for pos, h in batches:
+                last = offset + h.last_offset_delta
+                if append_time >= 0:
+                    copy = bytearray(view[pos : pos + h.size])
+                    assign_offsets(copy, 0, offset, leader_epoch)
+                    set_log_append_time(copy, 0, append_time)
+                    chunks.append(copy)
+                    batch_max_ts = append_time
+                else:
+                    chunks.append(_PATCH.pack(offset, h.batch_length, leader_epoch))
+                    chunks.append(view[pos + 16 : pos + h.size])
+                    batch_max_ts = h.max_timestamp
+                if batch_max_ts > max_ts:
+                    max_ts, offset_of_max = batch_max_ts, last
+                positions.append(BatchPosition(rel, offset, last, h.size, batch_max_ts))
+                rel += h.size
+                records_count += h.record_count
+                offset = last + 1
+            self._maybe_roll(rel, max_ts, offset - 1, first)
+            self.active_segment.append(chunks, positions)
+            if leader_epoch >= 0:
+                latest = self.epoch_cache.latest_epoch
+                if latest is None or leader_epoch > latest:
+                    self.epoch_cache.assign(leader_epoch, first)
+            self.next_offset = offset
+            self._unflushed_records += records_count
+            return LogAppendInfo(
+                first, offset - 1, max_ts, offset_of_max, append_time, records_count, len(batches), rel, self.log_start_offset
+            )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Appends batches exactly as the leader wrote them.
+
+        Offsets must increase from batch to batch and start at or after the log
+        end offset (a compacted leader log has gaps between batches, so gaps
+        are allowed, as in Kafka).
+
+        Raises:
+            UnexpectedAppendOffsetError: offsets that do not continue the log.
+            InvalidRecordError / MessageTooLargeError: as for leaders.
+        """
+        view, batches = self._batches_of(records)
+        with self._lock:
+            first = batches[0][1].base_offset
+            if first < self.next_offset:
+                raise UnexpectedAppendOffsetError(
+                    f"{self.directory.name}: first offset {first} is below the log end offset {self.next_offset}"
+                )
+            positions = []
+            previous = first - 1
+            max_ts, offset_of_max = -1, first
+            records_count = 0
+            for pos, h in batches:
+                if h.base_offset <= previous or h.last_offset < h.base_offset:
+                    raise UnexpectedAppendOffsetError(f"{self.directory.name}: batch offsets {h.base_offset}..{h.last_offset} do not increase")
+                previous = h.last_offset
+                if h.max_timestamp > max_ts:
+                    max_ts, offset_of_max = h.max_timestamp, h.last_offset
+                positions.append(BatchPosition(pos - batches[0][0], h.base_offset, h.last_offset, h.size, h.max_timestamp))
+                records_count += h.record_count
+            start = batches[0][0]
+            end = batches[-1][0] + batches[-1][1].size
+            self._maybe_roll(end - start, max_ts, previous, first)
+            self.active_segment.append([view[start:end]], positions)
+            latest = self.epoch_cache.latest_epoch
+            for _, h in batches:
+                epoch = h.partition_leader_epoch
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    self.epoch_cache.assign(epoch, h.base_offset)
+                    latest = epoch
+            self.next_offset = previous + 1
+            self._unflushed_records += records_count
+            return LogAppendInfo(first, previous, max_ts, offset_of_max, -1, records_count, len(batches), end - start, self.log_start_offset)
+
+    def _batches_of(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list]:
+        view = memoryview(records)
+        try:
+            batches = list(iter_batches(view, strict=True))
+        except ProtocolError as exc:
+            raise InvalidRecordError(str(exc)) from None
+        if not batches:
+            raise InvalidRecordError("no record batch in the append")
+        for _, h in batches:
+            if h.size > self.config.max_message_bytes:
+                raise MessageTooLargeError(f"batch of {h.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}")
+            if h.last_offset_delta < 0:
+                raise InvalidRecordError(f"negative lastOffsetDelta {h.last_offset_delta}")
+        return view, batches
+
+    def _maybe_roll(self, size: int, max_timestamp: int, last_offset: int, first_offset: int) -> None:
+        if self.active_segment.should_roll(size, max_timestamp, last_offset, self.clock()):
+            self._roll_locked(first_offset)
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Starts a new active segment at max(*expected_next_offset*, log end offset)."""
+        with self._lock:
+            return self._roll_locked(expected_next_offset)
+
+    def _roll_locked(self, expected_next_offset: int | None) -> LogSegment:
+        base = max(expected_next_offset or 0, self.next_offset)
+        active = self.active_segment
+        if active.base_offset == base and active.size == 0:
+            return active
+        if active.size == 0:
+            # An empty active segment below the new base is simply replaced.
+            self.segments.pop()
+            self._bases.pop()
+            active.delete_files()
+        seg = LogSegment.create(self.directory, base, self.config, self.clock())
+        self._add_segment(seg)
+        return seg
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        self.segments.append(seg)
+        self._bases.append(seg.base_offset)
+        fsync_dir(self.directory)
+
+    # ================================================================== reading
+
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int | None = None, *, min_one_batch: bool = True
+    ) -> FetchDataInfo:
+        """The bytes from the batch holding *offset*, up to *max_bytes* and below *max_offset*.
+
+        Args:
+            offset: the fetch offset.
+            max_bytes: the size limit (the last batch may be cut short).
+            max_offset: the exclusive upper bound (the high watermark for
+                consumers); None means the log end offset.
+            min_one_batch: return a whole first batch even above *max_bytes* (KIP-74).
+
+        Raises:
+            OffsetOutOfRangeError: *offset* is below the log start or above the log end.
+        """
+        with self._lock:
+            start, end = self.log_start_offset, self.next_offset
+            if offset < start or offset > end:
+                raise OffsetOutOfRangeError(f"offset {offset} is outside [{start}, {end}] of {self.directory.name}")
+            upper = end if max_offset is None else min(max_offset, end)
+            if offset >= upper:
+                return FetchDataInfo(offset, None)
+            i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+            segments = self.segments[i:]
+        for seg in segments:
+            max_position = None
+            if upper < seg.next_offset:
+                boundary = seg.translate_offset(upper)
+                max_position = boundary.position if boundary is not None else None
+            region = seg.read(offset, max_bytes, max_position, min_one_batch=min_one_batch)
+            if region is not None:
+                return FetchDataInfo(offset, region)
+            if upper <= seg.next_offset:
+                break
+        return FetchDataInfo(offset, None)
+
+    def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> TimestampAndOffset | None:
+        """The first record with a timestamp ≥ *timestamp* below *max_offset* (ListOffsets by time)."""
+        with self._lock:
+            segments = list(self.segments)
+            start = self.log_start_offset
+            upper = self.next_offset if max_offset is None else min(max_offset, self.next_offset)
+        for seg in segments:
+            if seg.largest_timestamp < timestamp:
+                continue
+            bp = seg.find_offset_by_timestamp(timestamp)
+            while bp is not None:
+                if bp.base_offset >= upper:
+                    return None
+                data = os.pread(seg.fd, bp.size, bp.position)
+                decoded = decode_batch(data)
+                if not decoded.header.is_control:
+                    for record in decoded.records:
+                        if record.timestamp >= timestamp and start <= record.offset < upper:
+                            return TimestampAndOffset(record.timestamp, record.offset)
+                bp = next(seg.batches(bp.position + bp.size), None)
+        return None
+
+    # ================================================================== truncation
+
+    def truncate_to(self, offset: int) -> bool:
+        """Removes every batch holding an offset ≥ *offset* (a follower's truncation).
+
+        A batch that holds *offset* in its middle goes as a whole, as in
+        Kafka.  The log end offset becomes one past the last batch kept (Kafka
+        sets it to *offset*; Mafka never leaves a gap at the log end).  If no
+        batch at or above the log start offset is left, the log restarts
+        empty at its log start offset.  Returns whether anything was removed.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        with self._lock:
+            if offset >= self.next_offset:
+                return False
+            if offset < self.segments[0].base_offset:
+                self.truncate_fully_and_start_at(offset)
+                return True
+            keep = bisect.bisect_right(self._bases, offset)
+            dead = self.segments[keep:]
+            self._schedule_delete(dead)
+            del self.segments[keep:]
+            del self._bases[keep:]
+            removed = self.active_segment.truncate_to(offset)
+            while len(self.segments) > 1 and self.active_segment.size == 0:
+                # An emptied segment above the last kept batch would leave a
+                # phantom gap at the log end; the previous segment resumes.
+                dead.append(self.segments.pop())
+                self._bases.pop()
+                self._schedule_delete(dead[-1:])
+            self.next_offset = self.active_segment.next_offset
+            if self.next_offset < self.log_start_offset:
+                # Only batches below the log start survived: the log is empty.
+                self.truncate_fully_and_start_at(self.log_start_offset)
+                return True
+            log.info("%s: truncated to offset %d (%d bytes, %d segments)", self.directory.name, self.next_offset, removed, len(dead))
+            self.epoch_cache.truncate_from_end(self.next_offset)
+            self.recovery_point = min(self.recovery_point, self.next_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Deletes every segment and restarts the log, empty, at *offset*."""
+        with self._lock:
+            self._schedule_delete(list(self.segments))
+            self.segments.clear()
+            self._bases.clear()
+            self._add_segment(LogSegment.create(self.directory, offset, self.config, self.clock()))
+            self.next_offset = self.log_start_offset = self.recovery_point = offset
+            self.epoch_cache.clear()
+            log.info("%s: truncated fully; restarting at offset %d", self.directory.name, offset)
+
+    def increment_log_start_offset(self, new_start: int) -> bool:
+        """Moves the log start offset up (DeleteRecords); whole segments go at the next retention pass.
+
+        Raises:
+            OffsetOutOfRangeError: *new_start* is past the log end offset.
+        """
+        with self._lock:
+            if new_start > self.next_offset:
+                raise OffsetOutOfRangeError(f"log start {new_start} past the log end {self.next_offset}")
+            if new_start <= self.log_start_offset:
+                return False
+            self.log_start_offset = new_start
+            self.epoch_cache.truncate_from_start(new_start)
+            return True
+
+    # ================================================================== retention
+
+    def delete_old_segments(self, high_watermark: int) -> int:
+        """Kafka's retention pass: by time, size and log start offset; whole segments, below the HW.
+
+        Segments go oldest first, stopping at the first that does not
+        qualify; a segment qualifies only if everything in it is below the
+        high watermark.  Time and size rules apply with ``cleanup.policy``
+        ``delete``; the log-start rule applies to every log.  Returns the
+        number of segments deleted.
+        """
+        now = self.clock()
+        deleted = 0
+        config = self.config
+        if config.delete and config.retention_ms >= 0:
+            deleted += self._delete_while(high_watermark, lambda seg, nxt, _: now - seg.largest_timestamp > config.retention_ms)
+        if config.delete and config.retention_bytes >= 0:
+            with self._lock:
+                excess = [sum(s.size for s in self.segments) - config.retention_bytes]
+
+            def over_size(seg, nxt, _):
+                if excess[0] - seg.size >= 0:
+                    excess[0] -= seg.size
+                    return True
+                return False
+
+            deleted += self._delete_while(high_watermark, over_size)
+        deleted += self._delete_while(high_watermark, lambda seg, nxt, start: nxt is not None and nxt.base_offset <= start)
+        return deleted
+
+    def _delete_while(self, high_watermark: int, predicate) -> int:
+        with self._lock:
+            doomed = []
+            for i, seg in enumerate(self.segments):
+                nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+                upper = nxt.base_offset if nxt is not None else self.next_offset
+                if upper > high_watermark or not predicate(seg, nxt, self.log_start_offset):
+                    break
+                if nxt is None and seg.size == 0:
+                    break  # an empty active segment stays
+                doomed.append(seg)
+            if not doomed:
+                return 0
+            if len(doomed) == len(self.segments):
+                self._roll_locked(None)  # never leave the log without a segment
+            n = len(doomed)
+            del self.segments[:n]
+            del self._bases[:n]
+            self._schedule_delete(doomed)
+            new_start = self.segments[0].base_offset
+            if new_start > self.log_start_offset:
+                self.log_start_offset = new_start
+                self.epoch_cache.truncate_from_start(new_start)
+            log.info("%s: deleted %d segment(s); log start offset %d", self.directory.name, n, self.log_start_offset)
+            return n
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        if not segments:
+            return
+        due = self.clock() + self.config.file_delete_delay_ms
+        for seg in segments:
+            seg.change_suffix("", ".deleted")
+            self._pending_deletes.append((due, seg))
+        fsync_dir(self.directory)
+
+    def delete_pending(self, force: bool = False) -> int:
+        """Closes and removes segments deleted ``file.delete.delay.ms`` ago (all if *force*)."""
+        now = self.clock()
+        with self._lock:
+            ready = [seg for due, seg in self._pending_deletes if force or due <= now]
+            self._pending_deletes = [(due, seg) for due, seg in self._pending_deletes if not (force or due <= now)]
+        for seg in ready:
+            seg.delete_files()
+        if ready:
+            fsync_dir(self.directory)
+        return len(ready)
+
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """Swaps *cleaned* (files suffixed ``.cleaned``) in for the contiguous segments *old*.
+
+        Kafka's crash-safe order: ``.cleaned`` → ``.swap``; old segments →
+        ``.deleted``; ``.swap`` → final name.  Recovery deletes ``.cleaned``
+        files and completes ``.swap`` files, so a crash at any step leaves
+        either the old or the new segments.  *cleaned* must start at
+        ``old[0].base_offset`` and hold no offset at or past the next
+        segment's base.
+        """
+        with self._lock:
+            i = self.segments.index(old[0])
+            if self.segments[i : i + len(old)] != old or cleaned.base_offset != old[0].base_offset:
+                raise ValueError("replace_segments needs a contiguous run starting at the cleaned base offset")
+            if old[-1] is self.active_segment:
+                raise ValueError("the active segment is never replaced")
+            cleaned.change_suffix(".cleaned", ".swap")
+            fsync_dir(self.directory)
+            self.segments[i : i + len(old)] = [cleaned]
+            self._bases[i : i + len(old)] = [cleaned.base_offset]
+            self._schedule_delete(old)
+            cleaned.change_suffix(".swap", "")
+            fsync_dir(self.directory)
+
+    # ================================================================== durability
+
+    def flush_due(self) -> int | None:
+        """The offset to flush to if ``flush.messages`` or ``flush.ms`` says so, else None."""
+        with self._lock:
+            if self.recovery_point >= self.next_offset:
+                return None
+            if self._unflushed_records >= self.config.flush_messages or self.clock() - self._last_flush_ms >= self.config.flush_ms:
+                return self.next_offset
+            return None
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsyncs every segment holding offsets below *up_to* (default: the log end offset).
+
+        Safe to call from another thread than the appender; advances the
+        recovery point.
+        """
+        with self._lock:
+            target = self.next_offset if up_to is None else min(up_to, self.next_offset)
+            if target <= self.recovery_point:
+                return
+            segments = [s for s in self.segments if s.base_offset < target and s.next_offset > self.recovery_point]
+            if up_to is None or target == self.next_offset:
+                self._unflushed_records = 0
+        for seg in segments:
+            seg.flush()
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self._last_flush_ms = self.clock()
+
+    def close(self) -> None:
+        """Closes every file (flushing is :meth:`flush`'s job)."""
+        with self._lock:
+            self.delete_pending(force=True)
+            for seg in self.segments:
+                seg.close()
+
+    def delete(self) -> None:
+        """Removes the whole log directory (topic deletion)."""
+        with self._lock:
+            self.delete_pending(force=True)
+            for seg in self.segments:
+                seg.delete_files()
+            self.segments.clear()
+            self._bases.clear()
+            for path in self.directory.iterdir():
+                path.unlink()
+            self.directory.rmdir()
+            fsync_dir(self.directory.parent)
+
+    # ================================================================== facts
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def __repr__(self) -> str:
+        return f"Log({self.directory.name}, start={self.log_start_offset}, end={self.next_offset}, segments={len(self.segments)})"

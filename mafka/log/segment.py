@@ -1,0 +1,432 @@
+"""One log segment: ``%020d.log`` with its ``.index`` and ``.timeindex``.
+
+The ``.log`` file holds record batches exactly as Kafka stores them.  The
+segment never decodes records: it reads 61-byte batch headers with
+:class:`mafka.wire.batch.BatchHeader` (``os.pread``, no file objects) and
+hands readers :class:`FileRegion` slices for ``os.sendfile``.
+
+Index rule (Kafka's ``LogSegment.append``): before appending a batch, if
+more than ``index.interval.bytes`` were written since the last entry, add
+(batch last offset → batch start position) to ``.index`` and (max timestamp
+so far → its offset) to ``.timeindex``.  Every entry therefore points at a
+batch start.
+
+Times are milliseconds supplied by the caller (no clock is read here).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mafka.wire.batch import (
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    BatchHeader,
+    validate_batch,
+)
+from mafka.wire.errors import ProtocolError
+
+from .config import LogConfig
+from .index import CorruptIndexError, OffsetIndex, TimeIndex
+
+__all__ = ["LogSegment", "FileRegion", "BatchPosition", "log_file_name", "INT32_MAX"]
+
+log = logging.getLogger("mafka.log")
+
+INT32_MAX = 2**31 - 1
+_READ_CHUNK = 1 << 20
+_IOV_MAX = 1024
+
+
+def log_file_name(base_offset: int, suffix: str = ".log") -> str:
+    """Kafka's segment file name: the base offset as 20 digits plus the suffix."""
+    return f"{base_offset:020d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRegion:
+    """A byte range of a segment file, to send with ``os.sendfile`` or read.
+
+    ``fd`` stays valid while the segment is open; segments are closed only
+    after ``file.delete.delay.ms`` once deleted, as in Kafka.
+    """
+
+    fd: int
+    position: int
+    length: int
+
+    def read(self) -> bytes:
+        """The region's bytes (for small reads and tests)."""
+        return os.pread(self.fd, self.length, self.position)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPosition:
+    """Where a batch starts in a segment file, with its offsets and size."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
+    max_timestamp: int
+
+
+class LogSegment:
+    """A segment of a partition's log.
+
+    Use :meth:`create` for a new empty segment and :meth:`open` for one on
+    disk.  Appends go to the page cache; :meth:`flush` fsyncs.
+    """
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, created_ms: int, suffix: str = "") -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.created_ms = created_ms
+        self.log_path = directory / (log_file_name(base_offset) + suffix)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        entries = config.max_index_entries
+        self.index = OffsetIndex(directory / (log_file_name(base_offset, ".index") + suffix), base_offset, entries)
+        self.time_index = TimeIndex(
+            directory / (log_file_name(base_offset, ".timeindex") + suffix), base_offset, config.segment_index_bytes // 12
+        )
+        self.next_offset = base_offset  # one past the last offset held
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
+        self._bytes_since_index = 0
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = "") -> LogSegment:
+        """A new, empty segment (any stale files of that name are emptied).
+
+        *suffix* (e.g. ``.cleaned``) is appended to all three file names.
+        """
+        seg = cls(directory, base_offset, config, now_ms, suffix)
+        if seg.size:
+            os.ftruncate(seg._fd, 0)
+            seg.size = 0
+        seg.index.reset()
+        seg.time_index.reset()
+        return seg
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+        """An existing segment, its state recovered from the indexes and the tail.
+
+        Indexes that are missing, torn or inconsistent are rebuilt by scanning
+        the log (without CRC checks: that is :meth:`recover`'s job).
+        """
+        missing = [
+            name
+            for name in (log_file_name(base_offset, ".index"), log_file_name(base_offset, ".timeindex"))
+            if not (directory / name).exists()
+        ]
+        seg = cls(directory, base_offset, config, now_ms)
+        try:
+            if missing and seg.size:
+                raise CorruptIndexError(f"missing {', '.join(missing)}")
+            seg.index.load(seg.size)
+            seg.time_index.load()
+        except CorruptIndexError as exc:
+            log.warning("rebuilding indexes of %s: %s", seg.log_path, exc)
+            seg._rebuild_indexes()
+            return seg
+        last = seg.time_index.last_entry
+        if last is not None:
+            seg.max_timestamp, seg.offset_of_max_timestamp = last
+        start = seg.index.lookup(INT32_MAX + base_offset)[1] if len(seg.index) else 0
+        seg._scan_tail(start)
+        return seg
+
+    def _scan_tail(self, position: int) -> None:
+        """Updates next offset, timestamps and the index counter from *position* to the end."""
+        first = True
+        for bp in self.batches(position):
+            if first and bp.position == 0:
+                self.rolling_based_timestamp = bp.max_timestamp
+            first = False
+            self.next_offset = bp.last_offset + 1
+            if bp.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = bp.max_timestamp, bp.last_offset
+            self._bytes_since_index += bp.size
+        if self.size and self.rolling_based_timestamp is None:
+            head = self._header_at(0)
+            if head is not None:
+                self.rolling_based_timestamp = head.max_timestamp
+
+    def _rebuild_indexes(self) -> None:
+        self.index.reset()
+        self.time_index.reset()
+        self._reset_state()
+        for bp in self.batches(0):
+            self._index_batch(bp.position, bp.last_offset, bp.max_timestamp, bp.size)
+
+    def _reset_state(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.rolling_based_timestamp = None
+        self._bytes_since_index = 0
+
+    # ------------------------------------------------------------------ reading headers
+
+    def _header_at(self, position: int) -> BatchHeader | None:
+        data = os.pread(self._fd, BATCH_HEADER_SIZE, position)
+        if len(data) < BATCH_HEADER_SIZE:
+            return None
+        return BatchHeader(data)
+
+    def batches(self, position: int = 0, end: int | None = None) -> Iterator[BatchPosition]:
+        """Batch positions from *position* (a batch start) up to *end* (default: the end).
+
+        Stops at a torn or implausible header; :meth:`recover` is what checks CRCs.
+        """
+        end = self.size if end is None else min(end, self.size)
+        while position + BATCH_HEADER_SIZE <= end:
+            h = self._header_at(position)
+            if h is None or h.batch_length < MIN_BATCH_LENGTH or position + h.size > end:
+                return
+            yield BatchPosition(position, h.base_offset, h.last_offset, h.size, h.max_timestamp)
+            position += h.size
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchPosition | None:
+        """The first batch at or after *start_position* whose last offset is ≥ *offset*."""
+        _, position = self.index.lookup(offset)
+        for bp in self.batches(max(position, start_position)):
+            if bp.last_offset >= offset:
+                return bp
+        return None
+
+    # ------------------------------------------------------------------ appending
+
+    def should_roll(self, incoming_bytes: int, incoming_max_timestamp: int, incoming_last_offset: int, now_ms: int) -> bool:
+        """Kafka's ``shouldRoll``: size, age, full index, or relative-offset overflow."""
+        config = self.config
+        if self.size > config.segment_bytes - incoming_bytes:
+            return True
+        if self.size > 0:
+            if self.rolling_based_timestamp is not None and incoming_max_timestamp >= 0:
+                waited = incoming_max_timestamp - self.rolling_based_timestamp
+            else:
+                waited = now_ms - self.created_ms
+            if waited > config.segment_ms - config.segment_jitter_ms:
+                return True
+        if self.index.is_full or self.time_index.is_full:
+            return True
+        return incoming_last_offset - self.base_offset > INT32_MAX
+
+    def append(self, chunks: Sequence[bytes | memoryview], batches: Sequence[BatchPosition]) -> None:
+        """Writes *chunks* (the bytes of *batches*, in order) at the end of the file.
+
+        Args:
+            chunks: buffers whose concatenation is exactly the batches' bytes
+                (written with one ``writev``, so patched headers need no copy
+                of the records behind them).
+            batches: each batch's position relative to the start of *chunks*,
+                offsets, size and max timestamp.
+        """
+        start = self.size
+        total = sum(len(c) for c in chunks)
+        _write_all(self._fd, chunks, total)
+        for bp in batches:
+            self._index_batch(start + bp.position, bp.last_offset, bp.max_timestamp, bp.size)
+        self.size = start + total
+
+    def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
+        if self.rolling_based_timestamp is None:
+            self.rolling_based_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, last_offset
+        if self._bytes_since_index > self.config.index_interval_bytes:
+            self.index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+        self._bytes_since_index += size
+        self.next_offset = last_offset + 1
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int, max_bytes: int, max_position: int | None = None, *, min_one_batch: bool = True) -> FileRegion | None:
+        """The bytes from the batch containing *offset*, or None if none is held.
+
+        Args:
+            offset: the first wanted offset (the whole batch holding it is returned).
+            max_bytes: size limit; may cut the last batch short, as Kafka does.
+            max_position: a file position the region must not pass (the batch
+                boundary of a high watermark), or None for the end.
+            min_one_batch: return the first whole batch even if it exceeds
+                *max_bytes* (KIP-74).
+        """
+        bp = self.translate_offset(offset)
+        if bp is None:
+            return None
+        limit = self.size if max_position is None else min(max_position, self.size)
+        if bp.position >= limit:
+            return None
+        length = min(limit - bp.position, max_bytes)
+        if min_one_batch and length < bp.size:
+            length = min(bp.size, limit - bp.position)
+        if length <= 0:
+            return None
+        return FileRegion(self._fd, bp.position, length)
+
+    def find_offset_by_timestamp(self, timestamp: int) -> BatchPosition | None:
+        """The first batch whose max timestamp is ≥ *timestamp* (record-level search is the caller's)."""
+        _, offset = self.time_index.lookup(timestamp)
+        _, position = self.index.lookup(offset)
+        for bp in self.batches(position):
+            if bp.max_timestamp >= timestamp:
+                return bp
+        return None
+
+    # ------------------------------------------------------------------ recovery and truncation
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None, max_batch_size: int | None = None) -> int:
+        """Re-reads every batch (size, magic, CRC), rebuilds the indexes, cuts at the first bad one.
+
+        Args:
+            on_batch: called with each valid batch's header (the log rebuilds
+                its leader-epoch cache with it).
+            max_batch_size: batches larger than this count as invalid.
+
+        Returns:
+            The number of bytes cut from the end of the file.
+        """
+        self.index.reset()
+        self.time_index.reset()
+        self._reset_state()
+        position = 0
+        valid = 0
+        buf = b""
+        buf_start = 0
+        while position < self.size:
+            # Keep a window of the file in memory; read more when a batch runs past it.
+            rel = position - buf_start
+            if rel + LOG_OVERHEAD > len(buf):
+                buf = os.pread(self._fd, max(_READ_CHUNK, LOG_OVERHEAD), position)
+                buf_start, rel = position, 0
+                if len(buf) < LOG_OVERHEAD:
+                    break
+            length = int.from_bytes(buf[rel + 8 : rel + 12], "big", signed=True)
+            size = length + LOG_OVERHEAD
+            if length < MIN_BATCH_LENGTH or position + size > self.size:
+                break
+            if max_batch_size is not None and size > max_batch_size:
+                break
+            if rel + size > len(buf):
+                buf = os.pread(self._fd, max(_READ_CHUNK, size), position)
+                buf_start, rel = position, 0
+                if len(buf) < size:
+                    break
+            try:
+                h = validate_batch(memoryview(buf)[rel : rel + size])
+            except ProtocolError:
+                break
+            if h.base_offset < self.next_offset and position > 0:
+                break  # offsets must grow within a segment
+            self._index_batch(position, h.last_offset, h.max_timestamp, size)
+            if on_batch is not None:
+                on_batch(h)
+            position += size
+            valid = position
+        cut = self.size - valid
+        if cut:
+            os.ftruncate(self._fd, valid)
+            self.size = valid
+        return cut
+
+    def truncate_to(self, offset: int) -> int:
+        """Removes every batch whose last offset is ≥ *offset*; returns bytes removed."""
+        bp = self.translate_offset(offset)
+        if bp is None:
+            return 0
+        removed = self.size - bp.position
+        os.ftruncate(self._fd, bp.position)
+        self.size = bp.position
+        self.index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self._reset_state()
+        start = self.index.lookup(offset)[1] if len(self.index) else 0
+        last = self.time_index.last_entry
+        if last is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = last
+        self._scan_tail(start)
+        self._bytes_since_index = 0
+        return removed
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The max batch timestamp, or the file's mtime when no batch has one (Kafka)."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+    def flush(self) -> None:
+        """fsyncs the log file and both indexes."""
+        os.fsync(self._fd)
+        self.index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        self.index.close()
+        self.time_index.close()
+
+    def change_suffix(self, old: str, new: str) -> None:
+        """Renames all three files from suffix *old* to *new* (``""`` → ``.deleted``, ``.cleaned`` → ``.swap`` …)."""
+
+        def renamed(path: Path) -> Path:
+            if old and not path.name.endswith(old):
+                raise ValueError(f"{path} does not end with {old!r}")
+            stem = path.name[: len(path.name) - len(old)] if old else path.name
+            return path.with_name(stem + new)
+
+        target = renamed(self.log_path)
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.index.rename(renamed(self.index.path))
+        self.time_index.rename(renamed(self.time_index.path))
+
+    def delete_files(self) -> None:
+        """Closes the segment and removes its files."""
+        self.close()
+        for path in (self.log_path, self.index.path, self.time_index.path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path.name}, size={self.size}, next_offset={self.next_offset})"
+
+
+def _write_all(fd: int, chunks: Sequence[bytes | memoryview], total: int) -> None:
+    """writev that finishes short writes (rare on regular files, but legal)."""
+    if len(chunks) > _IOV_MAX:
+        chunks = [b"".join(chunks)]
+    written = os.writev(fd, chunks)
+    if written == total:
+        return
+    data = memoryview(b"".join(chunks))[written:]
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]
