@@ -140,7 +140,10 @@ class OffsetIndex(_IndexFile):
             self._truncate_entries(keep)
 
     def reset(self) -> None:
-        self.truncate_to(-1)
+        """Empties the index, on disk too (also after a load that failed)."""
+        del self._offsets[:]
+        del self._positions[:]
+        self._truncate_entries(0)
 
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._offsets, self._positions, strict=True))
@@ -213,7 +216,10 @@ class TimeIndex(_IndexFile):
             self._truncate_entries(keep)
 
     def reset(self) -> None:
-        self.truncate_to(-1)
+        """Empties the index, on disk too (also after a load that failed)."""
+        del self._timestamps[:]
+        del self._offsets[:]
+        self._truncate_entries(0)
 
     def entries(self) -> list[tuple[int, int]]:
         return list(zip(self._timestamps, self._offsets, strict=True))

@@ -178,6 +178,7 @@ class Log:
     def _drop_segments_replaced_by_swaps(self, swapped: list[int]) -> None:
         for base in swapped:
             swap = next(s for s in self.segments if s.base_offset == base)
+            swap.recover()  # its indexes may be the replaced segment's (Kafka's recoverSegment)
             for seg in list(self.segments):
                 if seg is not swap and base < seg.base_offset < swap.next_offset:
                     log.warning("%s: dropping %s, replaced by a completed swap", self.directory.name, seg.log_path.name)

@@ -136,15 +136,16 @@ class LogSegment:
                 raise CorruptIndexError(f"missing {', '.join(missing)}")
             seg.index.load(seg.size)
             seg.time_index.load()
+            last = seg.time_index.last_entry
+            if last is not None:
+                seg.max_timestamp, seg.offset_of_max_timestamp = last
+            start = seg.index.lookup(INT32_MAX + base_offset)[1] if len(seg.index) else 0
+            seg._scan_tail(start)
+            if last is not None and not (last[0] >= 0 and base_offset <= last[1] < seg.next_offset):
+                raise CorruptIndexError(f"time index entry {last} outside the segment's offsets")
         except CorruptIndexError as exc:
             log.warning("rebuilding indexes of %s: %s", seg.log_path, exc)
             seg._rebuild_indexes()
-            return seg
-        last = seg.time_index.last_entry
-        if last is not None:
-            seg.max_timestamp, seg.offset_of_max_timestamp = last
-        start = seg.index.lookup(INT32_MAX + base_offset)[1] if len(seg.index) else 0
-        seg._scan_tail(start)
         return seg
 
     def _scan_tail(self, position: int) -> None:
@@ -195,6 +196,8 @@ class LogSegment:
             h = self._header_at(position)
             if h is None or h.batch_length < MIN_BATCH_LENGTH or position + h.size > end:
                 return
+            if h.base_offset < self.base_offset or h.last_offset - self.base_offset > INT32_MAX:
+                return  # not a batch of this segment: damage, which recover() cuts
             yield BatchPosition(position, h.base_offset, h.last_offset, h.size, h.max_timestamp)
             position += h.size
 
@@ -331,8 +334,8 @@ class LogSegment:
                 h = validate_batch(memoryview(buf)[rel : rel + size])
             except ProtocolError:
                 break
-            if h.base_offset < self.next_offset and position > 0:
-                break  # offsets must grow within a segment
+            if h.base_offset < self.next_offset or h.last_offset - self.base_offset > INT32_MAX:
+                break  # offsets must grow within a segment and fit its relative range
             self._index_batch(position, h.last_offset, h.max_timestamp, size)
             if on_batch is not None:
                 on_batch(h)
