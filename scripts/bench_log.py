@@ -231,9 +231,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mb", type=int, default=320, help="MiB appended per round (default 320)")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds per figure (default 5)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp dir)")
+    parser.add_argument("--batch-kib", type=int, default=16, help="record batch size in KiB (default 16, the issue's figure)")
     args = parser.parse_args(argv)
 
-    batch = make_batch()
+    batch = make_batch(args.batch_kib * KiB)
     count = max(1, args.mb * MiB // len(batch))
     total = count * len(batch)
     base = Path(tempfile.mkdtemp(prefix="bench-log-", dir=args.dir))

@@ -32,29 +32,48 @@ class CorruptIndexError(Exception):
 
 
 class _IndexFile:
-    """An append-only file of fixed-size entries (shared by both index kinds)."""
+    """An append-only file of fixed-size entries (shared by both index kinds).
+
+    New entries are buffered and written in groups (Kafka's indexes are
+    memory-mapped, so an entry costs no system call there either): lookups
+    use the in-memory copy, :meth:`write_pending` runs at flush, roll,
+    truncation and close, and recovery rebuilds whatever a crash lost.
+    """
 
     entry_size = 0
+    _PENDING_LIMIT = 4096  # bytes of entries held before a write
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._pending = bytearray()
 
     def _read_all(self) -> bytes:
         size = os.fstat(self._fd).st_size
         return os.pread(self._fd, size, 0) if size else b""
 
     def _write(self, data: bytes) -> None:
-        os.write(self._fd, data)
+        self._pending += data
+        if len(self._pending) >= self._PENDING_LIMIT:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Writes buffered entries to the file (page cache; no fsync)."""
+        if self._pending and self._fd >= 0:
+            os.write(self._fd, self._pending)
+            self._pending.clear()
 
     def _truncate_entries(self, count: int) -> None:
+        self.write_pending()
         os.ftruncate(self._fd, count * self.entry_size)
 
     def flush(self) -> None:
+        self.write_pending()
         os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
+            self.write_pending()
             os.close(self._fd)
             self._fd = -1
 
@@ -63,6 +82,7 @@ class _IndexFile:
         self.path = path
 
     def delete(self) -> None:
+        self._pending.clear()
         self.close()
         try:
             os.unlink(self.path)
@@ -118,10 +138,14 @@ class OffsetIndex(_IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         """Adds (offset → position); offsets and positions must grow."""
-        if self._offsets and (offset <= self._offsets[-1] or position <= self._positions[-1]):
+        offsets = self._offsets
+        if offsets and (offset <= offsets[-1] or position <= self._positions[-1]):
             return  # Kafka ignores non-increasing entries
-        self._write(_OFFSET_ENTRY.pack(offset - self.base_offset, position))
-        self._offsets.append(offset)
+        pending = self._pending
+        pending += _OFFSET_ENTRY.pack(offset - self.base_offset, position)
+        if len(pending) >= self._PENDING_LIMIT:
+            self.write_pending()
+        offsets.append(offset)
         self._positions.append(position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
@@ -141,6 +165,7 @@ class OffsetIndex(_IndexFile):
 
     def reset(self) -> None:
         """Empties the index, on disk too (also after a load that failed)."""
+        self._pending.clear()
         del self._offsets[:]
         del self._positions[:]
         self._truncate_entries(0)
@@ -217,6 +242,7 @@ class TimeIndex(_IndexFile):
 
     def reset(self) -> None:
         """Empties the index, on disk too (also after a load that failed)."""
+        self._pending.clear()
         del self._timestamps[:]
         del self._offsets[:]
         self._truncate_entries(0)

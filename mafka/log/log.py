@@ -33,9 +33,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mafka.errors import InvalidRecordError, MessageTooLargeError, OffsetOutOfRangeError
-from mafka.wire.batch import assign_offsets, iter_batches, set_log_append_time
+from mafka.wire.batch import (
+    assign_offsets,
+    iter_batches,
+    set_log_append_time,
+)
 from mafka.wire.errors import ProtocolError
 from mafka.wire.records import decode_batch
 
@@ -50,14 +55,14 @@ log = logging.getLogger("mafka.log")
 
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 _PATCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_new_tuple = tuple.__new__
 
 
 class UnexpectedAppendOffsetError(ValueError):
     """A follower append whose offsets do not continue the log."""
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """What an append wrote."""
 
     first_offset: int
@@ -115,6 +120,8 @@ class Log:
         self._last_flush_ms = clock()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._lock = threading.RLock()
+        self._fast_appends = not config.log_append_time
+        self._max_batch = config.max_message_bytes
 
     # ================================================================== opening
 
@@ -237,6 +244,24 @@ class Log:
             InvalidRecordError: no batch, a torn or malformed batch.
             MessageTooLargeError: a batch above ``max.message.bytes``.
         """
+        view = memoryview(records)
+        if self._fast_appends:
+            # The common case — one batch, as Produce v3+ sends per partition —
+            # on the segment's short path; anything else (several batches,
+            # a bad batch, a roll) takes the general path below.
+            with self._lock:
+                first = self.next_offset
+                done = self.segments[-1].append_leader_batch(view, first, leader_epoch, self._max_batch)
+                if done is not None:
+                    last, max_ts, count, size = done
+                    if leader_epoch >= 0:
+                        latest = self.epoch_cache.latest_epoch
+                        if latest is None or leader_epoch > latest:
+                            self.epoch_cache.assign(leader_epoch, first)
+                    self.next_offset = last + 1
+                    self._unflushed_records += count
+                    # tuple.__new__ skips NamedTuple's Python-level __new__ (hot path).
+                    return _new_tuple(LogAppendInfo, (first, last, max_ts, last, -1, count, 1, size, self.log_start_offset))
         view, batches = self._batches_of(records)
         now = self.clock()
         with self._lock:
@@ -348,6 +373,7 @@ class Log:
     def _roll_locked(self, expected_next_offset: int | None) -> LogSegment:
         base = max(expected_next_offset or 0, self.next_offset)
         active = self.active_segment
+        active.write_index_pending()  # a rolled segment's index files are complete on disk
         if active.base_offset == base and active.size == 0:
             return active
         if active.size == 0:

@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from mafka.wire.batch import (
     BATCH_HEADER_SIZE,
+    HEADER_STRUCT,
     LOG_OVERHEAD,
     MIN_BATCH_LENGTH,
     BatchHeader,
@@ -40,6 +43,8 @@ log = logging.getLogger("mafka.log")
 
 INT32_MAX = 2**31 - 1
 _READ_CHUNK = 1 << 20
+_HEADER = HEADER_STRUCT
+_PATCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _IOV_MAX = 1024
 
 
@@ -65,8 +70,7 @@ class FileRegion:
         return os.pread(self.fd, self.length, self.position)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchPosition:
+class BatchPosition(NamedTuple):
     """Where a batch starts in a segment file, with its offsets and size."""
 
     position: int
@@ -101,6 +105,9 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
         self._bytes_since_index = 0
+        self._max_size = config.segment_bytes
+        self._max_age = config.segment_ms - config.segment_jitter_ms
+        self._index_interval = config.index_interval_bytes
 
     # ------------------------------------------------------------------ opening
 
@@ -170,6 +177,7 @@ class LogSegment:
         self._reset_state()
         for bp in self.batches(0):
             self._index_batch(bp.position, bp.last_offset, bp.max_timestamp, bp.size)
+        self.write_index_pending()
 
     def _reset_state(self) -> None:
         self.next_offset = self.base_offset
@@ -213,15 +221,15 @@ class LogSegment:
 
     def should_roll(self, incoming_bytes: int, incoming_max_timestamp: int, incoming_last_offset: int, now_ms: int) -> bool:
         """Kafka's ``shouldRoll``: size, age, full index, or relative-offset overflow."""
-        config = self.config
-        if self.size > config.segment_bytes - incoming_bytes:
+        size = self.size
+        if size > self._max_size - incoming_bytes:
             return True
-        if self.size > 0:
+        if size > 0:
             if self.rolling_based_timestamp is not None and incoming_max_timestamp >= 0:
                 waited = incoming_max_timestamp - self.rolling_based_timestamp
             else:
                 waited = now_ms - self.created_ms
-            if waited > config.segment_ms - config.segment_jitter_ms:
+            if waited > self._max_age:
                 return True
         if self.index.is_full or self.time_index.is_full:
             return True
@@ -243,6 +251,54 @@ class LogSegment:
         for bp in batches:
             self._index_batch(start + bp.position, bp.last_offset, bp.max_timestamp, bp.size)
         self.size = start + total
+
+    def append_leader_batch(self, view: memoryview, first_offset: int, leader_epoch: int, max_size: int) -> tuple | None:
+        """The leader's hot path: appends *view* if it is exactly one plain v2 batch.
+
+        Patches baseOffset and partitionLeaderEpoch by writing a new 16-byte
+        head before the untouched rest (one ``writev``, no copy, no CRC
+        change) and does the index bookkeeping of :meth:`append` inline.
+
+        Returns:
+            (last offset, max timestamp, record count, size) once appended;
+            None when *view* is not a single well-formed batch of at most
+            *max_size* bytes, or when the segment must roll first (the caller
+            then takes the general path, which checks and rolls).
+        """
+        if len(view) < BATCH_HEADER_SIZE:
+            return None
+        _, length, _, magic, _, _, delta, _, max_ts, _, _, _, count = _HEADER.unpack_from(view)
+        size = length + LOG_OVERHEAD
+        if size != len(view) or magic != 2 or length < MIN_BATCH_LENGTH or delta < 0 or size > max_size:
+            return None
+        last = first_offset + delta
+        position = self.size
+        if (
+            position > self._max_size - size
+            or (position and max_ts - (self.rolling_based_timestamp or max_ts) > self._max_age)
+            or self.index.is_full
+            or self.time_index.is_full
+            or last - self.base_offset > INT32_MAX
+        ):
+            return None
+        head = _PATCH.pack(first_offset, length, leader_epoch)
+        written = os.writev(self._fd, (head, view[16:]))
+        if written != size:
+            _write_rest(self._fd, (head, view[16:]), written)
+        # _index_batch, inlined: this runs once per produced batch.
+        if self.rolling_based_timestamp is None:
+            self.rolling_based_timestamp = max_ts
+        if max_ts > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_ts, last
+        if self._bytes_since_index > self._index_interval:
+            self.index.append(last, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = size
+        else:
+            self._bytes_since_index += size
+        self.next_offset = last + 1
+        self.size = position + size
+        return last, max_ts, count, size
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         if self.rolling_based_timestamp is None:
@@ -345,7 +401,12 @@ class LogSegment:
         if cut:
             os.ftruncate(self._fd, valid)
             self.size = valid
+        self.write_index_pending()
         return cut
+
+    def write_index_pending(self) -> None:
+        self.index.write_pending()
+        self.time_index.write_pending()
 
     def truncate_to(self, offset: int) -> int:
         """Removes every batch whose last offset is ≥ *offset*; returns bytes removed."""
@@ -427,8 +488,11 @@ def _write_all(fd: int, chunks: Sequence[bytes | memoryview], total: int) -> Non
     if len(chunks) > _IOV_MAX:
         chunks = [b"".join(chunks)]
     written = os.writev(fd, chunks)
-    if written == total:
-        return
+    if written != total:
+        _write_rest(fd, chunks, written)
+
+
+def _write_rest(fd: int, chunks: Sequence[bytes | memoryview], written: int) -> None:
     data = memoryview(b"".join(chunks))[written:]
     while data:
         n = os.write(fd, data)
