@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run test lint unit bench-wire system-deps clean
+.PHONY: run test lint unit bench-wire bench-log system-deps clean
 
 run: $(STAMP)
 	$(BIN)/mafka selfcheck
@@ -23,6 +23,9 @@ unit: $(STAMP)
 
 bench-wire: $(STAMP)
 	$(BIN)/python scripts/bench_wire.py
+
+bench-log: $(STAMP)
+	$(BIN)/python scripts/bench_log.py
 
 system-deps:
 	@scripts/install-system-deps.sh
