@@ -1,0 +1,194 @@
+"""The ClusterStore seam: the small ZooKeeper interface the broker and controller use.
+
+Two implementations: :class:`~mafka.coordination.kazoo_store.KazooStore`
+(real ZooKeeper through kazoo) and
+:class:`~mafka.coordination.memory_store.MemoryStore` (unit tests).  Nothing
+else in Mafka imports kazoo.
+
+Contract:
+
+* every operation returns a Twisted ``Deferred`` that fires **on the reactor
+  thread**; no call blocks the reactor (kazoo's own threads do the I/O);
+* watch callbacks also run on the reactor thread; watches are persistent
+  (re-armed after every event) until cancelled with the returned handle;
+* failures are the exceptions below (ZooKeeper's own errors translated);
+* data is ``bytes``; Kafka's JSON codecs live in :mod:`mafka.coordination.znodes`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from twisted.internet.defer import Deferred
+
+__all__ = [
+    "ClusterStore",
+    "Stat",
+    "Op",
+    "CheckOp",
+    "CreateOp",
+    "SetOp",
+    "DeleteOp",
+    "StoreError",
+    "NoNodeError",
+    "NodeExistsError",
+    "BadVersionError",
+    "NotEmptyError",
+    "ConnectionLossError",
+    "SessionExpiredError",
+    "WatchHandle",
+    "SessionListener",
+]
+
+
+class StoreError(Exception):
+    """A ZooKeeper operation failed."""
+
+
+class NoNodeError(StoreError):
+    """The znode (or its parent) does not exist."""
+
+
+class NodeExistsError(StoreError):
+    """The znode already exists."""
+
+
+class BadVersionError(StoreError):
+    """A conditional write found another version (someone else wrote first)."""
+
+
+class NotEmptyError(StoreError):
+    """A delete of a znode that has children."""
+
+
+class ConnectionLossError(StoreError):
+    """The connection dropped mid-operation; the outcome is unknown."""
+
+
+class SessionExpiredError(StoreError):
+    """The session is gone: its ephemeral znodes are deleted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """A znode's metadata (ZooKeeper's Stat, the fields Kafka uses).
+
+    Attributes:
+        version: data version (Kafka's "zkVersion"), for conditional writes.
+        czxid: the transaction id that created the node (Kafka's broker epoch).
+        mzxid: the transaction id of the last change.
+        ctime, mtime: creation and modification times (ms).
+        ephemeral_owner: session id owning an ephemeral node, else 0.
+        num_children: number of children.
+    """
+
+    version: int
+    czxid: int
+    mzxid: int = 0
+    ctime: int = 0
+    mtime: int = 0
+    ephemeral_owner: int = 0
+    num_children: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOp:
+    """In a transaction: fail unless *path* has *version*."""
+
+    path: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CreateOp:
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+    sequential: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOp:
+    path: str
+    version: int = -1
+
+
+Op = CheckOp | CreateOp | SetOp | DeleteOp
+
+#: Called with no arguments when a watched thing changes; see ``watch_*``.
+WatchCallback = Callable[[], None]
+
+
+class WatchHandle(Protocol):
+    def cancel(self) -> None:
+        """Stops the watch; no callback runs after this returns."""
+
+
+class SessionListener(Protocol):
+    """Session lifecycle, reported on the reactor thread."""
+
+    def session_lost(self) -> None:
+        """Disconnected: ephemeral nodes may still exist (the session may come back)."""
+
+    def session_expired(self) -> None:
+        """The session is gone; ephemeral nodes were deleted; a new session follows."""
+
+    def session_established(self) -> None:
+        """Connected with a new session (after start or after expiry): re-register."""
+
+
+class ClusterStore(Protocol):
+    """A ZooKeeper client as Mafka uses it; every method returns a Deferred."""
+
+    def start(self) -> Deferred[None]:
+        """Connects (fires once a session is established)."""
+
+    def stop(self) -> Deferred[None]:
+        """Closes the session (its ephemeral nodes go at once)."""
+
+    def add_session_listener(self, listener: SessionListener) -> None: ...
+
+    @property
+    def session_id(self) -> int:
+        """The current session's id (0 when none)."""
+
+    def create(
+        self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequential: bool = False, makepath: bool = False
+    ) -> Deferred[str]:
+        """Creates a znode; fires with its actual path (sequential suffix included)."""
+
+    def ensure_path(self, path: str) -> Deferred[None]:
+        """Creates *path* and missing parents as empty persistent nodes; no error if it exists."""
+
+    def get(self, path: str) -> Deferred[tuple[bytes, Stat]]:
+        """Data and Stat; NoNodeError if absent."""
+
+    def exists(self, path: str) -> Deferred[Stat | None]: ...
+
+    def set(self, path: str, data: bytes, version: int = -1) -> Deferred[Stat]:
+        """Writes data if *version* matches (-1 = any); BadVersionError otherwise."""
+
+    def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> Deferred[None]: ...
+
+    def get_children(self, path: str) -> Deferred[list[str]]: ...
+
+    def transaction(self, ops: Sequence[Op]) -> Deferred[list[object]]:
+        """Applies *ops* atomically (ZooKeeper multi); raises the first failing op's error.
+
+        Results per op: created path (CreateOp), Stat (SetOp), True (CheckOp, DeleteOp).
+        """
+
+    def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """Calls *callback* whenever *path*'s children change (and once the node appears)."""
+
+    def watch_data(self, path: str, callback: WatchCallback) -> WatchHandle:
+        """Calls *callback* whenever *path* is created, changed or deleted."""
