@@ -65,6 +65,9 @@ class FileRegion:
     position: int
     length: int
 
+    def __len__(self) -> int:
+        return self.length
+
     def read(self) -> bytes:
         """The region's bytes (for small reads and tests)."""
         return os.pread(self.fd, self.length, self.position)

@@ -36,6 +36,7 @@ __all__ = [
     "Request",
     "decode_request",
     "encode_response",
+    "encode_response_chunks",
     "encode_request",
     "decode_response",
     "unsupported_api_versions_body",
@@ -127,6 +128,48 @@ def unsupported_api_versions_body() -> dict[str, Any]:
     }
 
 
+def _response_version(header: RequestHeader) -> tuple[ApiSpec, int]:
+    """The spec and body version of the response to *header* (v0 for a too-new ApiVersions)."""
+    spec = API_SPECS[header.api_key]
+    version = header.api_version
+    if not spec.supports(version):
+        if header.api_key != API_VERSIONS_KEY:
+            raise UnsupportedVersion(header.api_key, version, *spec.decode)
+        version = 0
+    return spec, version
+
+
+def encode_response_chunks(header: RequestHeader, body: Any) -> list[Any]:
+    """Like :func:`encode_response`, as chunks, for bodies holding file regions.
+
+    A ``records`` field may hold any object with ``__len__`` that is not
+    bytes-like (a :class:`mafka.log.segment.FileRegion`): it is passed
+    through as its own chunk, to be sent with ``os.sendfile``.  Adjacent
+    byte chunks are joined, so the result alternates bytes and regions.
+    """
+    spec, version = _response_version(header)
+    hv = spec.response_header_version(version)
+    out = ChunkWriter()
+    out.write(b"")
+    RESPONSE_HEADERS[hv].build_stream({"correlation_id": header.correlation_id}, out)
+    spec.response.struct(version).build_stream(body, out)
+    chunks = out.chunks
+    chunks[0] = _SIZE.pack(sum(map(len, chunks)))
+    merged: list[Any] = []
+    run: list[Any] = []
+    for c in chunks:
+        if isinstance(c, (bytes, bytearray, memoryview)):
+            run.append(c)
+        else:
+            if run:
+                merged.append(b"".join(run))
+                run = []
+            merged.append(c)
+    if run:
+        merged.append(b"".join(run))
+    return merged
+
+
 def _framed(parts: list[tuple[Any, Any]]) -> bytes:
     out = ChunkWriter()
     out.write(b"")  # the size prefix, filled in below
@@ -144,12 +187,7 @@ def encode_response(header: RequestHeader, body: Any) -> bytes:
     their defaults.  An ApiVersions reply to a request newer than Mafka's is
     encoded as v0, with response header v0 like every ApiVersions response.
     """
-    spec = API_SPECS[header.api_key]
-    version = header.api_version
-    if not spec.supports(version):
-        if header.api_key != API_VERSIONS_KEY:
-            raise UnsupportedVersion(header.api_key, version, *spec.decode)
-        version = 0
+    spec, version = _response_version(header)
     hv = spec.response_header_version(version)
     return _framed(
         [

@@ -1,0 +1,1 @@
+"""One module per API family; each exports ``handlers(broker) -> {api_key: handler}``."""

@@ -1,0 +1,294 @@
+"""The broker's Twisted edge: Kafka connections, one request in flight each.
+
+Each connection feeds bytes to a :class:`~mafka.wire.framing.FrameBuffer`,
+decodes one request at a time, hands it to the dispatcher, and writes the
+response before touching the next frame — Kafka mutes a channel until its
+response is sent, so responses leave in request order.  While a request is
+in flight the connection stops reading once more than a frame's worth of
+bytes is queued (backpressure, bounded memory).
+
+Malformed input — a bad size prefix, an unknown api key, a version outside
+the decode range, a frame that does not parse — closes *that* connection
+only.  Connections idle for ``connections.max.idle.ms`` are closed.
+
+Responses are chunk lists (bytes and file regions); regions are sent with
+``os.sendfile`` from the segment file straight to the socket, so consumer
+reads never pass through Python memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IPullProducer
+from twisted.internet.protocol import Factory, Protocol
+from zope.interface import implementer
+
+from mafka.wire.codec import Request, decode_request
+from mafka.wire.errors import ProtocolError
+from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
+
+__all__ = ["KafkaProtocol", "KafkaServerFactory", "Connection", "NO_RESPONSE"]
+
+log = logging.getLogger("mafka.broker.network")
+
+#: What a handler returns for a request that gets no reply (Produce with acks=0).
+NO_RESPONSE = None
+
+_BYTES = (bytes, bytearray, memoryview)
+
+
+class Connection:
+    """What handlers may know about the connection a request came on."""
+
+    __slots__ = ("peer", "listener", "close")
+
+    def __init__(self, peer: str, listener: str, close: Callable[[], None]) -> None:
+        self.peer = peer
+        self.listener = listener
+        self.close = close
+
+
+def _buffered(transport: Any) -> int:
+    """Bytes Twisted still holds for *transport* (FileDescriptor's write buffers)."""
+    data = getattr(transport, "dataBuffer", b"")
+    return len(data) - getattr(transport, "offset", 0) + getattr(transport, "_tempDataLen", 0)
+
+
+@implementer(IPullProducer)
+class _ResponseWriter:
+    """Writes one response's chunks in order: bytes through the transport, regions by sendfile.
+
+    Registered as a pull producer: Twisted calls :meth:`resumeProducing`
+    whenever its own buffer is empty and the socket is writable, which is
+    exactly when a region may go out with ``os.sendfile`` without
+    overtaking buffered bytes.
+    """
+
+    def __init__(self, transport: Any, chunks: list[Any], done: defer.Deferred) -> None:
+        self.transport = transport
+        self.chunks = chunks
+        self.done = done
+        self.sent = 0  # bytes of the current region already sent
+
+    def resumeProducing(self) -> None:  # noqa: N802 (Twisted's name)
+        t = self.transport
+        while self.chunks:
+            chunk = self.chunks[0]
+            if isinstance(chunk, _BYTES):
+                t.write(chunk)
+                self.chunks.pop(0)
+                continue
+            if _buffered(t):
+                t.startWriting()  # come back once Twisted's buffer is out
+                return
+            try:
+                n = os.sendfile(t.fileno(), chunk.fd, chunk.position + self.sent, chunk.length - self.sent)
+            except BlockingIOError:
+                t.startWriting()
+                return
+            except OSError as exc:
+                log.warning("sendfile to %s failed: %s", t.getPeer(), exc)
+                self._finish()
+                t.abortConnection()
+                return
+            if n == 0:  # the file shrank under us (truncation); nothing more to send
+                log.warning("region %r ended early after %d bytes", chunk, self.sent)
+                self._finish()
+                t.abortConnection()
+                return
+            self.sent += n
+            if self.sent < chunk.length:
+                t.startWriting()
+                return
+            self.sent = 0
+            self.chunks.pop(0)
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.transport.producer is self:
+            self.transport.unregisterProducer()
+        if not self.done.called:
+            self.done.callback(None)
+
+    def stopProducing(self) -> None:  # noqa: N802
+        self.chunks = []
+        if not self.done.called:
+            self.done.callback(None)
+
+
+class KafkaProtocol(Protocol):
+    """One client connection.
+
+    Args:
+        dispatcher: ``dispatch(request, connection) -> chunks | None | Deferred``
+            (None = no response, e.g. acks=0).
+        max_request_size: ``socket.request.max.bytes``.
+        idle_ms: ``connections.max.idle.ms``.
+        clock: the reactor (for timers).
+        listener: the listener name this connection arrived on.
+    """
+
+    def __init__(self, dispatcher: Any, max_request_size: int, idle_ms: int, clock: Any, listener: str = "PLAINTEXT") -> None:
+        self.dispatcher = dispatcher
+        self.frames = FrameBuffer(max_request_size)
+        self.max_request_size = max_request_size
+        self.idle_s = idle_ms / 1000.0
+        self.clock = clock
+        self.listener = listener
+        self.busy = False
+        self.paused = False
+        self.closed = False
+        self._idle_call = None
+        self._draining = False
+        self.connection: Connection | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def connectionMade(self) -> None:  # noqa: N802
+        peer = self.transport.getPeer()
+        self.connection = Connection(f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}", self.listener, self.close)
+        self._touch()
+
+    def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
+        self.closed = True
+        if self._idle_call is not None and self._idle_call.active():
+            self._idle_call.cancel()
+        self._idle_call = None
+
+    def close(self) -> None:
+        """Closes this connection at once (other connections are untouched)."""
+        if not self.closed:
+            self.closed = True
+            self.transport.abortConnection()
+
+    def _touch(self) -> None:
+        if self.idle_s <= 0:
+            return
+        if self._idle_call is not None and self._idle_call.active():
+            self._idle_call.reset(self.idle_s)
+        else:
+            self._idle_call = self.clock.callLater(self.idle_s, self._idle_timeout)
+
+    def _idle_timeout(self) -> None:
+        self._idle_call = None
+        if self.busy:  # a parked request (a long poll) is not idleness
+            self._touch()
+            return
+        log.info("closing idle connection %s", self.connection.peer if self.connection else "?")
+        self.close()
+
+    # ------------------------------------------------------------------ input
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+        if self.closed:
+            return
+        self._touch()
+        try:
+            self.frames.feed(data)
+        except ProtocolError as exc:
+            self._refuse(exc)
+            return
+        if self.busy:
+            if not self.paused and self.frames.buffered > self.max_request_size:
+                self.paused = True
+                self.transport.pauseProducing()
+            return
+        self._next()
+
+    def _next(self) -> None:
+        if self._draining:
+            return  # the loop below is running further up the stack; it picks up the next frame
+        self._draining = True
+        try:
+            self._drain()
+        finally:
+            self._draining = False
+
+    def _drain(self) -> None:
+        while not self.busy and not self.closed:
+            try:
+                frame = self.frames.next_frame()
+            except ProtocolError as exc:
+                self._refuse(exc)
+                return
+            if frame is None:
+                if self.paused:
+                    self.paused = False
+                    self.transport.resumeProducing()
+                return
+            try:
+                request = decode_request(frame)
+            except ProtocolError as exc:
+                self._refuse(exc)
+                return
+            self.busy = True
+            d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
+            d.addCallback(self._respond, request)
+            d.addErrback(self._failed, request)
+
+    def _refuse(self, exc: ProtocolError) -> None:
+        log.info("closing connection %s: %s", self.connection.peer if self.connection else "?", exc)
+        self.close()
+
+    # ------------------------------------------------------------------ output
+
+    def _respond(self, chunks: list[Any] | None, request: Request) -> defer.Deferred | None:
+        if self.closed:
+            return None
+        if chunks is NO_RESPONSE:
+            self._done(None)
+            return None
+        if all(isinstance(c, _BYTES) for c in chunks):
+            self.transport.writeSequence(chunks)
+            self._done(None)
+            return None
+        done: defer.Deferred = defer.Deferred()
+        done.addCallback(self._done)
+        writer = _ResponseWriter(self.transport, list(chunks), done)
+        self.transport.registerProducer(writer, False)
+        return None
+
+    def _done(self, _: Any) -> None:
+        self.busy = False
+        self._touch()
+        self._next()
+
+    def _failed(self, failure: Any, request: Request) -> None:
+        log.error(
+            "%s v%d from %s failed; closing the connection",
+            request.spec.name,
+            request.header.api_version,
+            self.connection.peer if self.connection else "?",
+            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+        )
+        self.busy = False
+        self.close()
+
+
+class KafkaServerFactory(Factory):
+    """Builds a :class:`KafkaProtocol` per accepted connection."""
+
+    def __init__(
+        self,
+        dispatcher: Any,
+        *,
+        max_request_size: int = DEFAULT_MAX_FRAME,
+        idle_ms: int = 600000,
+        clock: Any = None,
+        listener: str = "PLAINTEXT",
+    ) -> None:
+        if clock is None:
+            from twisted.internet import reactor as clock  # noqa: PLC0415 (default reactor only when none given)
+        self.dispatcher = dispatcher
+        self.max_request_size = max_request_size
+        self.idle_ms = idle_ms
+        self.clock = clock
+        self.listener = listener
+
+    def buildProtocol(self, addr: Any) -> KafkaProtocol:  # noqa: N802
+        return KafkaProtocol(self.dispatcher, self.max_request_size, self.idle_ms, self.clock, self.listener)

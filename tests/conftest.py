@@ -1,0 +1,50 @@
+"""Suite-wide fixtures.
+
+``reactor_thread``: Twisted's global reactor running in a daemon thread for
+the whole session, so tests can drive real sockets from the test thread
+while servers run on the reactor.  ``in_reactor(fn, *args)`` runs ``fn`` on
+the reactor thread and waits for its result (following Deferreds), with a
+timeout so a hung test fails instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from twisted.internet import defer, reactor
+from twisted.internet.threads import blockingCallFromThread
+
+_started = threading.Event()
+_thread: threading.Thread | None = None
+
+
+def _ensure_reactor() -> None:
+    global _thread
+    if _thread is not None:
+        return
+    reactor.callWhenRunning(_started.set)
+    _thread = threading.Thread(target=reactor.run, kwargs={"installSignalHandlers": False}, name="reactor", daemon=True)
+    _thread.start()
+    if not _started.wait(10):
+        raise RuntimeError("the Twisted reactor did not start")
+
+
+def in_reactor(fn: Callable[..., Any], *args: Any, timeout: float = 30.0, **kwargs: Any) -> Any:
+    """Runs *fn* on the reactor thread; returns its result (a Deferred's result, once it fires)."""
+    _ensure_reactor()
+
+    def call() -> defer.Deferred:
+        d = defer.maybeDeferred(fn, *args, **kwargs)
+        return d.addTimeout(timeout, reactor)
+
+    return blockingCallFromThread(reactor, call)
+
+
+@pytest.fixture(scope="session")
+def reactor_thread() -> Any:
+    """The running reactor (in its own thread); use :func:`in_reactor` to call into it."""
+    _ensure_reactor()
+    yield reactor
