@@ -85,7 +85,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from mafka.errors import InvalidTopicError, KafkaStorageError, UnknownTopicOrPartitionError
+from mafka.errors import KafkaStorageError, UnknownTopicOrPartitionError
+from mafka.topics import validate_topic_name
 
 from .checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -131,8 +132,6 @@ FUTURE_DIR_SUFFIX: Final = "-future"
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _MAX_DIR_NAME = 255
-# Kafka's Topic.validate: legal characters and the 249-character limit.
-_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}\Z")
 # Log.DeleteDirPattern / FutureDirPattern (Java's \S is ASCII non-whitespace).
 _DELETE_DIR = re.compile(r"(\S+)-(\S+)\.(\S+)-delete\Z", re.ASCII)
 _FUTURE_DIR = re.compile(r"(\S+)-(\S+)\.(\S+)-future\Z", re.ASCII)
@@ -204,10 +203,7 @@ def parse_log_dir_name(name: str) -> TopicPartition:
 
 
 def _validate_partition_name(topic: str, partition: int) -> None:
-    if topic in (".", "..") or not _LEGAL_TOPIC.match(topic):
-        raise InvalidTopicError(
-            f"topic name {topic!r} is illegal (Kafka: [a-zA-Z0-9._-], 1 to 249 characters)"
-        )
+    validate_topic_name(topic)
     if not 0 <= partition <= _INT32_MAX:
         raise ValueError(f"partition {partition} of {topic!r} is not a non-negative int32")
 
