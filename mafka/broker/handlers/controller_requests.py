@@ -1,0 +1,44 @@
+"""The controller's requests to this broker: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6).
+
+Fencing (``shared/reference/kafka-protocol.md`` §5): a request whose
+broker_epoch is below this broker's registration epoch → STALE_BROKER_EPOCH
+(−1 skips the check); a lower controller epoch → STALE_CONTROLLER_EPOCH
+(checked by the replica manager and the metadata cache).
+
+The broker provides ``replica_manager``, ``metadata_cache``, ``broker_epoch``
+and ``on_metadata_update(deleted_partitions)`` (may be a no-op).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mafka.errors import ErrorCode
+
+LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+
+
+def _stale(broker: Any, body: Any) -> bool:
+    return body.broker_epoch != -1 and body.broker_epoch < broker.broker_epoch
+
+
+def handlers(broker: Any) -> dict[int, Any]:
+    def leader_and_isr(request: Any, connection: Any) -> dict[str, Any]:
+        if _stale(broker, request.body):
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+        return broker.replica_manager.become_leader_or_follower(request.body)
+
+    def stop_replica(request: Any, connection: Any) -> dict[str, Any]:
+        if _stale(broker, request.body):
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+        return broker.replica_manager.stop_replicas(request.body)
+
+    def update_metadata(request: Any, connection: Any) -> dict[str, Any]:
+        if _stale(broker, request.body):
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
+        error, deleted = broker.metadata_cache.update(request.body)
+        if error == ErrorCode.NONE:
+            broker.on_metadata_update(deleted)
+        return {"error_code": error}
+
+    return {LEADER_AND_ISR: leader_and_isr, STOP_REPLICA: stop_replica, UPDATE_METADATA: update_metadata}

@@ -1,0 +1,362 @@
+"""The partitions hosted on this broker, and the waiting rooms for fetches and produces.
+
+Plain Python over :class:`~mafka.broker.partition.Partition`; time comes
+from an injected ``IReactorTime`` (``callLater``), so tests drive it with
+``twisted.internet.task.Clock``.
+
+* LeaderAndIsr / StopReplica from the controller create, re-role and remove
+  partitions (controller-epoch and leader-epoch fencing as Kafka).
+* Produce appends through the partition leaders.  acks=−1 answers once the
+  high watermark covers the batch (at once with an ISR of one) or
+  REQUEST_TIMED_OUT at the request timeout.
+* Fetch answers at once when it has ``min_bytes`` (or an error, or
+  ``max_wait_ms`` ≤ 0); otherwise it parks and is **woken by appends** to
+  any of its partitions, or by its own timer at ``max_wait_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.errors import (
+    ErrorCode,
+    KafkaError,
+    NotLeaderOrFollowerError,
+    UnknownTopicOrPartitionError,
+)
+
+from .partition import LeaderState, Partition, ReadResult
+from .validation import validate_produce_batch
+
+__all__ = ["ReplicaManager", "FetchPartition", "FetchedPartition", "ProduceResult"]
+
+log = logging.getLogger("mafka.broker.replica_manager")
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartition:
+    topic: str
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass(slots=True)
+class FetchedPartition:
+    topic: str
+    partition: int
+    error: ErrorCode
+    result: ReadResult | None
+
+
+@dataclass(slots=True)
+class ProduceResult:
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    last_offset: int = -1
+
+
+@dataclass(eq=False)
+class _DelayedFetch:
+    replica_id: int
+    min_bytes: int
+    max_bytes: int
+    partitions: Sequence[FetchPartition]
+    deferred: defer.Deferred
+    timer: Any = None
+    done: bool = False
+
+
+@dataclass(eq=False)
+class _DelayedProduce:
+    waiting: dict[tuple[str, int], ProduceResult]
+    results: dict[tuple[str, int], ProduceResult]
+    deferred: defer.Deferred
+    timer: Any = None
+    done: bool = False
+    keys: list = field(default_factory=list)
+
+
+class ReplicaManager:
+    """Partitions on this broker.
+
+    Args:
+        broker_id: this broker's id.
+        log_manager: a :class:`mafka.log.manager.LogManager` (``get_or_create_log``,
+            ``get_log``, ``delete_log``, ``log_io``).
+        clock: an ``IReactorTime`` for the waiting rooms' timers.
+        log_config_for: topic → LogConfig (the topic's config over the broker's).
+        max_message_bytes: the broker's ``message.max.bytes`` (topics may override).
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: Any,
+        clock: Any,
+        *,
+        log_config_for: Callable[[str], Any] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.clock = clock
+        self.log_config_for = log_config_for or (lambda topic: None)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.controller_epoch = 0
+        self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
+        self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
+
+    # ================================================================== controller requests
+
+    def become_leader_or_follower(self, body: Any) -> dict[str, Any]:
+        """Applies a LeaderAndIsr v2 body; returns the response body."""
+        errors = []
+        if body.controller_epoch < self.controller_epoch:
+            for ts in body.topic_states:
+                for ps in ts.partition_states:
+                    errors.append(_partition_error(ts.topic_name, ps.partition_index, ErrorCode.STALE_CONTROLLER_EPOCH))
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": errors}
+        self.controller_epoch = body.controller_epoch
+        for ts in body.topic_states:
+            for ps in ts.partition_states:
+                tp = (ts.topic_name, ps.partition_index)
+                errors.append(_partition_error(tp[0], tp[1], self._apply_partition_state(tp, ps)))
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def _apply_partition_state(self, tp: tuple[str, int], ps: Any) -> ErrorCode:
+        if self.broker_id not in ps.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.state is not None and ps.leader_epoch <= partition.leader_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        try:
+            if partition is None:
+                log_ = self.log_manager.get_or_create_log(tp[0], tp[1], self.log_config_for(tp[0]), is_new=ps.is_new)
+                partition = Partition(tp[0], tp[1], self.broker_id, log_)
+                self.partitions[tp] = partition
+            state = LeaderState(ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch)
+            if ps.leader == self.broker_id:
+                partition.make_leader(state)
+            else:
+                partition.make_follower(state)
+        except KafkaError as exc:
+            return exc.code
+        self._wake(tp)
+        return ErrorCode.NONE
+
+    def stop_replicas(self, body: Any) -> dict[str, Any]:
+        """Applies a StopReplica v1 body (delete_partitions removes the logs)."""
+        if body.controller_epoch < self.controller_epoch:
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+        self.controller_epoch = body.controller_epoch
+        errors = []
+        for topic in body.topics:
+            for index in topic.partition_indexes:
+                tp = (topic.name, index)
+                error = ErrorCode.NONE
+                partition = self.partitions.pop(tp, None)
+                if partition is not None:
+                    partition.make_follower(LeaderState(-1, partition.leader_epoch, (), (), -1, body.controller_epoch))
+                    self._wake(tp)
+                if body.delete_partitions:
+                    try:
+                        self.log_manager.delete_log(tp[0], tp[1])
+                    except KafkaError as exc:
+                        error = exc.code
+                errors.append(_partition_error(tp[0], tp[1], error))
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def leader_partition(self, topic: str, index: int) -> Partition:
+        """The partition if this broker leads it.
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError.
+        """
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        if not partition.is_leader:
+            raise NotLeaderOrFollowerError(f"broker {self.broker_id} does not lead {topic}-{index}")
+        return partition
+
+    # ================================================================== produce
+
+    def append_records(
+        self,
+        entries: Iterable[tuple[str, int, Any]],
+        *,
+        acks: int,
+        timeout_ms: int,
+        produce_version: int,
+        max_message_bytes: Callable[[str], int],
+    ) -> defer.Deferred:
+        """Validates and appends each partition's batch; fires with {(topic, p): ProduceResult}."""
+        results: dict[tuple[str, int], ProduceResult] = {}
+        for topic, index, records in entries:
+            tp = (topic, index)
+            try:
+                partition = self.leader_partition(topic, index)
+                if records is None:
+                    raise KafkaError.for_code(ErrorCode.INVALID_RECORD)("a partition with null records")
+                validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
+                with self.log_manager.log_io(tp):
+                    info = partition.append_as_leader(records)
+                results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
+                self._wake(tp)
+            except KafkaError as exc:
+                results[tp] = ProduceResult(exc.code)
+        if acks != -1:
+            return defer.succeed(results)
+        return self._await_replication(results, timeout_ms)
+
+    def _await_replication(self, results: dict[tuple[str, int], ProduceResult], timeout_ms: int) -> defer.Deferred:
+        waiting = {}
+        for tp, r in results.items():
+            if r.error == ErrorCode.NONE and not self._replicated(tp, r):
+                waiting[tp] = r
+        if not waiting:
+            return defer.succeed(results)
+        d: defer.Deferred = defer.Deferred()
+        delayed = _DelayedProduce(waiting, results, d, keys=list(waiting))
+        for tp in waiting:
+            self._produce_waiters[tp].add(delayed)
+        delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
+        return d
+
+    def _replicated(self, tp: tuple[str, int], r: ProduceResult) -> bool:
+        partition = self.partitions.get(tp)
+        return partition is None or not partition.is_leader or partition.high_watermark > r.last_offset
+
+    def _check_produce(self, delayed: _DelayedProduce) -> None:
+        for tp, r in list(delayed.waiting.items()):
+            partition = self.partitions.get(tp)
+            if partition is None or not partition.is_leader:
+                delayed.results[tp] = ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+                del delayed.waiting[tp]
+            elif self._replicated(tp, r):
+                del delayed.waiting[tp]
+        if not delayed.waiting:
+            self._finish_produce(delayed)
+
+    def _expire_produce(self, delayed: _DelayedProduce) -> None:
+        delayed.timer = None
+        for tp in delayed.waiting:
+            delayed.results[tp] = ProduceResult(ErrorCode.REQUEST_TIMED_OUT)
+        delayed.waiting.clear()
+        self._finish_produce(delayed)
+
+    def _finish_produce(self, delayed: _DelayedProduce) -> None:
+        if delayed.done:
+            return
+        delayed.done = True
+        if delayed.timer is not None and delayed.timer.active():
+            delayed.timer.cancel()
+        for tp in delayed.keys:
+            self._produce_waiters[tp].discard(delayed)
+        delayed.deferred.callback(delayed.results)
+
+    # ================================================================== fetch
+
+    def fetch(self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition]) -> defer.Deferred:
+        """Reads every requested partition; parks until *min_bytes* or *max_wait_ms*.
+
+        Fires with a list of :class:`FetchedPartition` in request order.
+        """
+        results = self._read(replica_id, max_bytes, partitions)
+        total = sum(r.result.data.size for r in results if r.result is not None)
+        if max_wait_ms <= 0 or total >= min_bytes or any(r.error != ErrorCode.NONE for r in results):
+            return defer.succeed(results)
+        d: defer.Deferred = defer.Deferred()
+        delayed = _DelayedFetch(replica_id, min_bytes, max_bytes, partitions, d)
+        for p in partitions:
+            self._fetch_waiters[(p.topic, p.partition)].add(delayed)
+        delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
+        return d
+
+    def _read(self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition]) -> list[FetchedPartition]:
+        out = []
+        left = max_bytes
+        first = True
+        for p in partitions:
+            try:
+                partition = self.leader_partition(p.topic, p.partition)
+                result = partition.read(
+                    p.fetch_offset,
+                    min(p.max_bytes, left),
+                    replica_id=replica_id,
+                    current_leader_epoch=p.current_leader_epoch,
+                    min_one_batch=first,
+                )
+                if result.data.size:
+                    first = False
+                    left = max(0, left - result.data.size)
+                if replica_id >= 0:
+                    if partition.update_follower(replica_id, p.fetch_offset):
+                        self._wake((p.topic, p.partition))
+                out.append(FetchedPartition(p.topic, p.partition, ErrorCode.NONE, result))
+            except KafkaError as exc:
+                out.append(FetchedPartition(p.topic, p.partition, exc.code, None))
+        return out
+
+    def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
+        available = 0
+        for p in delayed.partitions:
+            partition = self.partitions.get((p.topic, p.partition))
+            if partition is None or not partition.is_leader:
+                available = delayed.min_bytes  # leadership moved: answer now, with the error
+                break
+            available += partition.bytes_available(p.fetch_offset, delayed.replica_id)
+            if available >= delayed.min_bytes:
+                break
+        if available >= delayed.min_bytes:
+            self._complete_fetch(delayed)
+
+    def _complete_fetch(self, delayed: _DelayedFetch) -> None:
+        if delayed.done:
+            return
+        delayed.done = True
+        if delayed.timer is not None and delayed.timer.active():
+            delayed.timer.cancel()
+        for p in delayed.partitions:
+            self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
+        delayed.deferred.callback(self._read(delayed.replica_id, delayed.max_bytes, delayed.partitions))
+
+    # ================================================================== wake-ups
+
+    def _wake(self, tp: tuple[str, int]) -> None:
+        """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it."""
+        for delayed in list(self._fetch_waiters.get(tp, ())):
+            self._try_complete_fetch(delayed)
+        for delayed in list(self._produce_waiters.get(tp, ())):
+            self._check_produce(delayed)
+
+    # ================================================================== list offsets
+
+    def list_offset(self, topic: str, index: int, timestamp: int, *, replica_id: int = -1) -> tuple[int, int]:
+        """(timestamp, offset) for ListOffsets: −1 latest (HW), −2 earliest, else by time; (−1, −1) if none.
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError.
+        """
+        partition = self.leader_partition(topic, index)
+        log_ = partition.log
+        upper = log_.next_offset if replica_id >= 0 else partition.high_watermark
+        if timestamp == -1:
+            return -1, upper
+        if timestamp == -2:
+            return -1, log_.log_start_offset
+        found = log_.offset_for_timestamp(timestamp, max_offset=upper)
+        return (found.timestamp, found.offset) if found else (-1, -1)
+
+
+def _partition_error(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:
+    return {"topic_name": topic, "partition_index": index, "error_code": error}
