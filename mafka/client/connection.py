@@ -1,0 +1,152 @@
+"""A Kafka-protocol client connection on the Twisted reactor (inter-broker use).
+
+The controller talks to brokers (LeaderAndIsr, UpdateMetadata, StopReplica)
+and, later, followers fetch from leaders through this.  Requests are
+pipelined; responses are matched by correlation id in order (brokers answer
+in request order).  :class:`BrokerConnection` reconnects with backoff and
+queues requests while disconnected; a request outstanding when the
+connection drops fails with :class:`ConnectionLostError` (the caller
+decides whether to resend, as Kafka's controller does).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import Any
+
+from twisted.internet import defer, protocol
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+
+from mafka.wire.codec import decode_response, encode_request
+from mafka.wire.errors import ProtocolError
+from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
+
+__all__ = ["KafkaClientProtocol", "BrokerConnection", "ConnectionLostError"]
+
+log = logging.getLogger("mafka.client.connection")
+
+
+class ConnectionLostError(Exception):
+    """The connection dropped before the response arrived."""
+
+
+class KafkaClientProtocol(protocol.Protocol):
+    """Sends requests and hands back decoded response bodies.
+
+    Args:
+        client_id: the client id put in every request header.
+    """
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self.frames = FrameBuffer(DEFAULT_MAX_FRAME)
+        self.pending: deque[tuple[int, int, int, defer.Deferred]] = deque()
+        self.next_correlation_id = 0
+        self.connected_deferred: defer.Deferred = defer.Deferred()
+        self.lost = False
+
+    def connectionMade(self) -> None:  # noqa: N802
+        self.connected_deferred.callback(self)
+
+    def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
+        """Sends a request; fires with the decoded response body."""
+        if self.lost:
+            return defer.fail(ConnectionLostError("connection closed"))
+        cid = self.next_correlation_id
+        self.next_correlation_id = (cid + 1) & 0x7FFFFFFF
+        d: defer.Deferred = defer.Deferred()
+        self.pending.append((cid, api_key, version, d))
+        self.transport.write(encode_request(api_key, version, cid, self.client_id, body))
+        return d
+
+    def dataReceived(self, data: bytes) -> None:  # noqa: N802
+        try:
+            self.frames.feed(data)
+            for frame in self.frames.frames():
+                if not self.pending:
+                    raise ProtocolError("a response nobody asked for")
+                cid, api_key, version, d = self.pending.popleft()
+                got_cid, body = decode_response(api_key, version, frame)
+                if got_cid != cid:
+                    raise ProtocolError(f"correlation id {got_cid}, expected {cid}")
+                d.callback(body)
+        except ProtocolError as exc:
+            log.warning("bad response from %s: %s", self.transport.getPeer(), exc)
+            self.transport.abortConnection()
+
+    def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
+        self.lost = True
+        pending, self.pending = self.pending, deque()
+        for _, _, _, d in pending:
+            d.errback(ConnectionLostError(str(reason.value) if reason is not None else "connection lost"))
+
+
+class BrokerConnection:
+    """A connection to one broker that reconnects and queues while down.
+
+    Args:
+        reactor: the reactor.
+        host, port: the broker's endpoint.
+        client_id: request header client id.
+        backoff_s: delay between reconnection attempts.
+    """
+
+    def __init__(self, reactor: Any, host: str, port: int, client_id: str, *, backoff_s: float = 0.5) -> None:
+        self.reactor = reactor
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.backoff_s = backoff_s
+        self.protocol: KafkaClientProtocol | None = None
+        self._waiters: list[defer.Deferred] = []
+        self._attempting = False
+        self._closed = False
+        self._retry_call: Any = None
+
+    def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
+        """Sends once connected; fires with the response body or fails (ConnectionLostError)."""
+        if self._closed:
+            return defer.fail(ConnectionLostError("connection closed"))
+        if self.protocol is not None and not self.protocol.lost:
+            return self.protocol.request(api_key, version, body)
+        return self._connect().addCallback(lambda proto: proto.request(api_key, version, body))
+
+    def _connect(self) -> defer.Deferred:
+        d: defer.Deferred = defer.Deferred()
+        self._waiters.append(d)
+        if not self._attempting:
+            self._attempting = True
+            self._attempt()
+        return d
+
+    def _attempt(self) -> None:
+        self._retry_call = None
+        if self._closed:
+            return
+        endpoint = TCP4ClientEndpoint(self.reactor, self.host, self.port, timeout=5)
+        d = connectProtocol(endpoint, KafkaClientProtocol(self.client_id))
+        d.addCallbacks(self._connected, self._failed)
+
+    def _connected(self, proto: KafkaClientProtocol) -> None:
+        self.protocol = proto
+        self._attempting = False
+        waiters, self._waiters = self._waiters, []
+        for d in waiters:
+            d.callback(proto)
+
+    def _failed(self, failure: Any) -> None:
+        log.debug("connecting to %s:%d failed: %s", self.host, self.port, failure.getErrorMessage())
+        if not self._closed:
+            self._retry_call = self.reactor.callLater(self.backoff_s, self._attempt)
+
+    def close(self) -> None:
+        """Closes the connection; queued requests fail with ConnectionLostError."""
+        self._closed = True
+        if self._retry_call is not None and self._retry_call.active():
+            self._retry_call.cancel()
+        if self.protocol is not None and not self.protocol.lost:
+            self.protocol.transport.loseConnection()
+        waiters, self._waiters = self._waiters, []
+        for d in waiters:
+            d.errback(ConnectionLostError("connection closed"))
