@@ -24,6 +24,9 @@ from mafka.errors import (
     UnknownLeaderEpochError,
 )
 from mafka.log.log import FetchDataInfo, Log, LogAppendInfo
+from mafka.wire.batch import BatchHeader, iter_batches
+
+from .producer_state import ProducerStateManager
 
 __all__ = ["Partition", "LeaderState", "ReadResult"]
 
@@ -67,6 +70,31 @@ class Partition:
         self.state: LeaderState | None = None
         self.high_watermark = 0
         self.follower_offsets: dict[int, int] = {}
+        self.producers = ProducerStateManager(f"{topic}-{index}")
+        self._load_producer_state()
+
+    # ------------------------------------------------------------------ idempotent producers
+
+    def _load_producer_state(self) -> None:
+        """Latest snapshot, then the idempotent batches appended after it (Kafka's rebuild)."""
+        log = self.log
+        start = self.producers.load_latest_snapshot(log.directory, log.next_offset) or log.log_start_offset
+        for seg in log.segments:
+            if seg.next_offset <= start:
+                continue
+            for bp in seg.batches():
+                if bp.last_offset < start:
+                    continue
+                h = seg.header_at(bp.position)
+                if h is not None and h.producer_id >= 0 and not h.is_control:
+                    self.producers.record_append(
+                        h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                        bp.base_offset, bp.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
+                    )
+
+    def snapshot_producer_state(self) -> None:
+        """Writes the producer-state snapshot at the log end (at shutdown, as Kafka)."""
+        self.producers.write_snapshot(self.log.directory, self.log.next_offset)
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -114,10 +142,32 @@ class Partition:
 
     # ------------------------------------------------------------------ leader operations
 
-    def append_as_leader(self, records: bytes | memoryview) -> LogAppendInfo:
-        """Appends a producer's (validated) batches with this leader's epoch; advances the HW if it may."""
+    def append_as_leader(self, records: bytes | memoryview, header: BatchHeader | None = None) -> LogAppendInfo:
+        """Appends a producer's (validated) batch with this leader's epoch; advances the HW if it may.
+
+        An idempotent producer's batch is checked against its sequence
+        state first: a retry of one of its last five batches is answered
+        with the original offsets and not written again; a gap raises
+        OUT_OF_ORDER_SEQUENCE_NUMBER, a stale epoch INVALID_PRODUCER_EPOCH.
+        """
         state = self._require_leader()
+        if header is None:
+            header = next(iter_batches(memoryview(records)))[1]
+        if header.producer_id >= 0:
+            verdict = self.producers.check_and_prepare(
+                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence, header.is_transactional
+            )
+            if verdict.error != ErrorCode.NONE:
+                raise KafkaError.for_code(verdict.error)(verdict.message or verdict.error.description)
+            if verdict.duplicate is not None:
+                dup = verdict.duplicate
+                return LogAppendInfo(dup.first_offset, dup.last_offset, dup.max_timestamp, dup.last_offset, -1, 0, 0, 0, self.log.log_start_offset)
         info = self.log.append_as_leader(records, state.leader_epoch)
+        if header.producer_id >= 0:
+            self.producers.record_append(
+                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
+                info.first_offset, info.last_offset, info.max_timestamp, is_transactional=header.is_transactional,
+            )
         self._maybe_advance_hw()
         return info
 
@@ -167,3 +217,4 @@ class Partition:
 
     def error_for(self, exc: BaseException) -> ErrorCode:
         return exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+

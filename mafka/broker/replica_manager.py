@@ -175,6 +175,14 @@ class ReplicaManager:
                 errors.append(_partition_error(tp[0], tp[1], error))
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
+    def shutdown(self) -> None:
+        """Snapshots every partition's producer state (before the logs close)."""
+        for partition in self.partitions.values():
+            try:
+                partition.snapshot_producer_state()
+            except OSError as exc:
+                log.warning("%s-%d: producer state snapshot failed: %s", partition.topic, partition.index, exc)
+
     def leader_partition(self, topic: str, index: int) -> Partition:
         """The partition if this broker leads it.
 
@@ -207,9 +215,9 @@ class ReplicaManager:
                 partition = self.leader_partition(topic, index)
                 if records is None:
                     raise KafkaError.for_code(ErrorCode.INVALID_RECORD)("a partition with null records")
-                validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
+                header = validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
                 with self.log_manager.log_io(tp):
-                    info = partition.append_as_leader(records)
+                    info = partition.append_as_leader(records, header)
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
                 self._wake(tp)
             except KafkaError as exc:

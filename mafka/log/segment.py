@@ -170,7 +170,7 @@ class LogSegment:
                 self.max_timestamp, self.offset_of_max_timestamp = bp.max_timestamp, bp.last_offset
             self._bytes_since_index += bp.size
         if self.size and self.rolling_based_timestamp is None:
-            head = self._header_at(0)
+            head = self.header_at(0)
             if head is not None:
                 self.rolling_based_timestamp = head.max_timestamp
 
@@ -191,7 +191,7 @@ class LogSegment:
 
     # ------------------------------------------------------------------ reading headers
 
-    def _header_at(self, position: int) -> BatchHeader | None:
+    def header_at(self, position: int) -> BatchHeader | None:
         data = os.pread(self._fd, BATCH_HEADER_SIZE, position)
         if len(data) < BATCH_HEADER_SIZE:
             return None
@@ -204,7 +204,7 @@ class LogSegment:
         """
         end = self.size if end is None else min(end, self.size)
         while position + BATCH_HEADER_SIZE <= end:
-            h = self._header_at(position)
+            h = self.header_at(position)
             if h is None or h.batch_length < MIN_BATCH_LENGTH or position + h.size > end:
                 return
             if h.base_offset < self.base_offset or h.last_offset - self.base_offset > INT32_MAX:

@@ -263,3 +263,63 @@ def test_stop_replica_with_delete_removes_the_log(env):
     assert not directory.exists()
     resp, _ = produce(env, batch(1))
     assert resp.responses[0].partition_responses[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def idempotent(n, seq, *, pid=5, epoch=0):
+    return batch(n, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+
+def test_idempotent_retries_get_their_original_offsets(env):
+    env.rm.become_leader_or_follower(leader_and_isr())
+    first = idempotent(3, 0)
+    resp, _ = produce(env, first)
+    assert resp.responses[0].partition_responses[0].base_offset == 0
+    resp, _ = produce(env, idempotent(2, 3))
+    assert resp.responses[0].partition_responses[0].base_offset == 3
+    resp, _ = produce(env, first)  # the same bytes again: a retry
+    p = resp.responses[0].partition_responses[0]
+    assert (p.error_code, p.base_offset) == (0, 0)
+    assert env.rm.partitions[("t", 0)].log.next_offset == 5  # not written twice
+    resp, _ = produce(env, idempotent(1, 9))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    resp, _ = produce(env, idempotent(1, 0, epoch=1))  # a new epoch starts at sequence 0
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    resp, _ = produce(env, idempotent(1, 5, epoch=0))
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+def test_dedup_survives_a_restart(env, tmp_path):
+    env.rm.become_leader_or_follower(leader_and_isr())
+    last = idempotent(2, 0)
+    produce(env, last)
+    env.rm.shutdown()
+    env.manager.shutdown()
+    manager = LogManager([tmp_path / "d1", tmp_path / "d2"], LogConfig(), lambda: 1_000_000, broker_id=1, cluster_id="c")
+    manager.startup()
+    try:
+        rm = ReplicaManager(1, manager, env.clock)
+        rm.become_leader_or_follower(leader_and_isr())
+        out = []
+        rm.append_records([("t", 0, last)], acks=1, timeout_ms=1000, produce_version=7, max_message_bytes=lambda t: 1 << 20).addCallback(out.append)
+        assert (out[0][("t", 0)].error, out[0][("t", 0)].base_offset) == (ErrorCode.NONE, 0)
+        assert rm.partitions[("t", 0)].log.next_offset == 2
+    finally:
+        manager.shutdown()
+
+
+def test_dedup_is_rebuilt_from_the_log_without_a_snapshot(env, tmp_path):
+    env.rm.become_leader_or_follower(leader_and_isr())
+    produce(env, idempotent(2, 0))
+    second = idempotent(2, 2)
+    produce(env, second)
+    env.manager.shutdown()  # no producer snapshot written
+    manager = LogManager([tmp_path / "d1", tmp_path / "d2"], LogConfig(), lambda: 1_000_000, broker_id=1, cluster_id="c")
+    manager.startup()
+    try:
+        rm = ReplicaManager(1, manager, env.clock)
+        rm.become_leader_or_follower(leader_and_isr())
+        out = []
+        rm.append_records([("t", 0, second)], acks=1, timeout_ms=1000, produce_version=7, max_message_bytes=lambda t: 1 << 20).addCallback(out.append)
+        assert out[0][("t", 0)].base_offset == 2 and rm.partitions[("t", 0)].log.next_offset == 4
+    finally:
+        manager.shutdown()
