@@ -46,7 +46,6 @@ Deferreds fire synchronously)::
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, ParamSpec, TypeVar
@@ -99,6 +98,7 @@ from mafka.coordination.znodes import (
     topic_path,
 )
 from mafka.errors import InvalidTopicError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+from mafka.topics import validate_topic_name
 
 __all__ = [
     "BrokerIdAlreadyRegisteredError",
@@ -112,8 +112,6 @@ __all__ = [
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
-_MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 class ControllerMovedError(Exception):
@@ -165,28 +163,6 @@ def _deferred(fn: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, Deferre
         return Deferred.fromCoroutine(fn(*args, **kwargs))
 
     return wrapper
-
-
-def validate_topic_name(topic: str) -> None:
-    """Kafka's ``Topic.validate``.
-
-    Raises:
-        InvalidTopicError: If the name is empty, ``.``/``..``, longer than 249
-            characters or has characters other than ASCII letters, digits, ``.``, ``_``, ``-``.
-    """
-    if not topic:
-        raise InvalidTopicError("Topic name is illegal, it can't be empty")
-    if topic in (".", ".."):
-        raise InvalidTopicError('Topic name cannot be "." or ".."')
-    if len(topic) > _MAX_TOPIC_NAME_LENGTH:
-        raise InvalidTopicError(
-            f"Topic name is illegal, it can't be longer than {_MAX_TOPIC_NAME_LENGTH} characters, topic name: {topic}"
-        )
-    if not _LEGAL_TOPIC_NAME.fullmatch(topic):
-        raise InvalidTopicError(
-            f'Topic name "{topic}" is illegal, it contains a character other than '
-            "ASCII alphanumerics, '.', '_' and '-'"
-        )
 
 
 def _check_epoch_zk_version(epoch_zk_version: int) -> None:
