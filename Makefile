@@ -9,10 +9,10 @@ STAMP  := $(VENV)/.mafka-installed
 
 .PHONY: run test lint unit bench-wire bench-log system-deps clean
 
-run: $(STAMP)
+run: system-deps $(STAMP)
 	$(BIN)/mafka selfcheck
 
-test: $(STAMP) lint
+test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 lint: $(STAMP)

@@ -6,6 +6,13 @@ set -euo pipefail
 # Debian package → a command or file that shows it is installed.
 declare -A NEEDS=(
   [python3-venv]="python3 -c 'import ensurepip'"
+  # ZooKeeper 3.8 (brokers' coordination; run by mafka.coordination.zookeeper):
+  # the jars land in /usr/share/java (libzookeeper-java), with slf4j for logging.
+  [zookeeper]="test -f /usr/share/java/zookeeper.jar -a -f /usr/share/java/slf4j-simple.jar"
+  # ZooKeeper's Java runtime (zookeeper pulls in default-jre; this covers a missing java).
+  [default-jre-headless]="command -v java"
+  # A third-party Kafka client for integration tests.
+  [kcat]="command -v kcat"
 )
 
 missing=()

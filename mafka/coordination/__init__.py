@@ -6,5 +6,7 @@
   module importing kazoo);
 * :mod:`mafka.coordination.memory_store` — an in-memory ZooKeeper for unit tests;
 * :mod:`mafka.coordination.zookeeper` — launches a real ZooKeeper server (single node
-  or ensemble) from the templates in ``zk/``.
+  or ensemble) from the templates in ``zk/``;
+* :mod:`mafka.coordination.znodes` and :mod:`mafka.coordination.kafka_zk` — Kafka 2.8's
+  znodes (paths and exact bytes) and its ZooKeeper operations over a ClusterStore.
 """
