@@ -5,7 +5,9 @@ Subcommands arrive with the issues that need them (``server-start``,
 
 * ``mafka selfcheck`` — encodes and decodes a sample request and response
   for every (api, version) Mafka speaks, through whole frames, and prints
-  the ApiVersions table it would advertise.
+  the ApiVersions table it would advertise;
+* ``mafka server-start server.properties`` — one broker;
+* ``mafka cluster up --brokers N --dir DIR`` — ZooKeeper and N brokers.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("selfcheck", help="round-trip every api version through the wire codec")
     check.add_argument("-v", "--verbose", action="store_true")
     check.set_defaults(func=_selfcheck)
+    from mafka.cli import cluster, server_start
+
+    server_start.add_parser(sub)
+    cluster.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

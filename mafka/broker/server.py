@@ -1,0 +1,215 @@
+"""A broker process: ZooKeeper session, logs, listeners, registration, controller candidacy.
+
+Startup follows Kafka's ``KafkaServer.startup``:
+
+1. connect to ZooKeeper, create the persistent roots, get or create ``/cluster/id``;
+2. open the logs (off the reactor: recovery may read whole segments);
+3. start the listeners with the request handlers;
+4. register ``/brokers/ids/<id>`` (the czxid is the broker epoch);
+5. stand for controller.
+
+Background work (retention, flush, checkpoints, cleaning, delayed file
+deletion) runs on timers, each pass in a worker thread so the reactor never
+blocks on disk.  :meth:`KafkaServer.shutdown` stops listening, snapshots
+producer state, flushes and checkpoints, writes the clean-shutdown marker
+and closes the ZooKeeper session.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from twisted.internet import defer, task, threads
+
+from mafka.coordination.kafka_zk import KafkaZkClient
+from mafka.coordination.znodes import BrokerRegistration
+from mafka.log.config import LogConfig
+from mafka.log.manager import LogManager
+
+from .config import BrokerConfig
+from .dispatcher import Dispatcher, collect_handlers
+from .metadata_cache import MetadataCache
+from .network import KafkaServerFactory
+from .producer_ids import ProducerIdManager
+from .replica_manager import ReplicaManager
+
+__all__ = ["KafkaServer"]
+
+log = logging.getLogger("mafka.broker.server")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class KafkaServer:
+    """One broker.
+
+    Args:
+        config: the broker's configuration.
+        reactor: the Twisted reactor.
+        store_factory: ``(connect_string, session_timeout_ms) -> ClusterStore``;
+            the kazoo store by default (tests may pass a MemoryStore factory).
+        controller_factory: ``(server) -> controller`` with ``start()``,
+            ``stop()``, ``is_active`` and the admin methods; None runs no
+            controller candidacy (single-purpose tests).
+    """
+
+    def __init__(self, config: BrokerConfig, reactor: Any, *, store_factory: Any = None, controller_factory: Any = None) -> None:
+        self.config = config
+        self.reactor = reactor
+        self.broker_id = config.broker_id
+        self.store_factory = store_factory or _kazoo_store
+        self.controller_factory = controller_factory
+        self.metadata_cache = MetadataCache(self.broker_id)
+        self.broker_epoch = -1
+        self.zk: KafkaZkClient | None = None
+        self.store: Any = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.producer_ids: ProducerIdManager | None = None
+        self.controller: Any = None
+        self.ports: list[Any] = []
+        self.bound: dict[str, int] = {}
+        self._loops: list[task.LoopingCall] = []
+        self._topic_configs: dict[str, LogConfig] = {}
+
+    # ================================================================== facts handlers use
+
+    @property
+    def auto_create_topics(self) -> bool:
+        return self.config.auto_create_topics_enable
+
+    def max_message_bytes(self, topic: str) -> int:
+        return self.log_config_for(topic).max_message_bytes
+
+    def log_config_for(self, topic: str) -> LogConfig:
+        return self._topic_configs.get(topic) or self.config.log_config()
+
+    def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
+        """Called after each UpdateMetadata (nothing to do yet beyond the cache)."""
+
+    def auto_create_topic(self, name: str) -> None:
+        """Writes a new topic's znodes (Kafka 2.8 ZK mode: any broker may); the controller does the rest."""
+        from mafka.controller.controller import (
+            create_topic_in_zookeeper,  # the controller owns the rule
+        )
+
+        racks = {b: info.rack for b, info in self.metadata_cache.brokers.items()}
+        d = create_topic_in_zookeeper(self.zk, name, self.config.num_partitions, self.config.default_replication_factor, racks, {})
+        d.addErrback(lambda f: log.info("auto-creating %s: %s", name, f.getErrorMessage()))
+
+    # ================================================================== lifecycle
+
+    @defer.inlineCallbacks
+    def startup(self) -> Any:
+        config = self.config
+        log.info("starting broker %d", self.broker_id)
+        self.store = self.store_factory(config.zookeeper_connect, config.zookeeper_session_timeout_ms)
+        yield self.store.start()
+        self.zk = KafkaZkClient(self.store)
+        yield self.zk.create_persistent_roots()
+        cluster_id = yield self.zk.get_or_create_cluster_id()
+        self.metadata_cache.cluster_id = cluster_id
+        log.info("cluster id %s", cluster_id)
+
+        self.log_manager = LogManager(
+            [Path(d) for d in config.effective_log_dirs],
+            config.log_config(),
+            _now_ms,
+            broker_id=self.broker_id,
+            cluster_id=cluster_id,
+            topic_config=self.log_config_for,
+        )
+        yield threads.deferToThread(self.log_manager.startup)
+        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor, log_config_for=self.log_config_for)
+        self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
+
+        dispatcher = Dispatcher(collect_handlers(self))
+        for endpoint in config.listener_endpoints:
+            factory = KafkaServerFactory(
+                dispatcher,
+                max_request_size=config.socket_request_max_bytes,
+                idle_ms=config.connections_max_idle_ms,
+                clock=self.reactor,
+                listener=endpoint.name,
+            )
+            port = self.reactor.listenTCP(endpoint.port, factory, interface=endpoint.host or "0.0.0.0")
+            self.ports.append(port)
+            self.bound[endpoint.name] = port.getHost().port
+            log.info("listening on %s:%d (%s)", endpoint.host or "0.0.0.0", port.getHost().port, endpoint.name)
+
+        registration = BrokerRegistration(
+            id=self.broker_id,
+            endpoints={
+                e.name: (e.security_protocol, e.host, self.bound.get(e.name, e.port) if e.port == 0 else e.port)
+                for e in config.advertised_endpoints
+            },
+            rack=config.broker_rack,
+            timestamp=_now_ms(),
+        )
+        self.broker_epoch = yield self.zk.register_broker(registration)
+        log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+
+        if self.controller_factory is not None:
+            self.controller = self.controller_factory(self)
+            yield self.controller.start()
+        self._start_background_tasks()
+        log.info("broker %d started", self.broker_id)
+
+    def _start_background_tasks(self) -> None:
+        config = self.config
+        lm = self.log_manager
+        rm = self.replica_manager
+
+        def high_watermarks() -> dict[tuple[str, int], int]:
+            return {tp: p.high_watermark for tp, p in rm.partitions.items() if p.is_leader}
+
+        passes = [
+            (config.log_retention_check_interval_ms, lambda: lm.retention_pass(high_watermarks())),
+            (max(1000, min(config.effective_log_flush_interval_ms, 60000)), lm.flush_pass),
+            (config.replica_high_watermark_checkpoint_interval_ms, lambda: lm.write_high_watermarks(high_watermarks())),
+            (config.log_flush_offset_checkpoint_interval_ms, lm.checkpoint_recovery_points),
+            (config.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets),
+            (15000, lm.cleaner_pass),
+            (1000, lm.delete_pending_logs),
+        ]
+        for interval_ms, work in passes:
+            loop = task.LoopingCall(self._in_thread, work)
+            loop.clock = self.reactor
+            loop.start(interval_ms / 1000.0, now=False).addErrback(lambda f: log.error("background pass: %s", f.getErrorMessage()))
+            self._loops.append(loop)
+
+    @staticmethod
+    def _in_thread(work: Any) -> defer.Deferred:
+        d = threads.deferToThread(work)
+        d.addErrback(lambda f: log.warning("background pass failed: %s", f.getErrorMessage()))
+        return d
+
+    @defer.inlineCallbacks
+    def shutdown(self) -> Any:
+        """Graceful stop: listeners, controller, producer snapshots, flush + checkpoints + marker, ZooKeeper."""
+        log.info("shutting down broker %d", self.broker_id)
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        for port in self.ports:
+            yield port.stopListening()
+        if self.controller is not None:
+            yield defer.maybeDeferred(self.controller.stop)
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.log_manager is not None:
+            yield threads.deferToThread(self.log_manager.shutdown)
+        if self.store is not None:
+            yield self.store.stop()
+        log.info("broker %d stopped", self.broker_id)
+
+
+def _kazoo_store(connect: str, session_timeout_ms: int) -> Any:
+    from mafka.coordination.kazoo_store import KazooStore
+
+    return KazooStore(connect, session_timeout_ms=session_timeout_ms)

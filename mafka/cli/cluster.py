@@ -1,0 +1,164 @@
+"""``mafka cluster up --brokers N --dir DIR [--set key=value …]``: ZooKeeper + N brokers on loopback.
+
+Starts a local ZooKeeper and brokers 1..N as child processes (ports
+``--base-port``, +1, …), waits until every broker answers Metadata listing
+all N brokers and a controller, writes ``DIR/cluster.json`` and prints the
+bootstrap servers.  Ctrl-C / SIGTERM stops the brokers (gracefully) and then
+ZooKeeper.  Brokers that die are not restarted (tests kill them on purpose;
+``cluster.json`` holds each broker's ``argv`` to restart it alone).
+
+``cluster.json``::
+
+    {"bootstrap": "127.0.0.1:9092,…",
+     "zookeeper": {"connect": "127.0.0.1:2181", "pid": …},
+     "brokers": [{"id", "host", "port", "pid", "config", "log_dirs", "log_file", "argv"}, …]}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run", "broker_properties", "metadata_snapshot"]
+
+HOST = "127.0.0.1"
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("cluster", help="run a local cluster: ZooKeeper and N brokers")
+    actions = p.add_subparsers(dest="action", required=True)
+    up = actions.add_parser("up", help="start ZooKeeper and the brokers; stop them on Ctrl-C")
+    up.add_argument("--brokers", type=int, default=3)
+    up.add_argument("--dir", type=Path, default=Path(".mafka/cluster"))
+    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server property for every broker")
+    up.add_argument("--base-port", type=int, default=9092)
+    up.add_argument("--zookeeper-port", type=int, default=2181)
+    up.add_argument("--tick-time-ms", type=int, default=500)
+    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster to form")
+    up.set_defaults(func=run)
+
+
+def broker_properties(broker_id: int, port: int, log_dir: Path, zookeeper: str, brokers: int, extra: dict[str, str]) -> str:
+    """The ``server.properties`` of one local broker."""
+    props = {
+        "broker.id": str(broker_id),
+        "listeners": f"PLAINTEXT://{HOST}:{port}",
+        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "log.dirs": str(log_dir),
+        "zookeeper.connect": zookeeper,
+        "zookeeper.session.timeout.ms": "6000",
+        "offsets.topic.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    props.update(extra)
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def metadata_snapshot(host: str, port: int, timeout: float = 2.0) -> tuple[list[int], int] | None:
+    """(broker ids, controller id) from a Metadata v1 request, or None if the broker does not answer."""
+    from mafka.wire.codec import decode_response, encode_request
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(encode_request(3, 1, 1, "mafka-cluster", {"topics": []}))
+            size = struct.unpack(">i", _recv(sock, 4))[0]
+            _, body = decode_response(3, 1, _recv(sock, size))
+            return sorted(b.node_id for b in body.brokers), body.controller_id
+    except (OSError, ValueError):
+        return None
+
+
+def _recv(sock: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise OSError("connection closed")
+        out += chunk
+    return bytes(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mafka.broker.config import parse_override
+    from mafka.coordination.zookeeper import ZooKeeperServer
+
+    base: Path = args.dir.resolve()
+    base.mkdir(parents=True, exist_ok=True)
+    extra = dict(parse_override(s) for s in args.set)
+    zk = ZooKeeperServer(base / "zookeeper", client_port=args.zookeeper_port, tick_time_ms=args.tick_time_ms)
+    zk.start()
+    connect = f"{HOST}:{args.zookeeper_port}"
+    brokers: list[dict[str, Any]] = []
+    procs: list[subprocess.Popen] = []
+    stopping = {"now": False}
+
+    def stop_all(*_: Any) -> None:
+        stopping["now"] = True
+
+    signal.signal(signal.SIGTERM, stop_all)
+    signal.signal(signal.SIGINT, stop_all)
+    try:
+        for broker_id in range(1, args.brokers + 1):
+            port = args.base_port + broker_id - 1
+            home = base / f"broker-{broker_id}"
+            home.mkdir(exist_ok=True)
+            config = home / "server.properties"
+            log_dir = home / "logs"
+            config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, extra))
+            argv = [sys.executable, "-m", "mafka.cli.main", "server-start", str(config)]
+            log_file = home / "server.log"
+            with open(log_file, "ab") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            procs.append(proc)
+            brokers.append(
+                {"id": broker_id, "host": HOST, "port": port, "pid": proc.pid, "config": str(config),
+                 "log_dirs": [str(log_dir)], "log_file": str(log_file), "argv": argv}
+            )
+        deadline = time.monotonic() + args.timeout
+        wanted = [b["id"] for b in brokers]
+        while True:
+            snapshots = [metadata_snapshot(b["host"], b["port"]) for b in brokers]
+            if all(s is not None and s[0] == wanted and s[1] >= 0 for s in snapshots):
+                break
+            dead = [b["id"] for b, p in zip(brokers, procs, strict=True) if p.poll() is not None]
+            if dead or time.monotonic() > deadline or stopping["now"]:
+                why = f"broker(s) {dead} exited (see their server.log)" if dead else "the cluster did not form in time"
+                print(f"mafka cluster up: {why}", file=sys.stderr)
+                return 1
+            time.sleep(0.2)
+        bootstrap = ",".join(f"{b['host']}:{b['port']}" for b in brokers)
+        (base / "cluster.json").write_text(
+            json.dumps({"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid}, "brokers": brokers}, indent=2) + "\n"
+        )
+        print(f"mafka cluster is up: {args.brokers} broker(s), controller {snapshots[0][1]}")
+        print(f"bootstrap servers: {bootstrap}")
+        print(f"zookeeper: {connect}   state: {base}/cluster.json   Ctrl-C stops everything")
+        sys.stdout.flush()
+        while not stopping["now"]:
+            time.sleep(0.2)
+        return 0
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        zk.stop()
+        try:
+            os.unlink(base / "cluster.json")
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,78 @@
+"""``mafka server-start server.properties [--override key=value …]`` (Kafka's kafka-server-start.sh).
+
+Configuration: the properties file, then ``KAFKA_*`` environment variables
+(the cp-kafka rule), then ``--override`` values.  SIGTERM and SIGINT stop
+the broker gracefully (flush, checkpoints, clean-shutdown marker); a
+second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+__all__ = ["run", "add_parser"]
+
+log = logging.getLogger("mafka.cli.server_start")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("server-start", help="start a broker (kafka-server-start.sh)")
+    p.add_argument("config", help="server.properties")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE", help="a config override")
+    p.set_defaults(func=run)
+
+
+def _controller_factory(server: Any) -> Any:
+    from mafka.controller.controller import controller_for_server
+
+    return controller_for_server(server)
+
+
+def run(args: argparse.Namespace) -> int:
+    from twisted.internet import reactor
+
+    from mafka.broker.config import BrokerConfig, ConfigError
+    from mafka.broker.server import KafkaServer
+
+    logging.basicConfig(
+        level=os.environ.get("MAFKA_LOG_LEVEL", "INFO"),
+        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
+        stream=sys.stdout,
+    )
+    try:
+        config = BrokerConfig.from_file(args.config, env=os.environ, overrides=args.override)
+    except (ConfigError, OSError) as exc:
+        print(f"mafka server-start: {exc}", file=sys.stderr)
+        return 2
+    server = KafkaServer(config, reactor, controller_factory=_controller_factory)
+    state = {"rc": 0, "stopping": False}
+
+    def stop(signum: int, frame: Any) -> None:
+        if state["stopping"]:
+            os._exit(1)  # a second signal: give up at once
+        state["stopping"] = True
+        reactor.callFromThread(_shutdown)
+
+    def _shutdown() -> None:
+        d = server.shutdown()
+        d.addErrback(lambda f: log.error("shutdown failed: %s", f.getTraceback()))
+        d.addBoth(lambda _: reactor.stop())
+
+    def _started(_: Any) -> None:
+        log.info("[KafkaServer id=%d] started", config.broker_id)
+
+    def _failed(failure: Any) -> None:
+        log.error("startup failed: %s", failure.getTraceback())
+        state["rc"] = 1
+        reactor.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    reactor.callWhenRunning(lambda: server.startup().addCallbacks(_started, _failed))
+    reactor.run(installSignalHandlers=False)
+    return state["rc"]

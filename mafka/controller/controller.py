@@ -1,0 +1,2015 @@
+"""The controller runtime: Kafka 2.8's ``KafkaController`` (ZooKeeper mode) on a Twisted reactor.
+
+One :class:`Controller` runs in every broker.  At most one is *active*: the one
+that created the ephemeral ``/controller`` znode and bumped
+``/controller_epoch`` (``zk-controller-replication.md`` §2).  The active one
+loads the cluster into a :class:`~mafka.controller.context.ControllerContext`,
+watches ZooKeeper and drives the partition and replica state machines
+(§3.1–3.4): it elects leaders, shrinks ISRs of dead replicas, creates the
+state znodes of new partitions, deletes topics, and tells brokers through
+LeaderAndIsr / UpdateMetadata / StopReplica
+(:mod:`mafka.controller.channel`).
+
+Contract:
+
+* **Serialized.**  Everything the controller does — ZooKeeper watch
+  reactions, session changes, admin requests, broker responses that matter
+  (StopReplica for deletion) — is an event of one
+  :class:`~mafka.controller.events.ControllerEventQueue`, processed one at a
+  time in order; an event may wait on ZooKeeper, the next one waits for it.
+* **Fenced.**  Every controller write to ZooKeeper is epoch-checked
+  (``KafkaZkClient``'s ``epoch_zk_version`` arguments).  A
+  :class:`~mafka.coordination.kafka_zk.ControllerMovedError` anywhere makes
+  the controller re-read ``/controller`` and resign (``NOT_CONTROLLER`` for
+  an admin request in flight).  A ZooKeeper session expiry resigns at once
+  (queued events are dropped); the new session re-registers the broker (if a
+  ``reregister`` routine was given) and re-elects.
+* **Decisions are pure.**  Leader choice: :mod:`mafka.controller.election`;
+  legal state moves: :mod:`mafka.controller.states`; replica placement:
+  :mod:`mafka.controller.assignment`; broker-change classification and ISR
+  shrink: :mod:`mafka.controller.context`.  This module sequences them.
+* **Time** comes from the injected reactor (``IReactorTime``): tests drive it
+  with ``twisted.internet.task.Clock``.
+
+Admin entry points (for the broker's CreateTopics / DeleteTopics /
+CreatePartitions / ControlledShutdown handlers) return Deferreds of per-topic
+``(ErrorCode, message | None)``; they answer ``NOT_CONTROLLER`` when this
+broker is not the active controller.  As in Kafka 2.8 the topic znodes are
+written by the admin path (:func:`create_topic_in_zookeeper`, also used by a
+non-controller broker's auto-create); the controller then sees them through
+its watches, and the request waits until the partitions are online (or its
+timeout: ``REQUEST_TIMED_OUT``).
+
+Not implemented (Kafka features outside this brief): partition reassignment,
+preferred-replica elections and the auto-rebalance task, log-dir failure
+events, feature-version negotiation beyond writing an enabled ``/feature``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple
+
+from twisted.internet import task
+from twisted.internet.defer import Deferred, succeed
+from twisted.python.failure import Failure
+
+from mafka.controller.assignment import (
+    Brokers,
+    assign_replicas,
+    new_partitions_assignment,
+    validate_topic_assignment,
+)
+from mafka.controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager
+from mafka.controller.context import (
+    ControllerContext,
+    PartitionReplica,
+    classify_broker_change,
+    from_election_state,
+    remove_replica_from_isr,
+    to_election_state,
+)
+from mafka.controller.election import (
+    initial_leader_and_isr,
+    leader_for_controlled_shutdown,
+    leader_for_offline,
+)
+from mafka.controller.events import ControllerEventQueue, EventDropped
+from mafka.controller.states import PartitionState, ReplicaState
+from mafka.coordination.kafka_zk import ControllerMovedError, KafkaZkClient, validate_topic_name
+from mafka.coordination.store import WatchHandle
+from mafka.coordination.znodes import (
+    BrokerRegistration,
+    FeatureZNode,
+    LeaderIsrAndControllerEpoch,
+    TopicAssignment,
+    TopicPartition,
+    new_topic_id,
+)
+from mafka.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    InvalidRequestError,
+    InvalidTopicError,
+    KafkaError,
+    NotControllerError,
+    ReassignmentInProgressError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from mafka.log.config import InvalidConfig, LogConfig
+from mafka.topics import is_valid_topic_name
+
+__all__ = [
+    "AdminResult",
+    "Controller",
+    "ControllerConfig",
+    "NewPartitions",
+    "NewTopic",
+    "controller_for_server",
+    "create_topic_in_zookeeper",
+    "validate_topic_configs",
+]
+
+log = logging.getLogger("mafka.controller")
+
+_P = PartitionState
+_R = ReplicaState
+
+#: Conditional state writes that hit a BadVersion are re-read and retried this many times.
+STATE_WRITE_ATTEMPTS = 10
+
+#: Per-topic admin outcome: (error code, message or None).
+AdminResult = tuple[ErrorCode, str | None]
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerConfig:
+    """The broker settings the controller obeys (Kafka names in the field docs).
+
+    Attributes:
+        unclean_leader_election_enable: ``unclean.leader.election.enable``
+            (the default for topics without an override).
+        delete_topic_enable: ``delete.topic.enable``.
+        num_partitions: ``num.partitions`` (CreateTopics with -1).
+        default_replication_factor: ``default.replication.factor`` (CreateTopics with -1).
+    """
+
+    unclean_leader_election_enable: bool = False
+    delete_topic_enable: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+
+    _KEYS = {
+        "unclean.leader.election.enable": "unclean_leader_election_enable",
+        "delete.topic.enable": "delete_topic_enable",
+        "num.partitions": "num_partitions",
+        "default.replication.factor": "default_replication_factor",
+    }
+
+    @classmethod
+    def of(cls, config: Any = None) -> ControllerConfig:
+        """A config from None (defaults), a ControllerConfig, a mapping of Kafka
+        names (``{"delete.topic.enable": "false"}``) or any object with the
+        attributes above (e.g. :class:`mafka.broker.config.BrokerConfig`)."""
+        if config is None:
+            return cls()
+        if isinstance(config, ControllerConfig):
+            return config
+        values: dict[str, Any] = {}
+        if isinstance(config, Mapping):
+            for key, attr in cls._KEYS.items():
+                for name in (key, attr):
+                    if name in config:
+                        values[attr] = config[name]
+        else:
+            for attr in cls._KEYS.values():
+                if hasattr(config, attr):
+                    values[attr] = getattr(config, attr)
+        return cls(
+            unclean_leader_election_enable=_as_bool(
+                values.get("unclean_leader_election_enable", False)
+            ),
+            delete_topic_enable=_as_bool(values.get("delete_topic_enable", True)),
+            num_partitions=int(values.get("num_partitions", 1)),
+            default_replication_factor=int(values.get("default_replication_factor", 1)),
+        )
+
+
+class NewTopic(NamedTuple):
+    """One CreateTopics entry: -1 partitions / replication factor = the broker default."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignment: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str | None] | None = None
+
+
+class NewPartitions(NamedTuple):
+    """One CreatePartitions entry: the new total count and, optionally, the new partitions' replicas."""
+
+    name: str
+    count: int
+    assignment: Sequence[Sequence[int]] | None = None
+
+
+# --------------------------------------------------------------------------- topic creation (admin path)
+
+_COMPRESSION_TYPES = frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
+
+
+def _check_bool(name: str, value: str) -> None:
+    if value.strip().lower() not in ("true", "false"):
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+        )
+
+
+def _check_min_isr(name: str, value: str) -> None:
+    try:
+        ok = int(value.strip()) >= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: Value must be at least 1"
+        )
+
+
+def _check_compression(name: str, value: str) -> None:
+    if value.strip() not in _COMPRESSION_TYPES:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(sorted(_COMPRESSION_TYPES))}"
+        )
+
+
+def _check_any(name: str, value: str) -> None:
+    return None
+
+
+#: Topic configs Kafka 2.8 knows that :class:`~mafka.log.config.LogConfig` does not model.
+_EXTRA_TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
+    "min.insync.replicas": _check_min_isr,
+    "unclean.leader.election.enable": _check_bool,
+    "compression.type": _check_compression,
+    "message.downconversion.enable": _check_bool,
+    "message.format.version": _check_any,
+    "leader.replication.throttled.replicas": _check_any,
+    "follower.replication.throttled.replicas": _check_any,
+}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    """Kafka's ``LogConfig.validate`` for CreateTopics.
+
+    Raises:
+        InvalidRequestError: A value is None (Kafka: null config values are refused).
+        InvalidConfigError: An unknown name or a value Kafka would refuse.
+    """
+    nulls = [name for name, value in configs.items() if value is None]
+    if nulls:
+        raise InvalidRequestError(f"Null value not supported for topic configs: {','.join(nulls)}")
+    log_props: dict[str, str] = {}
+    for name, value in configs.items():
+        check = _EXTRA_TOPIC_CONFIGS.get(name)
+        if check is not None:
+            check(name, str(value))
+        else:
+            log_props[name] = str(value)
+    try:
+        LogConfig.from_properties(log_props)
+    except InvalidConfig as exc:
+        raise InvalidConfigError(str(exc)) from None
+
+
+async def _create_topic(
+    zk: KafkaZkClient,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    live_broker_racks: Brokers | None,
+    configs: Mapping[str, str | None] | None,
+    assignment: Mapping[int, Sequence[int]] | None,
+    validate_only: bool,
+    rack_aware_mode: str,
+    rng: random.Random | None,
+) -> TopicAssignment:
+    # ZkAdminManager.createTopics: the "already exists" check comes first.
+    if is_valid_topic_name(name) and await zk.topic_exists(name):
+        raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+    config = dict(configs or {})
+    nulls = [key for key, value in config.items() if value is None]
+    if nulls:
+        raise InvalidRequestError(f"Null value not supported for topic configs: {','.join(nulls)}")
+    if assignment:
+        replica_assignment = {
+            int(p): [int(r) for r in replicas] for p, replicas in assignment.items()
+        }
+    else:
+        if live_broker_racks is None:
+            registered = await zk.get_all_brokers()
+            live_broker_racks = {b: reg.rack for b, (reg, _) in registered.items()}
+        brokers: Brokers = live_broker_racks
+        if rack_aware_mode == "safe" and isinstance(brokers, Mapping):
+            if any(r is None for r in brokers.values()):
+                brokers = sorted(int(b) for b in brokers)
+        elif rack_aware_mode == "disabled":
+            brokers = sorted(int(b) for b in brokers)
+        replica_assignment = assign_replicas(brokers, partitions, replication_factor, rng=rng)
+    # AdminZkClient.validateTopicCreate, in Kafka's order.
+    validate_topic_name(name)
+    if await zk.is_topic_marked_for_deletion(name):
+        raise TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
+    if await zk.topic_exists(name):
+        raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+    if "." in name or "_" in name:
+        topics = await zk.get_topics()
+        if name in topics:
+            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
+        folded = name.replace(".", "_")
+        colliding = [t for t in topics if t.replace(".", "_") == folded]
+        if colliding:
+            raise InvalidTopicError(
+                f"Topic '{name}' collides with existing topics: {', '.join(colliding)}"
+            )
+    validate_topic_assignment(replica_assignment)
+    validate_topic_configs(config)
+    if validate_only:
+        return TopicAssignment(replica_assignment)
+    return await zk.create_topic(
+        name, replica_assignment, {k: str(v) for k, v in config.items()}, topic_id=new_topic_id()
+    )
+
+
+def create_topic_in_zookeeper(
+    zk: KafkaZkClient,
+    name: str,
+    partitions: int,
+    replication_factor: int,
+    live_broker_racks: Brokers | None = None,
+    configs: Mapping[str, str | None] | None = None,
+    *,
+    assignment: Mapping[int, Sequence[int]] | None = None,
+    validate_only: bool = False,
+    rack_aware_mode: str = "enforced",
+    rng: random.Random | None = None,
+) -> Deferred[TopicAssignment]:
+    """Creates a topic's znodes as Kafka 2.8's admin path does (``ZkAdminManager`` / ``AdminZkClient``).
+
+    Used by the controller's CreateTopics and by a non-controller broker's
+    auto-create (which in ZooKeeper mode writes the znodes itself); the
+    active controller notices ``/brokers/topics/<name>`` and brings the
+    partitions online.  Checks, in Kafka's order: already exists; null
+    config values; replica assignment (``assign_replicas`` over the brokers,
+    or the manual *assignment*); topic name; marked for deletion; name
+    collision (``.`` vs ``_``); assignment shape; configs.  Then writes
+    ``/config/topics/<name>`` and ``/brokers/topics/<name>`` (with a new topic id).
+
+    Args:
+        zk: A KafkaZkClient (any broker's session; admin writes are not fenced).
+        name: The topic.
+        partitions, replication_factor: Used when *assignment* is not given.
+        live_broker_racks: Broker ids, or broker id → rack; None reads the
+            registered brokers from ZooKeeper.
+        configs: Topic config overrides.
+        assignment: A manual partition → replicas assignment.
+        validate_only: Check everything, write nothing.
+        rack_aware_mode: ``"enforced"`` (CreateTopics: mixed racks are an
+            error), ``"safe"`` (auto-create: mixed racks → racks ignored) or ``"disabled"``.
+        rng: Randomness for the assignment's start index and shift.
+
+    Returns:
+        A Deferred firing with the assignment written (or that would be).
+        It fails with a :class:`mafka.errors.KafkaError` subclass
+        (TopicAlreadyExists, InvalidPartitions, InvalidReplicationFactor,
+        InvalidTopic, InvalidReplicaAssignment, InvalidConfig, InvalidRequest;
+        ``AdminOperationError`` for mixed racks) or a store error.
+    """
+    return Deferred.fromCoroutine(
+        _create_topic(
+            zk,
+            name,
+            partitions,
+            replication_factor,
+            live_broker_racks,
+            configs,
+            assignment,
+            validate_only,
+            rack_aware_mode,
+            rng,
+        )
+    )
+
+
+# --------------------------------------------------------------------------- the controller
+
+
+class _Strategy(Enum):
+    OFFLINE = "offline"
+    CONTROLLED_SHUTDOWN = "controlled-shutdown"
+
+
+class StateChangeFailed(Exception):
+    """A partition could not move to the target state (Kafka's ``StateChangeFailedException``)."""
+
+
+@dataclass(eq=False)
+class _Waiter:
+    predicate: Callable[[], bool]
+    deferred: Deferred[bool | None]
+    timer: Any = None
+
+
+class _SessionListener:
+    """Adapts the store's session callbacks to controller events."""
+
+    def __init__(self, controller: Controller) -> None:
+        self._controller = controller
+
+    def session_lost(self) -> None:
+        log.info("controller %d: ZooKeeper connection lost", self._controller.broker_id)
+
+    def session_expired(self) -> None:
+        self._controller._on_session_expired()
+
+    def session_established(self) -> None:
+        self._controller._on_session_established()
+
+
+class Controller:
+    """Kafka's ``KafkaController`` for one broker.
+
+    Args:
+        broker_id: This broker's id.
+        zk: This broker's KafkaZkClient (its ZooKeeper session).
+        reactor: ``IReactorTime`` (and ``IReactorTCP`` for the default channel).
+        channel: The :class:`~mafka.controller.channel.ControllerChannelManager`
+            to use; by default one with real connections (``connection_factory``
+            and ``listener_name`` are passed to it).
+        config: A :class:`ControllerConfig`, a mapping of Kafka names, or a
+            broker config object (see :meth:`ControllerConfig.of`).
+        reregister: Called (and awaited) when a new ZooKeeper session is
+            established after an expiry, before re-electing — the broker's
+            own routine that re-creates ``/brokers/ids/<id>`` and records the
+            new broker epoch (Kafka's ``RegisterBrokerAndReelect``).
+        rng: Randomness for replica assignment (tests pin it).
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        zk: KafkaZkClient,
+        reactor: Any,
+        *,
+        channel: ControllerChannelManager | None = None,
+        config: Any = None,
+        connection_factory: Any = None,
+        listener_name: str | None = None,
+        reregister: Callable[[], Awaitable[Any] | Deferred[Any] | None] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.zk = zk
+        self.reactor = reactor
+        self.config = ControllerConfig.of(config)
+        self.context = ControllerContext()
+        self.channel = (
+            channel
+            if channel is not None
+            else ControllerChannelManager(
+                reactor,
+                broker_id,
+                connection_factory=connection_factory,
+                listener_name=listener_name,
+            )
+        )
+        self._batch = ControllerBrokerRequestBatch(
+            broker_id,
+            self.context,
+            self.channel,
+            on_stop_replica_response=self._on_stop_replica_response,
+        )
+        self._events = ControllerEventQueue(reactor, after_event=self._after_event)
+        self._reregister = reregister
+        self._rng = rng
+        self._active_controller_id = -1
+        self._controller_watch: WatchHandle | None = None
+        self._watches: list[WatchHandle] = []
+        self._topic_watches: dict[str, WatchHandle] = {}
+        self._broker_watches: dict[int, WatchHandle] = {}
+        self._waiters: list[_Waiter] = []
+        self._listener = _SessionListener(self)
+        self._started = False
+        self._stopped = False
+        #: Seconds to wait before giving up the controllership after a failed failover.
+        self.failover_retry_backoff_s = 1.0
+
+    # ------------------------------------------------------------------ public state
+
+    @property
+    def is_active(self) -> bool:
+        """True while this broker is the controller (Kafka's ``isActive``)."""
+        return self._active_controller_id == self.broker_id
+
+    @property
+    def epoch(self) -> int:
+        """The controller epoch this broker last won (0 before any)."""
+        return self.context.epoch
+
+    @property
+    def active_controller_id(self) -> int:
+        """The controller's broker id as last seen in ``/controller`` (-1 if none/unknown)."""
+        return self._active_controller_id
+
+    @property
+    def events(self) -> ControllerEventQueue:
+        """The event queue (for inspection)."""
+        return self._events
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> Deferred[None]:
+        """Watches ``/controller`` and tries to become the controller.
+
+        Fires once the first election (and failover, if won) has been processed.
+        The broker must have started its store (and registered itself) first.
+        """
+        if self._started:
+            return succeed(None)
+        self._started = True
+        self.zk.store.add_session_listener(self._listener)
+        self._controller_watch = self.zk.watch_controller(self._on_controller_znode)
+        d = self._enqueue("Startup", self._elect)
+        d.addErrback(self._log_event_failure, "Startup")
+        return d.addCallback(lambda _: None)
+
+    def stop(self) -> Deferred[None]:
+        """Resigns (giving ``/controller`` up if held) and stops processing events."""
+        if self._stopped:
+            return succeed(None)
+        self._stopped = True
+        if self._controller_watch is not None:
+            self._controller_watch.cancel()
+            self._controller_watch = None
+        d = self._events.clear_and_put("Shutdown", self._process_shutdown)
+        d.addErrback(self._log_event_failure, "Shutdown")
+
+        def closed(_: Any) -> None:
+            self._events.close()
+            self._fail_waiters()
+
+        return d.addBoth(closed)
+
+    # ------------------------------------------------------------------ admin entry points
+
+    def create_topics(
+        self,
+        specs: Iterable[NewTopic | Sequence[Any]],
+        validate_only: bool = False,
+        timeout_ms: int = 0,
+    ) -> Deferred[dict[str, AdminResult]]:
+        """CreateTopics on the controller (``ZkAdminManager.createTopics`` + ``DelayedCreatePartitions``).
+
+        Args:
+            specs: ``NewTopic`` or tuples ``(name, num_partitions, replication_factor,
+                assignment | None, configs)``; -1 = broker default; a manual
+                assignment requires both to be -1.
+            validate_only: Check only.
+            timeout_ms: > 0: wait until every partition of the created topics is
+                online, or answer REQUEST_TIMED_OUT for the topics that are not.
+
+        Returns:
+            Topic → (error, message): NONE, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS,
+            INVALID_REPLICATION_FACTOR, INVALID_REPLICA_ASSIGNMENT,
+            INVALID_TOPIC_EXCEPTION, INVALID_CONFIG, INVALID_REQUEST,
+            REQUEST_TIMED_OUT, NOT_CONTROLLER, UNKNOWN_SERVER_ERROR.
+        """
+        topics = [spec if isinstance(spec, NewTopic) else NewTopic(*spec) for spec in specs]
+        return Deferred.fromCoroutine(self._create_topics(topics, validate_only, timeout_ms))
+
+    def delete_topics(
+        self, names: Iterable[str], timeout_ms: int = 0
+    ) -> Deferred[dict[str, ErrorCode]]:
+        """DeleteTopics on the controller: queue for deletion, wait until gone (or REQUEST_TIMED_OUT).
+
+        Returns:
+            Topic → error code (DeleteTopics v0–v4 carry no message): NONE,
+            UNKNOWN_TOPIC_OR_PARTITION, TOPIC_DELETION_DISABLED, INVALID_REQUEST
+            (duplicates), REQUEST_TIMED_OUT, NOT_CONTROLLER.
+        """
+        d = Deferred.fromCoroutine(self._delete_topics(list(names), timeout_ms))
+        return d.addCallback(lambda results: {name: code for name, (code, _) in results.items()})
+
+    def create_partitions(
+        self,
+        specs: Iterable[NewPartitions | Sequence[Any]],
+        validate_only: bool = False,
+        timeout_ms: int = 0,
+    ) -> Deferred[dict[str, AdminResult]]:
+        """CreatePartitions on the controller (``ZkAdminManager.createPartitions``).
+
+        Args:
+            specs: ``NewPartitions`` or tuples ``(name, new_total_count, assignment | None)``
+                where assignment lists the replicas of each *new* partition.
+
+        Returns:
+            Topic → (error, message): NONE, UNKNOWN_TOPIC_OR_PARTITION,
+            INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT,
+            INVALID_REPLICATION_FACTOR, REASSIGNMENT_IN_PROGRESS,
+            INVALID_TOPIC_EXCEPTION (queued for deletion), INVALID_REQUEST,
+            REQUEST_TIMED_OUT, NOT_CONTROLLER.
+        """
+        entries = [
+            spec if isinstance(spec, NewPartitions) else NewPartitions(*spec) for spec in specs
+        ]
+        return Deferred.fromCoroutine(self._create_partitions(entries, validate_only, timeout_ms))
+
+    def controlled_shutdown(
+        self, broker_id: int, broker_epoch: int = -1
+    ) -> Deferred[tuple[ErrorCode, list[TopicPartition]]]:
+        """ControlledShutdown (KC ``doControlledShutdown``): move leadership off *broker_id*.
+
+        Returns:
+            (error, partitions it still leads): STALE_CONTROLLER_EPOCH when not
+            the controller, STALE_BROKER_EPOCH for an old epoch,
+            BROKER_NOT_AVAILABLE for an unknown broker.
+        """
+        return Deferred.fromCoroutine(self._controlled_shutdown(broker_id, broker_epoch))
+
+    # ------------------------------------------------------------------ event plumbing
+
+    def _enqueue(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> Deferred[Any]:
+        async def run() -> Any:
+            try:
+                return await fn(*args)
+            except ControllerMovedError as exc:
+                log.info(
+                    "controller %d: controller moved while processing %s: %s",
+                    self.broker_id,
+                    name,
+                    exc,
+                )
+                try:
+                    await self._handle_controller_moved()
+                except Exception:
+                    log.exception(
+                        "controller %d: handling the controller move failed", self.broker_id
+                    )
+                raise NotControllerError(f"controller moved while processing {name}") from exc
+
+        return self._events.put(name, run)
+
+    def _fire(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._stopped:
+            return
+        self._enqueue(name, fn, *args).addErrback(self._log_event_failure, name)
+
+    def _log_event_failure(self, failure: Failure, name: str) -> None:
+        if failure.check(EventDropped, NotControllerError):
+            log.debug("controller %d: %s: %s", self.broker_id, name, failure.getErrorMessage())
+            return None
+        log.error(
+            "controller %d: error processing %s: %s",
+            self.broker_id,
+            name,
+            failure.getTraceback(),
+        )
+        return None
+
+    def _after_event(self, name: str) -> None:
+        self._check_waiters()
+
+    def _on_controller_znode(self) -> None:
+        self._fire("ControllerChange", self._process_controller_change)
+
+    def _on_session_expired(self) -> None:
+        if self._stopped or not self._started:
+            return
+        log.info("controller %d: ZooKeeper session expired", self.broker_id)
+        d = self._events.clear_and_put("Expire", self._process_expire)
+        d.addErrback(self._log_event_failure, "Expire")
+
+    def _on_session_established(self) -> None:
+        if self._stopped or not self._started:
+            return
+        self._fire("RegisterBrokerAndReelect", self._process_register_and_reelect)
+
+    # ------------------------------------------------------------------ waiting for admin outcomes
+
+    def _wait_until(self, predicate: Callable[[], bool], timeout_ms: int) -> Deferred[bool | None]:
+        """Fires True once *predicate* holds (checked after every event), False at the
+        timeout, None if the controller resigns first."""
+        d: Deferred[bool | None] = Deferred()
+        if predicate():
+            d.callback(True)
+            return d
+        waiter = _Waiter(predicate, d)
+        waiter.timer = self.reactor.callLater(
+            max(timeout_ms, 0) / 1000.0, self._expire_waiter, waiter
+        )
+        self._waiters.append(waiter)
+        return d
+
+    def _expire_waiter(self, waiter: _Waiter) -> None:
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
+            waiter.deferred.callback(False)
+
+    def _check_waiters(self) -> None:
+        for waiter in list(self._waiters):
+            try:
+                done = waiter.predicate()
+            except Exception:
+                log.exception("admin waiter predicate failed")
+                done = False
+            if done and waiter in self._waiters:
+                self._waiters.remove(waiter)
+                if waiter.timer is not None and waiter.timer.active():
+                    waiter.timer.cancel()
+                waiter.deferred.callback(True)
+
+    def _fail_waiters(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if waiter.timer is not None and waiter.timer.active():
+                waiter.timer.cancel()
+            waiter.deferred.callback(None)
+
+    # ------------------------------------------------------------------ election and resignation
+
+    async def _elect(self) -> None:
+        """KC ``elect``."""
+        controller_id = await self.zk.get_controller_id()
+        if controller_id is not None:
+            if controller_id == self.broker_id and not self.is_active:
+                # A registration of ours we never took over (e.g. an older session of
+                # this broker id): give it up so a proper election happens.
+                log.warning(
+                    "controller %d: /controller names us but we are not active; deleting it",
+                    self.broker_id,
+                )
+                self._active_controller_id = -1
+                await self.zk.delete_controller(-1)
+                return
+            self._active_controller_id = controller_id
+            return
+        now_ms = int(self.reactor.seconds() * 1000)
+        election = await self.zk.elect_controller(self.broker_id, now_ms)
+        if not election.won:
+            current = await self.zk.get_controller_id()
+            self._active_controller_id = -1 if current is None else current
+            log.info("controller %d: lost the election to %s", self.broker_id, current)
+            return
+        self.context.epoch = election.controller_epoch
+        self.context.epoch_zk_version = election.epoch_zk_version
+        self._active_controller_id = self.broker_id
+        log.info(
+            "controller %d: elected controller with epoch %d (zkVersion %d)",
+            self.broker_id,
+            election.controller_epoch,
+            election.epoch_zk_version,
+        )
+        try:
+            await self._on_controller_failover()
+        except ControllerMovedError:
+            raise
+        except Exception:
+            log.exception("controller %d: failover failed; moving the controller", self.broker_id)
+            await self._trigger_controller_move()
+
+    async def _trigger_controller_move(self) -> None:
+        current = await self.zk.get_controller_id()
+        self._active_controller_id = -1 if current is None else current
+        if not self.is_active:
+            return
+        expected = self.context.epoch_zk_version
+        self._active_controller_id = -1
+        self._on_controller_resignation()
+        await task.deferLater(self.reactor, self.failover_retry_backoff_s, lambda: None)
+        try:
+            await self.zk.delete_controller(expected)
+        except ControllerMovedError:
+            log.warning("controller %d: controller already moved", self.broker_id)
+
+    async def _maybe_resign(self, controller_id: int) -> None:
+        was_active = self.is_active
+        if controller_id == self.broker_id and not was_active:
+            # /controller names us but we did not win it in this term (an older
+            # session's registration): not active; _elect() hands it over.
+            controller_id = -1
+        self._active_controller_id = controller_id
+        if was_active and not self.is_active:
+            log.info(
+                "controller %d: resigning; the controller is now %d", self.broker_id, controller_id
+            )
+            self._on_controller_resignation()
+
+    async def _handle_controller_moved(self) -> None:
+        was_active = self.is_active
+        current = await self.zk.get_controller_id()
+        if current == self.broker_id:
+            # Named as controller, yet fenced: our epoch is stale. Hand /controller over.
+            self._active_controller_id = -1
+            if was_active:
+                self._on_controller_resignation()
+            await self.zk.delete_controller(-1)
+            return
+        self._active_controller_id = -1 if current is None else current
+        if was_active:
+            log.info("controller %d: resigning after a fenced write", self.broker_id)
+            self._on_controller_resignation()
+        if current is None:
+            await self._elect()
+
+    def _on_controller_resignation(self) -> None:
+        """KC ``onControllerResignation``: unwatch, close connections, forget the context."""
+        for watch in self._watches:
+            watch.cancel()
+        self._watches = []
+        for topic in list(self._topic_watches):
+            self._unwatch_topic(topic)
+        for broker_id in list(self._broker_watches):
+            self._unwatch_broker(broker_id)
+        self._batch.clear()
+        self.channel.shutdown()
+        self.context.reset()
+        self._fail_waiters()
+
+    async def _process_controller_change(self) -> None:
+        """ControllerChange / Reelect: resign if it moved away, elect if it is gone."""
+        controller_id = await self.zk.get_controller_id()
+        await self._maybe_resign(-1 if controller_id is None else controller_id)
+        if controller_id is None or (controller_id == self.broker_id and not self.is_active):
+            await self._elect()
+
+    async def _process_expire(self) -> None:
+        self._active_controller_id = -1
+        self._on_controller_resignation()
+
+    async def _process_register_and_reelect(self) -> None:
+        if self._reregister is not None:
+            try:
+                result = self._reregister()
+                if result is not None:
+                    await result
+            except Exception:
+                log.exception("controller %d: re-registering the broker failed", self.broker_id)
+        controller_id = await self.zk.get_controller_id()
+        await self._maybe_resign(-1 if controller_id is None else controller_id)
+        await self._elect()
+
+    async def _process_shutdown(self) -> None:
+        was_active = self.is_active
+        expected = self.context.epoch_zk_version
+        self._active_controller_id = -1
+        self._on_controller_resignation()
+        if was_active:
+            try:
+                await self.zk.delete_controller(expected)
+            except Exception as exc:
+                log.info(
+                    "controller %d: could not delete /controller at shutdown: %s",
+                    self.broker_id,
+                    exc,
+                )
+
+    # ------------------------------------------------------------------ failover
+
+    async def _on_controller_failover(self) -> None:
+        """KC ``onControllerFailover`` (§3.1)."""
+        ctx = self.context
+        await self._maybe_enable_features()
+        self._watches = [
+            self.zk.watch_broker_ids(
+                lambda: self._fire("BrokerChange", self._process_broker_change)
+            ),
+            self.zk.watch_topics(lambda: self._fire("TopicChange", self._process_topic_change)),
+            self.zk.watch_topic_deletions(
+                lambda: self._fire("TopicDeletion", self._process_topic_deletion)
+            ),
+            self.zk.watch_isr_change_notifications(
+                lambda: self._fire("IsrChangeNotification", self._process_isr_change_notification)
+            ),
+        ]
+        await self.zk.delete_log_dir_event_notifications(None, ctx.epoch_zk_version)
+        await self.zk.delete_isr_change_notifications(None, ctx.epoch_zk_version)
+        await self._initialize_context()
+        to_delete = set(await self.zk.get_topic_deletions())
+        offline_topics = {
+            topic
+            for topic in ctx.all_topics
+            if any(not ctx.is_replica_online(r) for _, r in ctx.replicas_for_topic(topic))
+        }
+        if self.config.delete_topic_enable:
+            ctx.queue_topic_deletion(to_delete)
+            ctx.topics_ineligible_for_deletion |= offline_topics & ctx.topics_to_be_deleted
+        elif to_delete:
+            await self.zk.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
+        # Brokers must learn the live brokers before any LeaderAndIsr.
+        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+        await self._replica_state_machine_startup()
+        await self._partition_state_machine_startup()
+        log.info("controller %d: ready as controller with epoch %d", self.broker_id, ctx.epoch)
+        await self._resume_deletions()
+
+    async def _maybe_enable_features(self) -> None:
+        try:
+            current = await self.zk.get_feature()
+            if current is None or current[0].status != FeatureZNode.ENABLED:
+                await self.zk.set_feature(FeatureZNode(FeatureZNode.ENABLED, {}))
+        except ControllerMovedError:
+            raise
+        except Exception:
+            log.exception("controller %d: could not write /feature", self.broker_id)
+
+    async def _initialize_context(self) -> None:
+        ctx = self.context
+        brokers = await self.zk.get_all_brokers()
+        ctx.set_live_brokers(brokers)
+        ctx.shutting_down.clear()
+        for topic in await self.zk.get_topics():
+            got = await self.zk.get_assignment(topic)
+            if got is None:
+                continue
+            assignment, _ = got
+            ctx.set_topic(topic, assignment.partitions, assignment.topic_id)
+            self._watch_topic(topic)
+        for broker_id in sorted(brokers):
+            self._watch_broker(broker_id)
+        ctx.leadership.clear()
+        ctx.leadership.update(await self.zk.get_partition_states(ctx.all_partitions()))
+        self.channel.startup(ctx.live_brokers)
+
+    async def _replica_state_machine_startup(self) -> None:
+        ctx = self.context
+        for tp in ctx.all_partitions():
+            for replica in ctx.partition_replicas(tp):
+                state = (
+                    _R.OnlineReplica
+                    if ctx.is_replica_online(replica)
+                    else _R.ReplicaDeletionIneligible
+                )
+                ctx.replica_states.put((tp, replica), state)
+        online, offline = ctx.online_and_offline_replicas()
+        await self._replica_state_changes(online, _R.OnlineReplica)
+        await self._replica_state_changes(offline, _R.OfflineReplica)
+
+    async def _partition_state_machine_startup(self) -> None:
+        ctx = self.context
+        for tp in ctx.all_partitions():
+            state = ctx.leadership.get(tp)
+            if state is None:
+                ctx.partition_states.put(tp, _P.NewPartition)
+            elif ctx.is_replica_online(state.leader):
+                ctx.partition_states.put(tp, _P.OnlinePartition)
+            else:
+                ctx.partition_states.put(tp, _P.OfflinePartition)
+        await self._trigger_online_partition_state_change()
+
+    # ------------------------------------------------------------------ watches
+
+    def _watch_topic(self, topic: str) -> None:
+        if topic in self._topic_watches:
+            return
+        self._topic_watches[topic] = self.zk.watch_topic(
+            topic,
+            lambda: self._fire(
+                "PartitionModifications", self._process_partition_modifications, topic
+            ),
+        )
+
+    def _unwatch_topic(self, topic: str) -> None:
+        watch = self._topic_watches.pop(topic, None)
+        if watch is not None:
+            watch.cancel()
+
+    def _watch_broker(self, broker_id: int) -> None:
+        if broker_id in self._broker_watches:
+            return
+        self._broker_watches[broker_id] = self.zk.watch_broker(
+            broker_id,
+            lambda: self._fire("BrokerModification", self._process_broker_modification, broker_id),
+        )
+
+    def _unwatch_broker(self, broker_id: int) -> None:
+        watch = self._broker_watches.pop(broker_id, None)
+        if watch is not None:
+            watch.cancel()
+
+    # ------------------------------------------------------------------ requests
+
+    def _send_update_metadata(
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        """KC ``sendUpdateMetadataRequest`` (its own batch)."""
+        self._batch.new_batch()
+        self._batch.add_update_metadata(broker_ids, partitions)
+        self._batch.send_requests(self.context.epoch)
+
+    # ------------------------------------------------------------------ replica state machine
+
+    async def _replica_state_changes(
+        self, replicas: Iterable[PartitionReplica], target: ReplicaState
+    ) -> None:
+        """RSM ``handleStateChanges``: one batch for all, grouped by broker."""
+        replicas = list(replicas)
+        if not replicas:
+            return
+        self._batch.new_batch()
+        try:
+            by_broker: dict[int, list[TopicPartition]] = {}
+            for tp, replica in replicas:
+                by_broker.setdefault(replica, []).append(tp)
+            for replica, tps in by_broker.items():
+                await self._do_replica_state_changes(replica, tps, target)
+            self._batch.send_requests(self.context.epoch)
+        except ControllerMovedError:
+            self._batch.clear()
+            raise
+        except Exception:
+            log.exception("controller %d: error moving replicas to %s", self.broker_id, target.name)
+            self._batch.clear()
+
+    async def _do_replica_state_changes(
+        self, replica: int, tps: list[TopicPartition], target: ReplicaState
+    ) -> None:
+        ctx = self.context
+        check = ctx.check_replica_transition([(tp, replica) for tp in tps], target)
+        for invalid in check.invalid:
+            log.warning("controller %d: %s", self.broker_id, invalid.error)
+        valid = [key[0] for key in check.valid]
+        if target is _R.NewReplica:
+            for tp in valid:
+                state = ctx.leadership.get(tp)
+                if state is not None:
+                    if state.leader == replica:
+                        log.error(
+                            "replica %d of %s cannot become NewReplica: it is the leader",
+                            replica,
+                            tp,
+                        )
+                        continue
+                    self._batch.add_leader_and_isr(
+                        [replica], tp, state, ctx.partition_replicas(tp), is_new=True
+                    )
+                ctx.replica_states.put((tp, replica), _R.NewReplica)
+        elif target is _R.OnlineReplica:
+            for tp in valid:
+                if ctx.replica_states.state((tp, replica)) is _R.NewReplica:
+                    replicas = ctx.partition_replicas(tp)
+                    if replica not in replicas:
+                        ctx.update_assignment(tp, (*replicas, replica))
+                else:
+                    state = ctx.leadership.get(tp)
+                    if state is not None:
+                        self._batch.add_leader_and_isr(
+                            [replica], tp, state, ctx.partition_replicas(tp), is_new=False
+                        )
+                ctx.replica_states.put((tp, replica), _R.OnlineReplica)
+        elif target is _R.OfflineReplica:
+            for tp in valid:
+                self._batch.add_stop_replica([replica], tp, delete=False)
+            with_leadership = [tp for tp in valid if tp in ctx.leadership]
+            without_leadership = [tp for tp in valid if tp not in ctx.leadership]
+            updated = await self._remove_replica_from_isr(replica, with_leadership)
+            for tp, state in updated.items():
+                if not ctx.is_topic_queued_for_deletion(tp[0]):
+                    recipients = [r for r in ctx.partition_replicas(tp) if r != replica]
+                    self._batch.add_leader_and_isr(
+                        recipients, tp, state, ctx.partition_replicas(tp), is_new=False
+                    )
+                ctx.replica_states.put((tp, replica), _R.OfflineReplica)
+            for tp in without_leadership:
+                self._batch.add_update_metadata(ctx.live_or_shutting_down_broker_ids, [tp])
+                ctx.replica_states.put((tp, replica), _R.OfflineReplica)
+        elif target is _R.ReplicaDeletionStarted:
+            for tp in valid:
+                ctx.replica_states.put((tp, replica), _R.ReplicaDeletionStarted)
+                self._batch.add_stop_replica([replica], tp, delete=True)
+        elif target in (_R.ReplicaDeletionIneligible, _R.ReplicaDeletionSuccessful):
+            for tp in valid:
+                ctx.replica_states.put((tp, replica), target)
+        elif target is _R.NonExistentReplica:
+            for tp in valid:
+                remaining = tuple(r for r in ctx.partition_replicas(tp) if r != replica)
+                ctx.update_assignment(tp, remaining)
+                ctx.replica_states.remove((tp, replica))
+
+    async def _remove_replica_from_isr(
+        self, replica: int, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """RSM ``removeReplicasFromIsr``: the states to announce (updated, or unchanged when not in the ISR)."""
+        ctx = self.context
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        remaining = list(tps)
+        for _ in range(STATE_WRITE_ATTEMPTS):
+            if not remaining:
+                break
+            current = await self.zk.get_partition_states(remaining)
+            to_write: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+            for tp in remaining:
+                state = current.get(tp)
+                if state is None:
+                    if not ctx.is_topic_queued_for_deletion(tp[0]):
+                        log.error(
+                            "cannot remove replica %d from the ISR of %s: no state znode",
+                            replica,
+                            tp,
+                        )
+                    continue
+                if state.controller_epoch > ctx.epoch:
+                    raise ControllerMovedError(
+                        f"{tp}: state written by controller epoch {state.controller_epoch} > ours ({ctx.epoch})"
+                    )
+                new_state = remove_replica_from_isr(state, replica)
+                if new_state is None:
+                    ctx.put_leadership(tp, state)
+                    results[tp] = state
+                else:
+                    to_write[tp] = new_state
+            if not to_write:
+                break
+            written = await self.zk.update_partition_states_conditionally(
+                to_write, ctx.epoch, ctx.epoch_zk_version
+            )
+            for tp, state in written.successes.items():
+                ctx.put_leadership(tp, state)
+                results[tp] = state
+            for tp, exc in written.failures.items():
+                log.error("removing replica %d from the ISR of %s failed: %s", replica, tp, exc)
+            remaining = list(written.bad_version)
+        return results
+
+    # ------------------------------------------------------------------ partition state machine
+
+    async def _partition_state_changes(
+        self,
+        tps: Iterable[TopicPartition],
+        target: PartitionState,
+        strategy: _Strategy | None = None,
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+        """PSM ``handleStateChanges``: one batch; returns election results (Online only)."""
+        tps = list(tps)
+        if not tps:
+            return {}
+        self._batch.new_batch()
+        try:
+            results = await self._do_partition_state_changes(tps, target, strategy)
+            self._batch.send_requests(self.context.epoch)
+            return results
+        except ControllerMovedError:
+            self._batch.clear()
+            raise
+        except Exception as exc:
+            log.exception(
+                "controller %d: error moving partitions to %s", self.broker_id, target.name
+            )
+            self._batch.clear()
+            return {tp: exc for tp in tps}
+
+    async def _do_partition_state_changes(
+        self, tps: list[TopicPartition], target: PartitionState, strategy: _Strategy | None
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+        ctx = self.context
+        check = ctx.check_partition_transition(tps, target)
+        for invalid in check.invalid:
+            log.warning("controller %d: %s", self.broker_id, invalid.error)
+        valid = list(check.valid)
+        if target is _P.OnlinePartition:
+            uninitialized = [
+                tp for tp in valid if ctx.partition_states.state(tp) is _P.NewPartition
+            ]
+            to_elect = [
+                tp
+                for tp in valid
+                if ctx.partition_states.state(tp) in (_P.OfflinePartition, _P.OnlinePartition)
+            ]
+            if uninitialized:
+                for tp in await self._initialize_leader_and_isr(uninitialized):
+                    ctx.partition_states.put(tp, _P.OnlinePartition)
+            if not to_elect:
+                return {}
+            results = await self._elect_leaders(to_elect, strategy or _Strategy.OFFLINE)
+            for tp, result in results.items():
+                if not isinstance(result, Exception):
+                    ctx.partition_states.put(tp, _P.OnlinePartition)
+            return results
+        for tp in valid:
+            ctx.partition_states.put(tp, target)
+        return {}
+
+    async def _initialize_leader_and_isr(self, tps: list[TopicPartition]) -> list[TopicPartition]:
+        """PSM ``initializeLeaderAndIsrForPartitions``: create the state znodes of new partitions."""
+        ctx = self.context
+        states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        for tp in tps:
+            replicas = ctx.partition_replicas(tp)
+            initial = initial_leader_and_isr(
+                replicas, ctx.live_broker_ids, controller_epoch=ctx.epoch
+            )
+            if initial is None:
+                log.error(
+                    "cannot bring %s online: none of its replicas %s is live", tp, list(replicas)
+                )
+                continue
+            states[tp] = from_election_state(initial, ctx.epoch)
+        if not states:
+            return []
+        try:
+            created = await self.zk.create_partition_states(states, ctx.epoch, ctx.epoch_zk_version)
+        except ControllerMovedError:
+            raise
+        except Exception:
+            log.exception("creating the state znodes of %s failed", sorted(states))
+            return []
+        done: list[TopicPartition] = []
+        for tp, state in created.successes.items():
+            ctx.put_leadership(tp, state)
+            self._batch.add_leader_and_isr(
+                state.isr, tp, state, ctx.partition_replicas(tp), is_new=True
+            )
+            done.append(tp)
+        for tp, exc in created.failures.items():
+            log.error("creating the state znode of %s failed: %r", tp, exc)
+        return done
+
+    async def _unclean_allowed(self, topics: Iterable[str]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for topic in sorted(set(topics)):
+            try:
+                config = await self.zk.get_topic_config(topic)
+            except ControllerMovedError:
+                raise
+            except Exception:
+                log.exception("reading the config of %s failed", topic)
+                config = {}
+            value = config.get("unclean.leader.election.enable")
+            out[topic] = (
+                self.config.unclean_leader_election_enable if value is None else _as_bool(value)
+            )
+        return out
+
+    async def _elect_leaders(
+        self, tps: list[TopicPartition], strategy: _Strategy
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+        """PSM ``electLeaderForPartitions``: read the states, elect, write conditionally, retry BadVersion."""
+        ctx = self.context
+        results: dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception] = {}
+        remaining = list(tps)
+        for _ in range(STATE_WRITE_ATTEMPTS):
+            if not remaining:
+                break
+            current = await self.zk.get_partition_states(remaining)
+            valid: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+            for tp in remaining:
+                state = current.get(tp)
+                if state is None:
+                    results[tp] = StateChangeFailed(
+                        f"LeaderAndIsr information doesn't exist for partition {tp}"
+                    )
+                elif state.controller_epoch > ctx.epoch:
+                    # Kafka only aborts this partition; a newer controller exists, so resign.
+                    raise ControllerMovedError(
+                        f"leader election for {tp}: state written by controller epoch "
+                        f"{state.controller_epoch} > ours ({ctx.epoch})"
+                    )
+                else:
+                    valid[tp] = state
+            if not valid:
+                remaining = []
+                break
+            unclean: dict[str, bool] = {}
+            if strategy is _Strategy.OFFLINE:
+                no_live_isr = {
+                    tp[0]
+                    for tp, state in valid.items()
+                    if not any(ctx.is_replica_online(r) for r in state.isr)
+                }
+                unclean = await self._unclean_allowed(no_live_isr)
+            to_write: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+            recipients: dict[TopicPartition, tuple[int, ...]] = {}
+            for tp, state in valid.items():
+                replicas = ctx.partition_replicas(tp)
+                if strategy is _Strategy.CONTROLLED_SHUTDOWN:
+                    live = [
+                        r for r in replicas if ctx.is_replica_online(r, include_shutting_down=True)
+                    ]
+                    election = leader_for_controlled_shutdown(
+                        to_election_state(state), replicas, live, ctx.shutting_down
+                    )
+                else:
+                    live = [r for r in replicas if ctx.is_replica_online(r)]
+                    election = leader_for_offline(
+                        to_election_state(state), replicas, live, unclean.get(tp[0], False)
+                    )
+                if election.leader_and_isr is None:
+                    results[tp] = StateChangeFailed(
+                        f"failed to elect a leader for {tp} ({strategy.value})"
+                    )
+                    continue
+                if election.unclean:
+                    log.warning(
+                        "%s: unclean leader election: %d", tp, election.leader_and_isr.leader
+                    )
+                to_write[tp] = from_election_state(election.leader_and_isr, ctx.epoch)
+                recipients[tp] = election.recipients
+            if not to_write:
+                remaining = []
+                break
+            written = await self.zk.update_partition_states_conditionally(
+                to_write, ctx.epoch, ctx.epoch_zk_version
+            )
+            for tp, state in written.successes.items():
+                ctx.put_leadership(tp, state)
+                self._batch.add_leader_and_isr(
+                    recipients[tp], tp, state, ctx.partition_replicas(tp), is_new=False
+                )
+                results[tp] = state
+            for tp, exc in written.failures.items():
+                results[tp] = exc
+            remaining = list(written.bad_version)
+        for tp in remaining:
+            results[tp] = StateChangeFailed(f"{tp}: the state znode kept changing")
+        return results
+
+    async def _trigger_online_partition_state_change(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+        """New and Offline partitions (topics being deleted excluded) → Online, Offline strategy."""
+        ctx = self.context
+        if partitions is None:
+            partitions = ctx.partitions_in_states(_P.OfflinePartition, _P.NewPartition)
+        tps = [tp for tp in partitions if not ctx.is_topic_queued_for_deletion(tp[0])]
+        return await self._partition_state_changes(tps, _P.OnlinePartition, _Strategy.OFFLINE)
+
+    # ------------------------------------------------------------------ brokers
+
+    async def _process_broker_change(self) -> None:
+        """KC ``processBrokerChange``."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        current = await self.zk.get_all_brokers()
+        change = classify_broker_change(
+            {b: epoch for b, (_, epoch) in current.items()},
+            {b: ctx.broker_epoch(b) for b in ctx.live_or_shutting_down_broker_ids},
+        )
+        if not (change.new or change.dead or change.bounced):
+            return
+        log.info(
+            "controller %d: brokers new %s, dead %s, bounced %s",
+            self.broker_id,
+            list(change.new),
+            list(change.dead),
+            list(change.bounced),
+        )
+        for b in change.new:
+            self.channel.add_broker(b, current[b][0])
+        for b in change.bounced:
+            self.channel.remove_broker(b)
+            self.channel.add_broker(b, current[b][0])
+        for b in change.dead:
+            self.channel.remove_broker(b)
+        if change.new:
+            ctx.add_live_brokers({b: current[b] for b in change.new})
+            await self._on_broker_startup(list(change.new))
+        if change.bounced:
+            ctx.remove_live_brokers(change.bounced)
+            await self._on_broker_failure(list(change.bounced))
+            ctx.add_live_brokers({b: current[b] for b in change.bounced})
+            await self._on_broker_startup(list(change.bounced))
+        if change.dead:
+            ctx.remove_live_brokers(change.dead)
+            await self._on_broker_failure(list(change.dead))
+
+    async def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        """KC ``onBrokerStartup``."""
+        ctx = self.context
+        new_set = set(new_brokers)
+        existing = ctx.live_or_shutting_down_broker_ids - new_set
+        self._send_update_metadata(existing, ())
+        self._send_update_metadata(new_set, ctx.partitions_with_leaders())
+        replicas = ctx.replicas_on_brokers(new_set)
+        await self._replica_state_changes(replicas, _R.OnlineReplica)
+        await self._trigger_online_partition_state_change()
+        deleting = {tp[0] for tp, _ in replicas if ctx.is_topic_queued_for_deletion(tp[0])}
+        if deleting:
+            await self._resume_deletion_for_topics(deleting)
+        for b in new_brokers:
+            self._watch_broker(b)
+
+    async def _on_broker_failure(self, dead_brokers: list[int]) -> None:
+        """KC ``onBrokerFailure``."""
+        ctx = self.context
+        for b in dead_brokers:
+            ctx.shutting_down.discard(b)
+        await self._on_replicas_become_offline(ctx.replicas_on_brokers(dead_brokers))
+        for b in dead_brokers:
+            self._unwatch_broker(b)
+
+    async def _on_replicas_become_offline(self, replicas: list[PartitionReplica]) -> None:
+        """KC ``onReplicasBecomeOffline``."""
+        ctx = self.context
+        for_deletion = [key for key in replicas if ctx.is_topic_queued_for_deletion(key[0][0])]
+        not_for_deletion = [
+            key for key in replicas if not ctx.is_topic_queued_for_deletion(key[0][0])
+        ]
+        await self._partition_state_changes(
+            ctx.partitions_with_offline_leader(), _P.OfflinePartition
+        )
+        results = await self._trigger_online_partition_state_change()
+        await self._replica_state_changes(not_for_deletion, _R.OfflineReplica)
+        if for_deletion:
+            await self._fail_replica_deletion(for_deletion)
+        if not not_for_deletion and all(isinstance(r, Exception) for r in results.values()):
+            self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+
+    async def _process_broker_modification(self, broker_id: int) -> None:
+        """KC ``processBrokerModification``: new endpoints → UpdateMetadata to everyone."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        got = await self.zk.get_broker_and_epoch(broker_id)
+        old = ctx.live_brokers.get(broker_id)
+        if got is None or old is None:
+            return
+        new, _ = got
+        if (
+            dict(new.endpoints) != dict(old.endpoints)
+            or dict(new.features) != dict(old.features)
+            or new.rack != old.rack
+        ):
+            log.info("controller %d: broker %d's registration changed", self.broker_id, broker_id)
+            ctx.live_brokers[broker_id] = new
+            self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+
+    # ------------------------------------------------------------------ topics
+
+    async def _process_topic_change(self) -> None:
+        """KC ``processTopicChange``."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = set(await self.zk.get_topics())
+        new_topics = topics - ctx.all_topics
+        deleted = ctx.all_topics - topics
+        for topic in sorted(deleted):
+            self._unwatch_topic(topic)
+            ctx.remove_topic(topic)
+        added: list[TopicPartition] = []
+        for topic in sorted(new_topics):
+            got = await self.zk.get_assignment(topic)
+            if got is None:
+                continue
+            assignment, _ = got
+            ctx.set_topic(topic, assignment.partitions, assignment.topic_id)
+            self._watch_topic(topic)
+            added.extend(ctx.partitions_for_topic(topic))
+        if new_topics or deleted:
+            log.info(
+                "controller %d: new topics %s, deleted topics %s",
+                self.broker_id,
+                sorted(new_topics),
+                sorted(deleted),
+            )
+        if added:
+            await self._on_new_partition_creation(added)
+
+    async def _on_new_partition_creation(self, tps: list[TopicPartition]) -> None:
+        """KC ``onNewPartitionCreation``: New → NewReplica → Online → OnlineReplica."""
+        ctx = self.context
+        await self._partition_state_changes(tps, _P.NewPartition)
+        await self._replica_state_changes(ctx.replicas_for_partitions(tps), _R.NewReplica)
+        await self._partition_state_changes(tps, _P.OnlinePartition, _Strategy.OFFLINE)
+        await self._replica_state_changes(ctx.replicas_for_partitions(tps), _R.OnlineReplica)
+
+    async def _process_partition_modifications(self, topic: str) -> None:
+        """KC ``processPartitionModifications``: partitions added to an existing topic."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        if topic not in ctx.all_topics:
+            return
+        got = await self.zk.get_assignment(topic)
+        if got is None:
+            return
+        assignment, _ = got
+        to_add = {
+            p: r for p, r in assignment.partitions.items() if not ctx.partition_replicas((topic, p))
+        }
+        if ctx.is_topic_queued_for_deletion(topic):
+            if to_add:
+                log.warning(
+                    "skipping new partitions %s of %s: it is being deleted", sorted(to_add), topic
+                )
+                restored = TopicAssignment(
+                    ctx.assignments.get(topic, {}), topic_id=ctx.topic_ids.get(topic)
+                )
+                await self.zk.set_assignment(topic, restored, -1, ctx.epoch_zk_version)
+            return
+        if not to_add:
+            return
+        for p, replicas in sorted(to_add.items()):
+            ctx.update_assignment((topic, p), replicas)
+        await self._on_new_partition_creation([(topic, p) for p in sorted(to_add)])
+
+    async def _process_isr_change_notification(self) -> None:
+        """KC ``processIsrChangeNotification``: reload the states, UpdateMetadata to all."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        sequence_numbers = await self.zk.get_isr_change_notifications()
+        if not sequence_numbers:
+            return
+        try:
+            partitions = await self.zk.get_partitions_from_isr_change_notifications(
+                sequence_numbers
+            )
+            known = [tp for tp in dict.fromkeys(partitions) if ctx.partition_replicas(tp)]
+            if known:
+                states = await self.zk.get_partition_states(known)
+                for tp, state in states.items():
+                    ctx.put_leadership(tp, state)
+                self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, known)
+        finally:
+            await self.zk.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)
+
+    # ------------------------------------------------------------------ topic deletion (TDM)
+
+    async def _process_topic_deletion(self) -> None:
+        """KC ``processTopicDeletion``."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        to_delete = set(await self.zk.get_topic_deletions())
+        unknown = to_delete - ctx.all_topics
+        if unknown:
+            log.warning("ignoring deletion of unknown topics %s", sorted(unknown))
+            await self.zk.delete_topic_deletions(sorted(unknown), ctx.epoch_zk_version)
+        to_delete -= unknown
+        if not to_delete:
+            return
+        if self.config.delete_topic_enable:
+            new = to_delete - ctx.topics_to_be_deleted
+            if new:
+                log.info("controller %d: starting deletion of %s", self.broker_id, sorted(new))
+                ctx.queue_topic_deletion(new)
+                await self._resume_deletions()
+        else:
+            log.info(
+                "removing deletion markers %s: delete.topic.enable is false", sorted(to_delete)
+            )
+            await self.zk.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
+
+    def _is_topic_eligible_for_deletion(self, topic: str) -> bool:
+        ctx = self.context
+        return (
+            ctx.is_topic_queued_for_deletion(topic)
+            and not ctx.is_topic_deletion_in_progress(topic)
+            and topic not in ctx.topics_ineligible_for_deletion
+        )
+
+    async def _resume_deletions(self) -> None:
+        """TDM ``resumeDeletions``."""
+        ctx = self.context
+        if not self.config.delete_topic_enable:
+            return
+        retry: set[str] = set()
+        eligible: set[str] = set()
+        for topic in sorted(ctx.topics_to_be_deleted):
+            if ctx.are_all_replicas_in_state(topic, _R.ReplicaDeletionSuccessful):
+                await self._complete_delete_topic(topic)
+                log.info("controller %d: deletion of topic %s completed", self.broker_id, topic)
+            elif not ctx.is_any_replica_in_state(topic, _R.ReplicaDeletionStarted):
+                if ctx.is_any_replica_in_state(topic, _R.ReplicaDeletionIneligible):
+                    retry.add(topic)
+            if self._is_topic_eligible_for_deletion(topic):
+                eligible.add(topic)
+        if retry:
+            failed = [
+                key
+                for topic in sorted(retry)
+                for key in ctx.replicas_in_state(topic, _R.ReplicaDeletionIneligible)
+            ]
+            await self._replica_state_changes(failed, _R.OfflineReplica)
+        if eligible:
+            await self._on_topic_deletion(eligible)
+
+    async def _on_topic_deletion(self, topics: set[str]) -> None:
+        """TDM ``onTopicDeletion``."""
+        ctx = self.context
+        unseen = topics - ctx.topics_with_deletion_started
+        if unseen:
+            partitions = [tp for topic in sorted(unseen) for tp in ctx.partitions_for_topic(topic)]
+            await self._partition_state_changes(partitions, _P.OfflinePartition)
+            await self._partition_state_changes(partitions, _P.NonExistentPartition)
+            ctx.begin_topic_deletion(unseen)
+        # Brokers stop serving the topics (leader -2 in UpdateMetadata).
+        self._send_update_metadata(
+            ctx.live_or_shutting_down_broker_ids,
+            [tp for topic in sorted(topics) for tp in ctx.partitions_for_topic(topic)],
+        )
+        await self._on_partition_deletion(topics)
+
+    async def _on_partition_deletion(self, topics: set[str]) -> None:
+        """TDM ``onPartitionDeletion``: StopReplica(delete) to live replicas, dead ones ineligible."""
+        ctx = self.context
+        dead_replicas: list[PartitionReplica] = []
+        retry_replicas: list[PartitionReplica] = []
+        ineligible: set[str] = set()
+        for topic in sorted(topics):
+            replicas = ctx.replicas_for_topic(topic)
+            alive = [key for key in replicas if ctx.is_replica_online(key[1])]
+            dead = [key for key in replicas if not ctx.is_replica_online(key[1])]
+            succeeded = set(ctx.replicas_in_state(topic, _R.ReplicaDeletionSuccessful))
+            retry_replicas.extend(key for key in alive if key not in succeeded)
+            dead_replicas.extend(dead)
+            if dead:
+                ineligible.add(topic)
+        await self._replica_state_changes(dead_replicas, _R.ReplicaDeletionIneligible)
+        await self._replica_state_changes(retry_replicas, _R.OfflineReplica)
+        await self._replica_state_changes(retry_replicas, _R.ReplicaDeletionStarted)
+        if ineligible:
+            self._mark_topic_ineligible(ineligible)
+
+    def _mark_topic_ineligible(self, topics: Iterable[str]) -> None:
+        ctx = self.context
+        halted = set(topics) & ctx.topics_to_be_deleted
+        if halted:
+            ctx.topics_ineligible_for_deletion |= halted
+            log.info("controller %d: halted deletion of %s", self.broker_id, sorted(halted))
+
+    async def _resume_deletion_for_topics(self, topics: Iterable[str]) -> None:
+        ctx = self.context
+        resume = set(topics) & ctx.topics_to_be_deleted
+        if resume:
+            ctx.topics_ineligible_for_deletion -= resume
+            await self._resume_deletions()
+
+    async def _fail_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        ctx = self.context
+        failed = [key for key in replicas if ctx.is_topic_queued_for_deletion(key[0][0])]
+        if failed:
+            await self._replica_state_changes(failed, _R.ReplicaDeletionIneligible)
+            self._mark_topic_ineligible({key[0][0] for key in failed})
+            await self._resume_deletions()
+
+    async def _complete_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        ctx = self.context
+        done = [key for key in replicas if ctx.is_topic_queued_for_deletion(key[0][0])]
+        await self._replica_state_changes(done, _R.ReplicaDeletionSuccessful)
+        await self._resume_deletions()
+
+    async def _complete_delete_topic(self, topic: str) -> None:
+        """TDM ``completeDeleteTopic``: forget the replicas, delete the znodes."""
+        ctx = self.context
+        self._unwatch_topic(topic)
+        await self._replica_state_changes(
+            ctx.replicas_in_state(topic, _R.ReplicaDeletionSuccessful), _R.NonExistentReplica
+        )
+        await self.zk.delete_topic_znodes(topic, ctx.epoch_zk_version)
+        ctx.remove_topic(topic)
+
+    def _on_stop_replica_response(
+        self, broker_id: int, error: ErrorCode, partition_errors: dict[TopicPartition, ErrorCode]
+    ) -> None:
+        self._fire(
+            "TopicDeletionStopReplicaResponseReceived",
+            self._process_stop_replica_response,
+            broker_id,
+            error,
+            partition_errors,
+        )
+
+    async def _process_stop_replica_response(
+        self, broker_id: int, error: ErrorCode, partition_errors: dict[TopicPartition, ErrorCode]
+    ) -> None:
+        """KC ``processTopicDeletionStopReplicaResponseReceived``."""
+        if not self.is_active:
+            return
+        if error != ErrorCode.NONE:
+            in_error = set(partition_errors)
+        else:
+            in_error = {tp for tp, code in partition_errors.items() if code != ErrorCode.NONE}
+        await self._fail_replica_deletion([(tp, broker_id) for tp in sorted(in_error)])
+        succeeded = sorted(set(partition_errors) - in_error)
+        if succeeded:
+            await self._complete_replica_deletion([(tp, broker_id) for tp in succeeded])
+
+    # ------------------------------------------------------------------ admin: CreateTopics
+
+    def _topic_online(self, topic: str, count: int | None = None) -> bool:
+        ctx = self.context
+        partitions = ctx.partitions_for_topic(topic)
+        if count is not None:
+            if len(partitions) < count:
+                return False
+            partitions = [(topic, p) for p in range(count)]
+        return bool(partitions) and all(ctx.is_partition_online(tp) for tp in partitions)
+
+    async def _run_admin(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """Runs an admin step as an event; None when this broker is not (or stops being) the controller."""
+        if not self.is_active or self._stopped:
+            return None
+        try:
+            return await self._enqueue(name, fn, *args)
+        except (NotControllerError, EventDropped):
+            return None
+
+    @staticmethod
+    def _not_controller(names: Iterable[str]) -> dict[str, AdminResult]:
+        return {
+            name: (ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster.")
+            for name in names
+        }
+
+    async def _await_created(
+        self, results: dict[str, AdminResult], timeout_ms: int, ready: Callable[[str], bool]
+    ) -> dict[str, AdminResult]:
+        waiting = [name for name, (code, _) in results.items() if code == ErrorCode.NONE]
+        if timeout_ms <= 0 or not waiting:
+            return results
+        await self._wait_until(lambda: all(ready(name) for name in waiting), timeout_ms)
+        for name in waiting:
+            if not ready(name):
+                results[name] = (
+                    ErrorCode.REQUEST_TIMED_OUT,
+                    "Operation timed out before the partitions came online.",
+                )
+        return results
+
+    async def _create_topics(
+        self, topics: list[NewTopic], validate_only: bool, timeout_ms: int
+    ) -> dict[str, AdminResult]:
+        results = await self._run_admin(
+            "CreateTopics", self._process_create_topics, topics, validate_only
+        )
+        if results is None:
+            return self._not_controller(t.name for t in topics)
+        if validate_only:
+            return results
+        return await self._await_created(results, timeout_ms, self._topic_online)
+
+    async def _process_create_topics(
+        self, topics: list[NewTopic], validate_only: bool
+    ) -> dict[str, AdminResult]:
+        if not self.is_active:
+            raise NotControllerError()
+        counts = Counter(t.name for t in topics)
+        racks = self.context.live_broker_racks()
+        results: dict[str, AdminResult] = {}
+        for topic in topics:
+            if counts[topic.name] > 1:
+                results[topic.name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+                continue
+            try:
+                if topic.assignment and (
+                    topic.num_partitions != -1 or topic.replication_factor != -1
+                ):
+                    raise InvalidRequestError(
+                        "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                        "Both cannot be used at the same time."
+                    )
+                partitions = (
+                    self.config.num_partitions
+                    if topic.num_partitions == -1
+                    else topic.num_partitions
+                )
+                rf = (
+                    self.config.default_replication_factor
+                    if topic.replication_factor == -1
+                    else topic.replication_factor
+                )
+                await create_topic_in_zookeeper(
+                    self.zk,
+                    topic.name,
+                    partitions,
+                    rf,
+                    racks,
+                    topic.configs,
+                    assignment=topic.assignment or None,
+                    validate_only=validate_only,
+                    rng=self._rng,
+                )
+                results[topic.name] = (ErrorCode.NONE, None)
+            except KafkaError as exc:
+                results[topic.name] = (exc.code, exc.message)
+            except Exception as exc:
+                log.exception("creating topic %s failed", topic.name)
+                results[topic.name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+        return results
+
+    # ------------------------------------------------------------------ admin: DeleteTopics
+
+    async def _delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, AdminResult]:
+        if not self.config.delete_topic_enable:
+            return {
+                name: (ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+                for name in names
+            }
+        results = await self._run_admin("DeleteTopics", self._process_delete_topics, names)
+        if results is None:
+            return self._not_controller(names)
+        waiting = [name for name, (code, _) in results.items() if code == ErrorCode.NONE]
+        if timeout_ms <= 0 or not waiting:
+            return results
+        ctx = self.context
+        outcome = await self._wait_until(
+            lambda: not any(name in ctx.all_topics for name in waiting), timeout_ms
+        )
+        for name in waiting:
+            if outcome is None or name in ctx.all_topics:
+                results[name] = (
+                    ErrorCode.REQUEST_TIMED_OUT,
+                    "Operation timed out before the topic was deleted.",
+                )
+        return results
+
+    async def _process_delete_topics(self, names: list[str]) -> dict[str, AdminResult]:
+        if not self.is_active:
+            raise NotControllerError()
+        counts = Counter(names)
+        results: dict[str, AdminResult] = {}
+        for name in names:
+            if counts[name] > 1:
+                results[name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+                continue
+            if name not in self.context.all_topics:
+                results[name] = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    "This server does not host this topic-partition.",
+                )
+                continue
+            try:
+                await self.zk.mark_topic_for_deletion(name)
+                results[name] = (ErrorCode.NONE, None)
+            except KafkaError as exc:
+                results[name] = (exc.code, exc.message)
+            except Exception as exc:
+                log.exception("marking topic %s for deletion failed", name)
+                results[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+        return results
+
+    # ------------------------------------------------------------------ admin: CreatePartitions
+
+    async def _create_partitions(
+        self, entries: list[NewPartitions], validate_only: bool, timeout_ms: int
+    ) -> dict[str, AdminResult]:
+        results = await self._run_admin(
+            "CreatePartitions", self._process_create_partitions, entries, validate_only
+        )
+        if results is None:
+            return self._not_controller(e.name for e in entries)
+        if validate_only:
+            return results
+        counts = {e.name: e.count for e in entries}
+        return await self._await_created(
+            results, timeout_ms, lambda name: self._topic_online(name, counts[name])
+        )
+
+    async def _process_create_partitions(
+        self, entries: list[NewPartitions], validate_only: bool
+    ) -> dict[str, AdminResult]:
+        if not self.is_active:
+            raise NotControllerError()
+        ctx = self.context
+        counts = Counter(e.name for e in entries)
+        results: dict[str, AdminResult] = {}
+        for entry in entries:
+            if counts[entry.name] > 1:
+                results[entry.name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+                continue
+            if ctx.is_topic_queued_for_deletion(entry.name):
+                results[entry.name] = (
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    "The topic is queued for deletion.",
+                )
+                continue
+            try:
+                got = (
+                    await self.zk.get_assignment(entry.name)
+                    if is_valid_topic_name(entry.name)
+                    else None
+                )
+                if got is None or not got[0].partitions:
+                    raise UnknownTopicOrPartitionError(f"The topic '{entry.name}' does not exist.")
+                existing, _ = got
+                if existing.is_being_reassigned:
+                    raise ReassignmentInProgressError(
+                        f"A partition reassignment is in progress for the topic '{entry.name}'."
+                    )
+                added = new_partitions_assignment(
+                    existing.partitions,
+                    ctx.live_broker_racks(),
+                    entry.count,
+                    replica_assignment=entry.assignment,
+                )
+                if not validate_only:
+                    combined = {p: tuple(r) for p, r in existing.partitions.items()}
+                    combined.update({p: tuple(r) for p, r in added.items()})
+                    await self.zk.set_assignment(
+                        entry.name, TopicAssignment(combined, topic_id=existing.topic_id)
+                    )
+                results[entry.name] = (ErrorCode.NONE, None)
+            except KafkaError as exc:
+                results[entry.name] = (exc.code, exc.message)
+            except Exception as exc:
+                log.exception("creating partitions of %s failed", entry.name)
+                results[entry.name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+        return results
+
+    # ------------------------------------------------------------------ admin: ControlledShutdown
+
+    async def _controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, list[TopicPartition]]:
+        result = await self._run_admin(
+            "ControlledShutdown", self._process_controlled_shutdown, broker_id, broker_epoch
+        )
+        if result is None:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        return result
+
+    async def _process_controlled_shutdown(
+        self, broker_id: int, broker_epoch: int
+    ) -> tuple[ErrorCode, list[TopicPartition]]:
+        """KC ``doControlledShutdown``."""
+        if not self.is_active:
+            return ErrorCode.STALE_CONTROLLER_EPOCH, []
+        ctx = self.context
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            return ErrorCode.BROKER_NOT_AVAILABLE, []
+        if broker_epoch != -1 and broker_epoch < ctx.broker_epoch(broker_id):
+            return ErrorCode.STALE_BROKER_EPOCH, []
+        ctx.shutting_down.add(broker_id)
+        to_act = [
+            tp
+            for tp in ctx.partitions_on_broker(broker_id)
+            if len(ctx.partition_replicas(tp)) > 1
+            and tp in ctx.leadership
+            and not ctx.is_topic_queued_for_deletion(tp[0])
+        ]
+        led = [tp for tp in to_act if ctx.leadership[tp].leader == broker_id]
+        followed = [tp for tp in to_act if ctx.leadership[tp].leader != broker_id]
+        await self._partition_state_changes(led, _P.OnlinePartition, _Strategy.CONTROLLED_SHUTDOWN)
+        if followed:
+            self._batch.new_batch()
+            for tp in followed:
+                self._batch.add_stop_replica([broker_id], tp, delete=False)
+            self._batch.send_requests(ctx.epoch)
+        await self._replica_state_changes([(tp, broker_id) for tp in followed], _R.OfflineReplica)
+        remaining = [
+            tp
+            for tp, state in sorted(ctx.leadership.items())
+            if state.leader == broker_id
+            and len(ctx.partition_replicas(tp)) > 1
+            and not ctx.is_topic_queued_for_deletion(tp[0])
+        ]
+        return ErrorCode.NONE, remaining
+
+
+def controller_for_server(server: Any) -> Controller:
+    """The controller of a :class:`mafka.broker.server.KafkaServer` (its ``controller_factory``).
+
+    Call it after the broker registered itself.  It uses the server's
+    ``broker_id``, ``zk``, ``reactor`` and ``config`` (a BrokerConfig:
+    ``unclean.leader.election.enable``, ``delete.topic.enable``,
+    ``num.partitions``, ``default.replication.factor``; connections go to
+    ``control.plane.listener.name`` or else the inter-broker listener).  After
+    a ZooKeeper session expiry the broker is registered again with
+    ``server.reregister_broker()`` when the server has it; otherwise with the
+    registration read from ZooKeeper now, storing the new broker epoch in
+    ``server.broker_epoch``.
+    """
+    config = server.config
+    listener = getattr(config, "control_plane_listener_name", None) or getattr(
+        config, "inter_broker_listener", None
+    )
+    zk: KafkaZkClient = server.zk
+    remembered: dict[str, BrokerRegistration] = {}
+
+    def remember(registration: BrokerRegistration | None) -> None:
+        if registration is not None:
+            remembered["registration"] = registration
+
+    d = zk.get_broker(server.broker_id)
+    d.addCallbacks(
+        remember, lambda f: log.warning("reading our registration failed: %s", f.getErrorMessage())
+    )
+
+    def reregister() -> Deferred[Any] | None:
+        own = getattr(server, "reregister_broker", None)
+        if own is not None:
+            return own()
+        registration = remembered.get("registration")
+        if registration is None:
+            log.error(
+                "broker %d: no registration to restore after the session expiry", server.broker_id
+            )
+            return None
+        registered = zk.register_broker(registration)
+        return registered.addCallback(lambda epoch: setattr(server, "broker_epoch", epoch))
+
+    return Controller(
+        server.broker_id,
+        zk,
+        server.reactor,
+        config=config,
+        listener_name=listener,
+        reregister=reregister,
+    )

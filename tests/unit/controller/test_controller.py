@@ -1,0 +1,824 @@
+"""mafka.controller.controller: the controller runtime on MemoryStore sessions and a fake network.
+
+Each broker of a test cluster is one :class:`MemoryStore` session on a shared
+:class:`MemoryZooKeeper` tree (so ephemeral registrations, ``/controller``
+and session expiry behave as in ZooKeeper), one :class:`Controller`, and one
+:class:`FakeBroker` that answers LeaderAndIsr / UpdateMetadata / StopReplica
+the way Mafka's broker does (controller-epoch, broker-epoch and leader-epoch
+fencing; the real :class:`~mafka.broker.metadata_cache.MetadataCache` for
+UpdateMetadata).  Every request goes through the wire codec (encode, then
+decode), so bodies that would not serialize fail the test.  Time is a
+``Clock``; the stores deliver through ``callLater(0)``, so concurrent
+ZooKeeper work interleaves (that is how the election race is staged).
+"""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+from typing import Any
+
+from twisted.internet import defer
+from twisted.internet.defer import Deferred
+from twisted.internet.task import Clock
+from twisted.python.failure import Failure
+
+from mafka.broker.config import BrokerConfig
+from mafka.broker.metadata_cache import MetadataCache
+from mafka.client.connection import ConnectionLostError
+from mafka.controller.channel import ControllerChannelManager
+from mafka.controller.controller import (
+    Controller,
+    ControllerConfig,
+    NewTopic,
+    controller_for_server,
+    create_topic_in_zookeeper,
+)
+from mafka.coordination.kafka_zk import KafkaZkClient
+from mafka.coordination.memory_store import MemoryStore, MemoryZooKeeper
+from mafka.coordination.znodes import (
+    BrokerRegistration,
+    ControllerZNode,
+    DeleteTopicsZNode,
+    LeaderIsrAndControllerEpoch,
+    partition_state_path,
+    topic_path,
+)
+from mafka.errors import ErrorCode
+from mafka.wire.codec import decode_body, encode_body
+from mafka.wire.registry import spec_for
+
+LAI, STOP, UMR = 4, 5, 6
+NOW_S = 1_650_000_000
+
+
+def result(d: Deferred[Any]) -> Any:
+    box: list[Any] = []
+    d.addBoth(box.append)
+    assert box, "the Deferred has not fired"
+    if isinstance(box[0], Failure):
+        box[0].raiseException()
+    return box[0]
+
+
+# --------------------------------------------------------------------------- fakes
+
+
+class FakeBroker:
+    """Answers controller requests as mafka.broker (handlers/controller_requests + replica_manager)."""
+
+    def __init__(self, broker_id: int, epoch: int) -> None:
+        self.id = broker_id
+        self.epoch = epoch
+        self.controller_epoch = 0
+        self.metadata = MetadataCache(broker_id)
+        self.partitions: dict[tuple[str, int], Any] = {}
+        self.deleted: list[tuple[str, int]] = []
+        self.received: list[tuple[int, Any]] = []
+        self.up = True
+
+    def requests(self, api_key: int | None = None, since: int = 0) -> list[Any]:
+        return [body for key, body in self.received[since:] if api_key is None or key == api_key]
+
+    def handle(self, api_key: int, body: Any) -> dict[str, Any]:
+        self.received.append((api_key, body))
+        stale = body.broker_epoch != -1 and body.broker_epoch < self.epoch
+        if api_key == UMR:
+            if stale:
+                return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
+            error, _ = self.metadata.update(body)
+            return {"error_code": error}
+        if stale:
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+        if body.controller_epoch < self.controller_epoch:
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
+        self.controller_epoch = body.controller_epoch
+        errors = []
+        if api_key == LAI:
+            for ts in body.topic_states:
+                for ps in ts.partition_states:
+                    tp = (ts.topic_name, ps.partition_index)
+                    if self.id not in ps.replicas:
+                        code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    elif (
+                        tp in self.partitions
+                        and ps.leader_epoch <= self.partitions[tp].leader_epoch
+                    ):
+                        code = ErrorCode.STALE_CONTROLLER_EPOCH
+                    else:
+                        self.partitions[tp] = ps
+                        code = ErrorCode.NONE
+                    errors.append(
+                        {"topic_name": tp[0], "partition_index": tp[1], "error_code": code}
+                    )
+        else:
+            for topic in body.topics:
+                for index in topic.partition_indexes:
+                    tp = (topic.name, index)
+                    self.partitions.pop(tp, None)
+                    if body.delete_partitions:
+                        self.deleted.append(tp)
+                    errors.append({"topic_name": tp[0], "partition_index": index, "error_code": 0})
+        return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+
+class FakeConnection:
+    """A BrokerConnection to a FakeBroker, through the wire codec."""
+
+    def __init__(self, cluster: Cluster, broker_id: int, host: str, port: int) -> None:
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.address = (host, port)
+        self.closed = False
+
+    def request(self, api_key: int, version: int, body: Any) -> Deferred[Any]:
+        spec = spec_for(api_key, version)
+        decoded = decode_body(spec.request, version, encode_body(spec.request, version, body))
+        broker = self.cluster.brokers.get(self.broker_id)
+        if self.closed or broker is None or not broker.up:
+            return defer.fail(ConnectionLostError("broker down"))
+        response = broker.handle(api_key, decoded)
+        return defer.succeed(
+            decode_body(spec.response, version, encode_body(spec.response, version, response))
+        )
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class DeafStore(MemoryStore):
+    """A session whose watch callbacks can be muted (a controller that hears nothing)."""
+
+    deaf = False
+
+    def watch_children(self, path: str, callback: Any) -> Any:
+        return super().watch_children(path, lambda: None if self.deaf else callback())
+
+    def watch_data(self, path: str, callback: Any) -> Any:
+        return super().watch_data(path, lambda: None if self.deaf else callback())
+
+
+class Cluster:
+    """Brokers on one ZooKeeper tree; every controller starts at once (they race)."""
+
+    def __init__(
+        self,
+        ids: tuple[int, ...] = (1, 2, 3),
+        *,
+        config: Any = None,
+        racks: dict[int, str] | None = None,
+        store_class: type[MemoryStore] = MemoryStore,
+    ) -> None:
+        self.clock = Clock()
+        self.clock.advance(NOW_S)
+        self.tree = MemoryZooKeeper(time_ms=lambda: int(self.clock.seconds() * 1000))
+        admin_store = MemoryStore(self.tree)
+        admin_store.start()
+        self.admin = KafkaZkClient(admin_store)
+        result(self.admin.create_persistent_roots())
+        self.config = config
+        self.racks = racks or {}
+        self.stores: dict[int, MemoryStore] = {}
+        self.zks: dict[int, KafkaZkClient] = {}
+        self.brokers: dict[int, FakeBroker] = {}
+        self.controllers: dict[int, Controller] = {}
+        for b in ids:
+            self._register(b, store_class)
+        for b in ids:
+            self.controllers[b].start()
+        self.settle()
+
+    def registration(self, b: int) -> BrokerRegistration:
+        return BrokerRegistration(
+            b,
+            {
+                "INTERNAL": ("PLAINTEXT", f"broker{b}", 19092),
+                "EXTERNAL": ("SASL_SSL", "localhost", 9090 + b),
+            },
+            rack=self.racks.get(b),
+        )
+
+    def _register(self, b: int, store_class: type[MemoryStore] = MemoryStore) -> None:
+        store = store_class(self.tree, clock=self.clock)
+        store.start()
+        zk = KafkaZkClient(store)
+        self.stores[b], self.zks[b] = store, zk
+        self.brokers[b] = FakeBroker(b, -1)
+        epoch_d = zk.register_broker(self.registration(b))
+        epoch_d.addCallback(lambda epoch: setattr(self.brokers[b], "epoch", epoch))
+        self.settle()
+        result(epoch_d)
+
+        def reregister() -> Deferred[Any]:
+            d = zk.register_broker(self.registration(b))
+            return d.addCallback(lambda epoch: setattr(self.brokers[b], "epoch", epoch))
+
+        channel = ControllerChannelManager(
+            self.clock,
+            b,
+            connection_factory=lambda bid, host, port: FakeConnection(self, bid, host, port),
+        )
+        self.controllers[b] = Controller(
+            b,
+            zk,
+            self.clock,
+            channel=channel,
+            config=self.config,
+            reregister=reregister,
+            rng=random.Random(b),
+        )
+
+    def settle(self) -> None:
+        self.clock.advance(0)
+
+    def start_broker(self, b: int, store_class: type[MemoryStore] = MemoryStore) -> None:
+        self._register(b, store_class)
+        self.controllers[b].start()
+        self.settle()
+
+    def kill(self, b: int) -> None:
+        """A crash: the session closes (ephemerals go), the process stops answering."""
+        self.brokers[b].up = False
+        self.stores[b].stop()
+        self.controllers[b].stop()
+        self.settle()
+
+    @property
+    def active(self) -> Controller:
+        active = [c for c in self.controllers.values() if c.is_active and not c._stopped]
+        assert len(active) == 1, (
+            f"expected one active controller, got {[c.broker_id for c in active]}"
+        )
+        return active[0]
+
+    def others(self, *exclude: int) -> list[int]:
+        skip = {self.active.broker_id, *exclude}
+        return sorted(b for b, fb in self.brokers.items() if fb.up and b not in skip)
+
+    def state(self, topic: str, p: int) -> LeaderIsrAndControllerEpoch | None:
+        got = result(self.admin.get_partition_state(topic, p))
+        return None if got is None else got[0]
+
+    def create(
+        self, topic: str, assignment: dict[int, list[int]], config: dict[str, str] | None = None
+    ) -> None:
+        result(self.admin.create_topic(topic, assignment, config))
+        self.settle()
+
+    def marks(self) -> dict[int, int]:
+        return {b: len(fb.received) for b, fb in self.brokers.items()}
+
+
+def fire(cluster: Cluster, d: Deferred[Any], advance: float = 0) -> Any:
+    cluster.settle()
+    if advance:
+        cluster.clock.advance(advance)
+    return result(d)
+
+
+# --------------------------------------------------------------------------- election and failover
+
+
+def test_two_controllers_race_and_exactly_one_wins() -> None:
+    cluster = Cluster((1, 2, 3))
+    winner = cluster.active
+    assert winner.epoch == 1
+    assert result(cluster.admin.get_controller_id()) == winner.broker_id
+    assert result(cluster.admin.get_controller_epoch())[0] == 1
+    for c in cluster.controllers.values():
+        assert c.active_controller_id == winner.broker_id
+        assert c.is_active == (c is winner)
+    # The winner told every broker who is alive, with their own broker epoch.
+    for fb in cluster.brokers.values():
+        first = fb.requests()[0]
+        assert fb.received[0][0] == UMR
+        assert first.controller_id == winner.broker_id and first.controller_epoch == 1
+        assert first.broker_epoch == fb.epoch
+        assert sorted(b.id for b in first.live_brokers) == [1, 2, 3]
+        # Every listener of every broker, with its security protocol id and rack.
+        broker2 = next(b for b in first.live_brokers if b.id == 2)
+        assert {(e.listener, e.host, e.port, e.security_protocol) for e in broker2.endpoints} == {
+            ("INTERNAL", "broker2", 19092, 0),
+            ("EXTERNAL", "localhost", 9092, 3),
+        }
+
+
+def test_failover_when_the_controller_session_expires() -> None:
+    cluster = Cluster((1, 2, 3))
+    old = cluster.active
+    a = old.broker_id
+    x, y = cluster.others()
+    cluster.create("t", {0: [x, y], 1: [y, x], 2: [a, x]})
+    assert cluster.state("t", 2).leader == a
+    marks = cluster.marks()
+
+    cluster.stores[a].expire_session(reestablish=False)
+    cluster.settle()
+
+    assert not old.is_active
+    new = cluster.active
+    assert new.broker_id in (x, y) and new.epoch == 2
+    assert result(cluster.admin.get_controller_epoch())[0] == 2
+    for b in (x, y):
+        fb = cluster.brokers[b]
+        got = [(key, body) for key, body in fb.received[marks[b] :] if body.controller_epoch == 2]
+        assert got and got[0][0] == UMR, "UpdateMetadata must precede LeaderAndIsr"
+        assert any(key == LAI for key, _ in got)
+        assert all(
+            body.broker_epoch == fb.epoch and body.controller_id == new.broker_id for _, body in got
+        )
+        first_lai = next(i for i, (key, _) in enumerate(got) if key == LAI)
+        assert all(key == UMR for key, _ in got[:first_lai])
+    # The partition the old controller led moved to its live ISR member, epoch bumped, new controller epoch.
+    state = cluster.state("t", 2)
+    assert state.leader == x and state.isr == (x,) and state.leader_epoch == 2
+    assert state.controller_epoch == 2
+    assert cluster.brokers[x].partitions[("t", 2)].leader == x
+
+    # The old controller's broker comes back: it re-registers, stays a follower, gets told everything.
+    mark = len(cluster.brokers[a].received)
+    cluster.stores[a].reconnect()
+    cluster.settle()
+    assert not old.is_active and old.active_controller_id == new.broker_id
+    back = cluster.brokers[a].requests(since=mark)
+    assert [body.controller_epoch for body in back] and all(
+        body.controller_epoch == 2 for body in back
+    )
+    assert any(
+        ("t", 2)
+        in {
+            (ts.topic_name, ps.partition_index)
+            for ts in body.topic_states
+            for ps in ts.partition_states
+        }
+        for body in cluster.brokers[a].requests(LAI, since=mark)
+    )
+    assert all(body.broker_epoch == cluster.brokers[a].epoch for body in back)
+
+
+def test_expired_controller_reelects_itself_when_alone() -> None:
+    cluster = Cluster((1,))
+    c = cluster.controllers[1]
+    assert c.is_active and c.epoch == 1
+    old_epoch = cluster.brokers[1].epoch
+    cluster.stores[1].expire_session()
+    cluster.settle()
+    assert c.is_active and c.epoch == 2
+    assert cluster.brokers[1].epoch > old_epoch
+    assert result(cluster.admin.get_controller_id()) == 1
+
+
+def test_stale_controller_is_fenced_and_resigns() -> None:
+    cluster = Cluster((1, 2, 3), store_class=DeafStore)
+    stale = cluster.active
+    a = stale.broker_id
+    x, y = cluster.others()
+    cluster.create("t", {0: [x, y], 1: [y, x]})
+    store = cluster.stores[a]
+    assert isinstance(store, DeafStore)
+
+    # The controller hears nothing; its session expires on the server; another broker wins.
+    store.deaf = True
+    cluster.tree.expire_session(store.session_id)
+    cluster.settle()
+    assert stale.is_active, "it has not noticed anything"
+    winner = next(c for c in cluster.controllers.values() if c.is_active and c is not stale)
+    assert winner.epoch == stale.epoch + 1
+    before = cluster.tree.dump("/brokers/topics")
+    marks = cluster.marks()
+
+    # Then it hears a broker die and acts on it: its writes are fenced and it resigns.
+    store.deaf = False
+    f = x if winner.broker_id == y else y
+    cluster.kill(f)
+    assert not stale.is_active
+    assert stale.active_controller_id == winner.broker_id
+    survivor = winner.broker_id
+    for p in (0, 1):
+        state = cluster.state("t", p)
+        assert state.leader == survivor and state.controller_epoch == winner.epoch
+    for path, data in cluster.tree.dump("/brokers/topics").items():
+        if path.endswith("/state") and data != before.get(path):
+            assert LeaderIsrAndControllerEpoch.decode(data).controller_epoch == winner.epoch
+    for b, fb in cluster.brokers.items():
+        assert all(body.controller_epoch == winner.epoch for body in fb.requests(since=marks[b])), b
+
+
+# --------------------------------------------------------------------------- topic creation
+
+
+def test_topic_created_by_znodes_gets_states_and_requests() -> None:
+    cluster = Cluster((1, 2, 3, 4))
+    c = cluster.active
+    x, y, z = cluster.others()
+    cluster.kill(z)
+    marks = cluster.marks()
+    cluster.create("t", {0: [z, x, y], 1: [y, c.broker_id]})
+
+    s0, s1 = cluster.state("t", 0), cluster.state("t", 1)
+    assert (s0.leader, s0.leader_epoch, s0.isr, s0.controller_epoch) == (x, 0, (x, y), c.epoch)
+    assert (s1.leader, s1.leader_epoch, s1.isr) == (y, 0, (y, c.broker_id))
+    for b in (x, y, c.broker_id):
+        fb = cluster.brokers[b]
+        lais = fb.requests(LAI, since=marks[b])
+        got = {
+            (ts.topic_name, ps.partition_index): ps
+            for body in lais
+            for ts in body.topic_states
+            for ps in ts.partition_states
+        }
+        expected = {
+            tp for tp, reps in {("t", 0): (x, y), ("t", 1): (y, c.broker_id)}.items() if b in reps
+        }
+        assert set(got) == expected
+        assert all(ps.is_new for ps in got.values())
+        assert all(
+            body.broker_epoch == fb.epoch and body.controller_epoch == c.epoch for body in lais
+        )
+        # UpdateMetadata reached everyone, and the broker's metadata cache now knows the topic.
+        assert fb.metadata.partition("t", 0).leader == x
+        assert fb.metadata.partition("t", 0).offline_replicas == (z,)
+    assert cluster.brokers[x].partitions[("t", 0)].leader == x
+    assert cluster.brokers[x].requests(LAI, since=marks[x])[0].live_leaders[0].broker_id == x
+
+
+def test_create_topics_writes_znodes_and_waits_for_leaders() -> None:
+    cluster = Cluster((1, 2, 3), racks={1: "a", 2: "a", 3: "b"})
+    c = cluster.active
+    d = c.create_topics([("orders", 3, 2, None, {"retention.ms": "1000"})], False, 5000)
+    out = fire(cluster, d)
+    assert out == {"orders": (ErrorCode.NONE, None)}
+    assignment, _ = result(cluster.admin.get_assignment("orders"))
+    assert assignment.topic_id is not None
+    assert result(cluster.admin.get_topic_config("orders")) == {"retention.ms": "1000"}
+    for p, replicas in assignment.partitions.items():
+        assert len(replicas) == 2 and {cluster.racks[r] for r in replicas} == {"a", "b"}
+        state = cluster.state("orders", p)
+        assert state.leader == replicas[0] and state.isr == replicas and state.leader_epoch == 0
+        for r in replicas:
+            ps = cluster.brokers[r].partitions[("orders", p)]
+            assert ps.is_new and ps.leader == replicas[0]
+    # Already online when the answer came: every broker's metadata knows all three partitions.
+    for fb in cluster.brokers.values():
+        assert fb.metadata.partition_count("orders") == 3
+
+
+def test_create_topics_defaults_validate_only_and_manual_assignment() -> None:
+    cluster = Cluster((1, 2, 3), config={"num.partitions": "2", "default.replication.factor": "3"})
+    c = cluster.active
+    out = fire(
+        cluster,
+        c.create_topics(
+            [NewTopic("dflt"), NewTopic("dry", 4, 1)], validate_only=False, timeout_ms=1000
+        ),
+    )
+    assert out["dflt"][0] == ErrorCode.NONE
+    assignment, _ = result(cluster.admin.get_assignment("dflt"))
+    assert len(assignment.partitions) == 2 and all(
+        len(r) == 3 for r in assignment.partitions.values()
+    )
+
+    out = fire(cluster, c.create_topics([NewTopic("check", 4, 1)], validate_only=True))
+    assert out == {"check": (ErrorCode.NONE, None)}
+    assert not result(cluster.admin.topic_exists("check"))
+
+    out = fire(
+        cluster,
+        c.create_topics([NewTopic("manual", assignment={0: [3, 1], 1: [1, 2]})], timeout_ms=1000),
+    )
+    assert out["manual"][0] == ErrorCode.NONE
+    assert cluster.state("manual", 0).leader == 3 and cluster.state("manual", 1).leader == 1
+
+
+def test_create_topics_errors() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    fire(cluster, c.create_topics([("exists", 1, 1, None, {})], False, 1000))
+    out = fire(
+        cluster,
+        c.create_topics(
+            [
+                ("exists", 1, 1, None, {}),
+                ("too-many-replicas", 1, 4, None, {}),
+                ("bad name!", 1, 1, None, {}),
+                ("no-partitions", 0, 1, None, {}),
+                ("bad-config", 1, 1, None, {"retention.ms": "soon"}),
+                ("unknown-config", 1, 1, None, {"no.such.config": "1"}),
+                ("both", 2, 1, {0: [1]}, {}),
+                ("dup", 1, 1, None, {}),
+                ("dup", 1, 1, None, {}),
+                ("a.b", 1, 1, None, {}),
+            ],
+            False,
+            1000,
+        ),
+    )
+    codes = {name: code for name, (code, _) in out.items()}
+    assert codes == {
+        "exists": ErrorCode.TOPIC_ALREADY_EXISTS,
+        "too-many-replicas": ErrorCode.INVALID_REPLICATION_FACTOR,
+        "bad name!": ErrorCode.INVALID_TOPIC_EXCEPTION,
+        "no-partitions": ErrorCode.INVALID_PARTITIONS,
+        "bad-config": ErrorCode.INVALID_CONFIG,
+        "unknown-config": ErrorCode.INVALID_CONFIG,
+        "both": ErrorCode.INVALID_REQUEST,
+        "dup": ErrorCode.INVALID_REQUEST,
+        "a.b": ErrorCode.NONE,
+    }
+    # A name colliding once '.' and '_' are treated alike.
+    out = fire(cluster, c.create_topics([("a_b", 1, 1, None, {})], False, 1000))
+    assert out["a_b"][0] == ErrorCode.INVALID_TOPIC_EXCEPTION
+    for name in ("too-many-replicas", "bad name!", "no-partitions", "bad-config", "both", "dup"):
+        if name != "bad name!":
+            assert not result(cluster.admin.topic_exists(name))
+
+    # Not the controller.
+    follower = next(ctl for ctl in cluster.controllers.values() if not ctl.is_active)
+    out = fire(cluster, follower.create_topics([("elsewhere", 1, 1, None, {})]))
+    assert out["elsewhere"][0] == ErrorCode.NOT_CONTROLLER
+
+    # The znodes are written but no replica is live: REQUEST_TIMED_OUT at the timeout.
+    d = c.create_topics([NewTopic("orphan", assignment={0: [9]})], timeout_ms=3000)
+    cluster.settle()
+    assert not d.called
+    out = fire(cluster, d, advance=3.0)
+    assert out["orphan"][0] == ErrorCode.REQUEST_TIMED_OUT
+    assert result(cluster.admin.topic_exists("orphan"))
+
+
+def test_auto_create_from_a_non_controller_broker() -> None:
+    cluster = Cluster((1, 2, 3))
+    x = cluster.others()[0]
+    d = create_topic_in_zookeeper(cluster.zks[x], "auto", 2, 2, None, {}, rack_aware_mode="safe")
+    written = fire(cluster, d)
+    assert sorted(written.partitions) == [0, 1]
+    for p, replicas in written.partitions.items():
+        assert cluster.state("auto", p).leader == replicas[0]
+    assert cluster.active.context.is_partition_online(("auto", 1))
+
+
+# --------------------------------------------------------------------------- broker failure
+
+
+def test_single_replica_partition_goes_leaderless_and_comes_back() -> None:
+    cluster = Cluster((1, 2, 3))
+    x, y = cluster.others()
+    cluster.create("solo", {0: [x]})
+    assert cluster.state("solo", 0).leader == x
+    marks = cluster.marks()
+
+    cluster.kill(x)
+    state = cluster.state("solo", 0)
+    assert (state.leader, state.isr, state.leader_epoch) == (-1, (x,), 1)
+    for b in (cluster.active.broker_id, y):
+        info = cluster.brokers[b].metadata.partition("solo", 0)
+        assert info.leader == -1 and info.offline_replicas == (x,)
+        assert cluster.brokers[b].requests(UMR, since=marks[b])
+
+    cluster.start_broker(x)
+    state = cluster.state("solo", 0)
+    assert (state.leader, state.isr, state.leader_epoch) == (x, (x,), 2)
+    ps = cluster.brokers[x].partitions[("solo", 0)]
+    assert ps.leader == x and ps.leader_epoch == 2
+    # The returning broker heard UpdateMetadata before any LeaderAndIsr.
+    assert cluster.brokers[x].received[0][0] == UMR
+    assert cluster.brokers[y].metadata.partition("solo", 0).leader == x
+
+
+def test_rf3_leader_failure_elects_next_isr_member() -> None:
+    cluster = Cluster((1, 2, 3, 4))
+    x, y, z = cluster.others()
+    cluster.create("t", {0: [x, y, z], 1: [z, x, y]})
+    marks = cluster.marks()
+
+    cluster.kill(x)
+    s0, s1 = cluster.state("t", 0), cluster.state("t", 1)
+    assert (s0.leader, s0.isr, s0.leader_epoch) == (y, (y, z), 1)
+    assert (s1.leader, s1.isr, s1.leader_epoch) == (z, (z, y), 1)
+    for b in (y, z):
+        got = {
+            (ts.topic_name, ps.partition_index): ps
+            for body in cluster.brokers[b].requests(LAI, since=marks[b])
+            for ts in body.topic_states
+            for ps in ts.partition_states
+        }
+        assert (
+            got[("t", 0)].leader == y
+            and got[("t", 0)].leader_epoch == 1
+            and list(got[("t", 0)].isr) == [y, z]
+        )
+        assert cluster.brokers[b].partitions[("t", 0)].leader == y
+
+
+def test_unclean_election_follows_the_topic_config() -> None:
+    cluster = Cluster((1, 2, 3))
+    x, y = cluster.others()
+    cluster.create("clean", {0: [x, y]})
+    cluster.create("dirty", {0: [x, y]}, {"unclean.leader.election.enable": "true"})
+    # The leader shrank both ISRs to itself (as a partition leader does), then it dies.
+    for topic in ("clean", "dirty"):
+        state, version = result(cluster.admin.get_partition_state(topic, 0))
+        shrunk = LeaderIsrAndControllerEpoch(x, state.leader_epoch, (x,), state.controller_epoch)
+        assert fire(
+            cluster,
+            cluster.zks[x].conditional_update_partition_state_as_leader(
+                (topic, 0), shrunk, version
+            ),
+        )[0]
+    cluster.kill(x)
+    assert cluster.state("clean", 0).leader == -1
+    dirty = cluster.state("dirty", 0)
+    assert dirty.leader == y and dirty.isr == (y,)
+
+
+# --------------------------------------------------------------------------- topic deletion
+
+
+def test_topic_deletion_stops_replicas_and_removes_znodes() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    x, y = cluster.others()
+    cluster.create("gone", {0: [x, y], 1: [y, x]})
+    marks = cluster.marks()
+
+    out = fire(cluster, c.delete_topics(["gone"], 5000))
+    assert out == {"gone": ErrorCode.NONE}
+    assert not result(cluster.admin.topic_exists("gone"))
+    assert result(cluster.admin.get_topic_deletions()) == []
+    assert "/config/topics/gone" not in cluster.tree.dump("/config")
+    for b in (x, y):
+        fb = cluster.brokers[b]
+        deletes = [body for body in fb.requests(STOP, since=marks[b]) if body.delete_partitions]
+        assert {
+            (t.name, p) for body in deletes for t in body.topics for p in t.partition_indexes
+        } == {("gone", 0), ("gone", 1)}
+        assert sorted(fb.deleted) == [("gone", 0), ("gone", 1)]
+    # Everyone was told leader -2 first, and forgot the topic.
+    for b, fb in cluster.brokers.items():
+        assert any(
+            ps.leader == -2
+            for body in fb.requests(UMR, since=marks[b])
+            for ts in body.topic_states
+            for ps in ts.partition_states
+        )
+        assert not fb.metadata.has_topic("gone")
+    assert "gone" not in c.context.all_topics
+
+
+def test_topic_deletion_waits_for_a_dead_replica() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    x, y = cluster.others()
+    cluster.create("gone", {0: [x, y]})
+    cluster.kill(y)
+
+    d = c.delete_topics(["gone"], 2000)
+    cluster.settle()
+    assert cluster.brokers[x].deleted == [("gone", 0)]
+    assert result(cluster.admin.topic_exists("gone")), "a replica is on a dead broker"
+    assert result(cluster.admin.is_topic_marked_for_deletion("gone"))
+    out = fire(cluster, d, advance=2.0)
+    assert out["gone"] == ErrorCode.REQUEST_TIMED_OUT
+
+    cluster.start_broker(y)
+    assert cluster.brokers[y].deleted == [("gone", 0)]
+    assert not result(cluster.admin.topic_exists("gone"))
+    assert not result(cluster.admin.is_topic_marked_for_deletion("gone"))
+    assert "gone" not in c.context.all_topics
+
+
+def test_delete_topics_errors_and_disabled_deletion() -> None:
+    cluster = Cluster((1, 2))
+    c = cluster.active
+    out = fire(cluster, c.delete_topics(["nope"], 1000))
+    assert out == {"nope": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    follower = next(ctl for ctl in cluster.controllers.values() if not ctl.is_active)
+    assert fire(cluster, follower.delete_topics(["nope"])) == {"nope": ErrorCode.NOT_CONTROLLER}
+
+    disabled = Cluster((1, 2), config=ControllerConfig(delete_topic_enable=False))
+    disabled.create("kept", {0: [1]})
+    out = fire(disabled, disabled.active.delete_topics(["kept"], 1000))
+    assert out == {"kept": ErrorCode.TOPIC_DELETION_DISABLED}
+    # A marker written behind its back is removed, the topic stays.
+    result(disabled.admin.store.create(DeleteTopicsZNode.path("kept"), b""))
+    disabled.settle()
+    assert result(disabled.admin.get_topic_deletions()) == []
+    assert result(disabled.admin.topic_exists("kept"))
+
+
+# --------------------------------------------------------------------------- other events
+
+
+def test_isr_change_notification_updates_metadata_everywhere() -> None:
+    cluster = Cluster((1, 2, 3))
+    x, y = cluster.others()
+    cluster.create("t", {0: [x, y]})
+    state, version = result(cluster.admin.get_partition_state("t", 0))
+    shrunk = LeaderIsrAndControllerEpoch(x, state.leader_epoch, (x,), state.controller_epoch)
+    assert fire(
+        cluster,
+        cluster.zks[x].conditional_update_partition_state_as_leader(("t", 0), shrunk, version),
+    )[0]
+    assert cluster.active.context.leadership[("t", 0)].isr == (x, y), "not told yet"
+    fire(cluster, cluster.zks[x].post_isr_change_notification([("t", 0)]))
+    for fb in cluster.brokers.values():
+        assert fb.metadata.partition("t", 0).isr == (x,)
+    assert cluster.active.context.leadership[("t", 0)].isr == (x,)
+    assert result(cluster.admin.get_isr_change_notifications()) == []
+
+
+def test_create_partitions_adds_online_partitions() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    fire(cluster, c.create_topics([("grow", 1, 2, None, {})], False, 1000))
+    out = fire(cluster, c.create_partitions([("grow", 3, None)], False, 2000))
+    assert out == {"grow": (ErrorCode.NONE, None)}
+    assignment, _ = result(cluster.admin.get_assignment("grow"))
+    assert sorted(assignment.partitions) == [0, 1, 2]
+    for p in (1, 2):
+        replicas = assignment.partitions[p]
+        assert cluster.state("grow", p).leader == replicas[0]
+        assert cluster.brokers[replicas[0]].partitions[("grow", p)].is_new
+    out = fire(cluster, c.create_partitions([("grow", 2, None), ("missing", 2, None)]))
+    assert out["grow"][0] == ErrorCode.INVALID_PARTITIONS
+    assert out["missing"][0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    out = fire(cluster, c.create_partitions([("grow", 4, [[9, 1]])]))
+    assert out["grow"][0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+
+
+def test_controlled_shutdown_moves_leadership() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    x, y = cluster.others()
+    cluster.create("t", {0: [x, y], 1: [y, x], 2: [x]})
+    stale = fire(cluster, c.controlled_shutdown(x, cluster.brokers[x].epoch - 1))
+    assert stale == (ErrorCode.STALE_BROKER_EPOCH, [])
+    follower = cluster.controllers[x]
+    assert (
+        fire(cluster, follower.controlled_shutdown(x, cluster.brokers[x].epoch))[0]
+        == ErrorCode.STALE_CONTROLLER_EPOCH
+    )
+
+    error, remaining = fire(cluster, c.controlled_shutdown(x, cluster.brokers[x].epoch))
+    assert (error, remaining) == (ErrorCode.NONE, [])
+    s0, s1 = cluster.state("t", 0), cluster.state("t", 1)
+    assert (s0.leader, s0.isr, s0.leader_epoch) == (y, (y,), 1)
+    assert (s1.leader, s1.isr) == (y, (y,))
+    assert cluster.state("t", 2).leader == x, "single-replica partitions stay"
+
+
+def test_stop_resigns_and_hands_over() -> None:
+    cluster = Cluster((1, 2))
+    first = cluster.active
+    fire(cluster, first.stop())
+    assert not first.is_active
+    second = cluster.active
+    assert second is not first and second.epoch == 2
+    assert result(cluster.admin.get_controller_id()) == second.broker_id
+    assert cluster.tree.dump(partition_state_path("x", 0)) == {}
+    assert topic_path("x") not in cluster.tree.dump("/brokers")
+
+
+def test_controller_for_server_wires_a_broker_process() -> None:
+    cluster = Cluster((1,))
+    store = MemoryStore(cluster.tree, clock=cluster.clock)
+    store.start()
+    zk = KafkaZkClient(store)
+    registration = BrokerRegistration(7, {"PLAINTEXT": ("PLAINTEXT", "b7", 9092)})
+    server = SimpleNamespace(
+        broker_id=7,
+        zk=zk,
+        reactor=cluster.clock,
+        config=BrokerConfig(broker_id=7, zookeeper_connect="zk:2181", delete_topic_enable=False),
+        broker_epoch=fire(cluster, zk.register_broker(registration)),
+    )
+    controller = controller_for_server(server)
+    assert controller.config.delete_topic_enable is False
+    assert controller.channel.listener_name == "PLAINTEXT"
+    fire(cluster, controller.start())
+    assert controller.active_controller_id == 1 and not controller.is_active
+    old_epoch = server.broker_epoch
+    store.expire_session()
+    cluster.settle()
+    assert server.broker_epoch > old_epoch, "re-registered with a new broker epoch"
+    assert result(cluster.admin.get_broker(7)) == registration
+    assert 7 in cluster.active.context.live_brokers
+
+
+def test_leftover_registration_naming_us_is_replaced_by_a_real_election() -> None:
+    cluster = Cluster((1,))
+    fire(cluster, cluster.controllers[1].stop())
+    assert result(cluster.admin.get_controller_id()) is None
+    # An older session of broker 1 still holds /controller.
+    result(
+        cluster.admin.store.create("/controller", ControllerZNode(1, 0).encode(), ephemeral=True)
+    )
+    channel = ControllerChannelManager(
+        cluster.clock, 1, connection_factory=lambda b, h, p: FakeConnection(cluster, b, h, p)
+    )
+    fresh = Controller(1, cluster.zks[1], cluster.clock, channel=channel)
+    fire(cluster, fresh.start())
+    cluster.settle()
+    assert fresh.is_active and fresh.epoch == 2
+    assert 1 in fresh.context.live_brokers, "it ran the failover"
+    assert result(cluster.admin.get_controller_epoch())[0] == 2
