@@ -1,0 +1,217 @@
+"""Real Kafka clients against a real 3-broker Mafka cluster (real ZooKeeper, real processes).
+
+Each client (Debian's kcat, confluent-kafka, kafka-python with its default —
+idempotent — producer, aiokafka) creates a 6-partition topic, produces
+keyed messages with headers under every codec it supports, and consumes
+them back: same keys, values and headers, in order per partition.
+Consumers use manual assignment (consumer groups are a later issue).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+import uuid
+from collections import defaultdict
+
+import pytest
+
+from .cluster import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+MESSAGES = 2500  # per codec: 10,000+ per client
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("clients") / "cluster", brokers=3)
+    c.start()
+    yield c
+    c.stop()
+
+
+def new_topic(cluster, partitions=PARTITIONS, rf=1) -> str:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(name, partitions, rf)], timeout_ms=30000)
+    finally:
+        admin.close()
+    wait_for_leaders(cluster, name, partitions)
+    return name
+
+
+def wait_for_leaders(cluster, topic, partitions, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-L", "-J", "-t", topic], capture_output=True, text=True, timeout=20)
+        if out.returncode == 0:
+            meta = json.loads(out.stdout)
+            parts = meta["topics"][0].get("partitions", []) if meta.get("topics") else []
+            if len(parts) == partitions and all(p["leader"] >= 0 for p in parts):
+                return meta
+        time.sleep(0.3)
+    raise TimeoutError(f"{topic} has no leaders")
+
+
+def expected_messages(tag: str, n: int):
+    return [(f"key-{i % 97}".encode(), f"{tag}-value-{i}".encode(), [("h", f"{i}".encode())]) for i in range(n)]
+
+
+def check_per_partition(sent, received):
+    """Every message came back once, with its key, value and headers, in send order within its partition."""
+    assert sorted(v for _, v, _ in sent) == sorted(v for _, v, _, _ in received)
+    index = {v: (i, k, h) for i, (k, v, h) in enumerate(sent)}
+    per_partition = defaultdict(list)
+    for k, v, headers, partition in received:
+        i, key, sent_headers = index[v]
+        assert (k, headers) == (key, sent_headers)
+        per_partition[partition].append(i)
+    assert len(per_partition) > 1
+    for indices in per_partition.values():
+        assert indices == sorted(indices)
+
+
+def test_kcat_sees_three_brokers_and_the_controller(cluster):
+    out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-L", "-J"], capture_output=True, text=True, timeout=30)
+    meta = json.loads(out.stdout)
+    assert sorted(b["id"] for b in meta["brokers"]) == [1, 2, 3]
+    assert cluster.controller_id() in (1, 2, 3)
+
+
+def test_confluent_kafka_produce_and_consume_every_codec(cluster):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = new_topic(cluster)
+    sent = []
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "compression.type": codec, "linger.ms": 5})
+        batch = expected_messages(f"ck-{codec}", MESSAGES)
+        for k, v, h in batch:
+            producer.produce(topic, key=k, value=v, headers=h)
+        assert producer.flush(30) == 0
+        sent += batch
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    received = []
+    deadline = time.monotonic() + 60
+    while len(received) < len(sent) and time.monotonic() < deadline:
+        for m in consumer.consume(1000, timeout=1.0):
+            assert m.error() is None, m.error()
+            received.append((m.key(), m.value(), [(k, bytes(v)) for k, v in (m.headers() or [])], m.partition()))
+    consumer.close()
+    check_per_partition(sent, received)
+
+
+def test_kafka_python_idempotent_producer_and_offsets(cluster):
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    topic = new_topic(cluster)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap)  # idempotent by default
+    assert producer.config.get("enable_idempotence", True)
+    sent = []
+    before = int(time.time() * 1000)
+    for codec in (None, "gzip", "lz4", "zstd"):
+        p = KafkaProducer(bootstrap_servers=cluster.bootstrap, compression_type=codec) if codec else producer
+        batch = expected_messages(f"kp-{codec}", MESSAGES)
+        futures = [p.send(topic, key=k, value=v, headers=h) for k, v, h in batch]
+        for f in futures:
+            f.get(timeout=30)
+        sent += batch
+        if p is not producer:
+            p.close()
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=None, enable_auto_commit=False)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning()
+    received = []
+    deadline = time.monotonic() + 60
+    while len(received) < len(sent) and time.monotonic() < deadline:
+        for tp, msgs in consumer.poll(timeout_ms=1000).items():
+            received += [(m.key, m.value, list(m.headers), tp.partition) for m in msgs]
+    check_per_partition(sent, received)
+    begin, end = consumer.beginning_offsets(tps), consumer.end_offsets(tps)
+    assert all(begin[tp] == 0 for tp in tps)
+    assert sum(end.values()) == len(sent)
+    by_time = consumer.offsets_for_times(dict.fromkeys(tps, before))
+    assert all(v is not None and v.offset == 0 for v in by_time.values() if end[list(by_time).pop()] > 0)
+    far = consumer.offsets_for_times(dict.fromkeys(tps, int(time.time() * 1000) + 3600_000))
+    assert all(v is None for v in far.values())
+    consumer.close()
+
+
+def test_aiokafka_produce_and_consume(cluster):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition
+
+    topic = new_topic(cluster)
+
+    async def run():
+        sent = []
+        for codec in (None, "gzip", "lz4"):
+            producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, compression_type=codec)
+            await producer.start()
+            try:
+                batch = expected_messages(f"aio-{codec}", MESSAGES)
+                futures = [await producer.send(topic, key=k, value=v, headers=h) for k, v, h in batch]
+                await asyncio.gather(*futures)
+                sent += batch
+            finally:
+                await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            received = []
+            deadline = time.monotonic() + 60
+            while len(received) < len(sent) and time.monotonic() < deadline:
+                for tp, msgs in (await consumer.getmany(timeout_ms=1000)).items():
+                    received += [(m.key, m.value, list(m.headers), tp.partition) for m in msgs]
+        finally:
+            await consumer.stop()
+        return sent, received
+
+    sent, received = asyncio.run(run())
+    check_per_partition(sent, received)
+
+
+def test_kcat_produce_and_consume_with_keys_and_headers(cluster):
+    topic = new_topic(cluster)
+    sent = []
+    for codec in ("none", "gzip", "snappy", "lz4", "zstd"):
+        batch = expected_messages(f"kcat-{codec}", 2000)
+        lines = "\n".join(f"{k.decode()}:{v.decode()}" for k, v, _ in batch) + "\n"
+        out = subprocess.run(
+            ["kcat", "-b", cluster.bootstrap, "-P", "-t", topic, "-K", ":", "-H", "h=kcat", "-z", codec],
+            input=lines, capture_output=True, text=True, timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        sent += [(k, v, [("h", b"kcat")]) for k, v, _ in batch]
+    out = subprocess.run(
+        ["kcat", "-b", cluster.bootstrap, "-C", "-t", topic, "-o", "beginning", "-e", "-J"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    received = []
+    for line in out.stdout.splitlines():
+        m = json.loads(line)
+        headers = [(m["headers"][i], m["headers"][i + 1].encode()) for i in range(0, len(m.get("headers") or []), 2)]
+        received.append((m["key"].encode(), m["payload"].encode(), headers, m["partition"]))
+    check_per_partition(sent, received)
+
+
+def test_auto_create_on_produce(cluster):
+    from kafka import KafkaProducer
+
+    topic = f"auto-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap)
+    meta = producer.send(topic, b"first").get(timeout=60)
+    producer.close()
+    assert meta.topic == topic and meta.offset == 0
