@@ -7,9 +7,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run test lint unit bench-wire bench-log system-deps clean
+.PHONY: run selfcheck test lint unit bench-wire bench-log system-deps clean
 
 run: system-deps $(STAMP)
+	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
+
+selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
 test: system-deps $(STAMP) lint
