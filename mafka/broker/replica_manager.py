@@ -28,6 +28,7 @@ from mafka.errors import (
     ErrorCode,
     KafkaError,
     NotLeaderOrFollowerError,
+    OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
 
@@ -346,6 +347,24 @@ class ReplicaManager:
             self._try_complete_fetch(delayed)
         for delayed in list(self._produce_waiters.get(tp, ())):
             self._check_produce(delayed)
+
+    # ================================================================== delete records
+
+    def delete_records(self, topic: str, index: int, offset: int) -> int:
+        """Moves the log start offset up to *offset* (−1 = the high watermark); returns the new low watermark.
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError,
+            OffsetOutOfRangeError: *offset* is above the high watermark.
+        """
+        partition = self.leader_partition(topic, index)
+        hw = partition.high_watermark
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            raise OffsetOutOfRangeError(f"{topic}-{index}: cannot delete records up to {offset}: the high watermark is {hw}")
+        with self.log_manager.log_io((topic, index)):
+            partition.log.increment_log_start_offset(target)
+        return partition.log.log_start_offset
 
     # ================================================================== list offsets
 

@@ -323,3 +323,19 @@ def test_dedup_is_rebuilt_from_the_log_without_a_snapshot(env, tmp_path):
         assert out[0][("t", 0)].base_offset == 2 and rm.partitions[("t", 0)].log.next_offset == 4
     finally:
         manager.shutdown()
+
+
+def test_delete_records_moves_the_log_start(env):
+    env.rm.become_leader_or_follower(leader_and_isr())
+    produce(env, batch(5))
+    body = {"timeout_ms": 1000, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "offset": 3}]}]}
+    resp, _ = call(env, 21, 1, body)
+    assert (resp.topics[0].partitions[0].error_code, resp.topics[0].partitions[0].low_watermark) == (0, 3)
+    resp, _ = call(env, 1, 11, fetch_body(1, max_wait_ms=0))
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    body["topics"][0]["partitions"][0]["offset"] = 99
+    resp, _ = call(env, 21, 1, body)
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    body["topics"][0]["partitions"][0]["offset"] = -1  # up to the high watermark
+    resp, _ = call(env, 21, 1, body)
+    assert resp.topics[0].partitions[0].low_watermark == 5

@@ -1,0 +1,36 @@
+"""ControlledShutdown (7, v2): a broker asks the controller to move leadership off it before it stops.
+
+Answered only by the active controller (else STALE_CONTROLLER_EPOCH, as
+Kafka's non-controllers answer); a broker epoch older than the controller's
+record → STALE_BROKER_EPOCH.  The reply lists the partitions the broker
+still leads; it retries until none are left.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.errors import ErrorCode
+
+CONTROLLED_SHUTDOWN = 7
+
+
+def handlers(broker: Any) -> dict[int, Any]:
+    def controlled_shutdown(request: Any, connection: Any) -> Any:
+        controller = broker.controller
+        if controller is None or not controller.is_active:
+            return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "remaining_partitions": []}
+        d = defer.maybeDeferred(controller.controlled_shutdown, request.body.broker_id, request.body.broker_epoch)
+
+        def respond(result: tuple[int, list[tuple[str, int]]]) -> dict[str, Any]:
+            error, remaining = result
+            return {
+                "error_code": error,
+                "remaining_partitions": [{"topic_name": t, "partition_index": p} for t, p in remaining],
+            }
+
+        return d.addCallback(respond)
+
+    return {CONTROLLED_SHUTDOWN: controlled_shutdown}
