@@ -35,6 +35,7 @@ from .metadata_cache import MetadataCache
 from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .topic_configs import TopicConfigManager, apply_log_config
 
 __all__ = ["KafkaServer"]
 
@@ -76,6 +77,7 @@ class KafkaServer:
         self.bound: dict[str, int] = {}
         self._loops: list[task.LoopingCall] = []
         self._topic_configs: dict[str, LogConfig] = {}
+        self.topic_configs: TopicConfigManager | None = None
 
     # ================================================================== facts handlers use
 
@@ -87,7 +89,16 @@ class KafkaServer:
         return self.log_config_for(topic).max_message_bytes
 
     def log_config_for(self, topic: str) -> LogConfig:
+        if self.topic_configs is not None:
+            return self.topic_configs.log_config(topic)
         return self._topic_configs.get(topic) or self.config.log_config()
+
+    def _on_topic_config_change(self, topic: str) -> None:
+        """A topic's overrides changed in ZooKeeper: give its open logs the new config."""
+        if self.log_manager is not None:
+            for (name, _), log_ in self.log_manager.logs.items():
+                if name == topic:
+                    apply_log_config(log_, self.log_config_for(topic))
 
     def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
         """Called after each UpdateMetadata (nothing to do yet beyond the cache)."""
@@ -115,6 +126,8 @@ class KafkaServer:
         cluster_id = yield self.zk.get_or_create_cluster_id()
         self.metadata_cache.cluster_id = cluster_id
         log.info("cluster id %s", cluster_id)
+        self.topic_configs = TopicConfigManager(self.zk, config, self._on_topic_config_change)
+        yield self.topic_configs.load()
 
         self.log_manager = LogManager(
             [Path(d) for d in config.effective_log_dirs],
@@ -157,6 +170,7 @@ class KafkaServer:
         if self.controller_factory is not None:
             self.controller = self.controller_factory(self)
             yield self.controller.start()
+        self.topic_configs.start()
         self._start_background_tasks()
         log.info("broker %d started", self.broker_id)
 
@@ -198,6 +212,8 @@ class KafkaServer:
                 loop.stop()
         for port in self.ports:
             yield port.stopListening()
+        if self.topic_configs is not None:
+            self.topic_configs.stop()
         if self.controller is not None:
             yield defer.maybeDeferred(self.controller.stop)
         if self.replica_manager is not None:

@@ -390,6 +390,15 @@ class Log:
         self._bases.append(seg.base_offset)
         fsync_dir(self.directory)
 
+    def update_config(self, config: LogConfig) -> None:
+        """Applies a changed topic config (dynamic topic configs take effect at once)."""
+        with self._lock:
+            self.config = config
+            self._fast_appends = not config.log_append_time
+            self._max_batch = config.max_message_bytes
+            for seg in self.segments:
+                seg.update_config(config)
+
     # ================================================================== reading
 
     def read(

@@ -112,6 +112,13 @@ class LogSegment:
         self._max_age = config.segment_ms - config.segment_jitter_ms
         self._index_interval = config.index_interval_bytes
 
+    def update_config(self, config: LogConfig) -> None:
+        """New size, age and index limits (index capacity stays as the files were sized)."""
+        self.config = config
+        self._max_size = config.segment_bytes
+        self._max_age = config.segment_ms - config.segment_jitter_ms
+        self._index_interval = config.index_interval_bytes
+
     # ------------------------------------------------------------------ opening
 
     @classmethod

@@ -1,0 +1,286 @@
+"""DescribeConfigs (32, v1–2), AlterConfigs (33, v0–1), IncrementalAlterConfigs (44, v0).
+
+Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
+
+* TOPIC (2) resources: describe reads ``/config/topics/<t>``; every topic
+  config is listed with its value and source (1 DYNAMIC_TOPIC_CONFIG for an
+  override, 4 STATIC_BROKER_CONFIG when ``server.properties`` sets a broker
+  synonym, 5 DEFAULT_CONFIG otherwise).  AlterConfigs replaces the whole
+  override set; IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to
+  it.  Both validate, honour ``validate_only`` and write ZooKeeper directly
+  (any broker may serve them), which announces the change to every broker.
+* BROKER (4) resources: describe shows this broker's static configs,
+  read-only; "" (the cluster default) has no dynamic configs; another
+  broker's id is INVALID_REQUEST.  Altering broker configs is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.broker.config import CONFIG_KEYS
+from mafka.broker.topic_configs import (
+    ALL_TOPIC_CONFIG_NAMES,
+    LIST_TOPIC_CONFIGS,
+    broker_synonyms,
+    kafka_default,
+    log_properties,
+)
+from mafka.errors import (
+    ErrorCode,
+    InvalidConfigError,
+    InvalidRequestError,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+)
+from mafka.log.config import InvalidConfig, LogConfig
+
+DESCRIBE_CONFIGS = 32
+ALTER_CONFIGS = 33
+INCREMENTAL_ALTER_CONFIGS = 44
+
+TOPIC = 2
+BROKER = 4
+
+# ConfigSource ids (DescribeConfigsResponse).
+DYNAMIC_TOPIC_CONFIG = 1
+STATIC_BROKER_CONFIG = 4
+DEFAULT_CONFIG = 5
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def _validate(configs: dict[str, Any]) -> None:
+    """Kafka's ``LogConfig.validate`` (the controller's CreateTopics rule)."""
+    from mafka.controller.controller import validate_topic_configs
+
+    validate_topic_configs(configs)
+
+
+def _error(exc: BaseException) -> tuple[int, str | None]:
+    if isinstance(exc, KafkaError):
+        return int(exc.code), exc.message
+    if isinstance(exc, InvalidConfig):
+        return int(ErrorCode.INVALID_CONFIG), str(exc)
+    return int(ErrorCode.UNKNOWN_SERVER_ERROR), str(exc)
+
+
+def handlers(broker: Any) -> dict[int, Any]:
+    def topic_configs_manager() -> Any:
+        return getattr(broker, "topic_configs", None)
+
+    def base_log_config() -> LogConfig:
+        manager = topic_configs_manager()
+        return manager.base if manager is not None else broker.config.log_config()
+
+    # ------------------------------------------------------------------ describe
+
+    def broker_synonym_entries(name: str) -> list[dict[str, Any]]:
+        config = broker.config
+        explicit, defaults = [], []
+        for key in broker_synonyms(name):
+            spec = CONFIG_KEYS.get(key)
+            if spec is None:
+                continue
+            if key in config.explicit_keys:
+                value = spec.render(config.get(key))
+                if value is not None:
+                    explicit.append({"name": key, "value": value, "source": STATIC_BROKER_CONFIG})
+            else:
+                value = spec.render(spec.default)
+                if value is not None:
+                    defaults.append({"name": key, "value": value, "source": DEFAULT_CONFIG})
+        return explicit + defaults
+
+    def topic_entries(overrides: dict[str, str], keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+        try:
+            effective = LogConfig.from_properties(log_properties(overrides), base_log_config()).to_properties()
+        except InvalidConfig:
+            effective = base_log_config().to_properties()
+        entries = []
+        for name in ALL_TOPIC_CONFIG_NAMES:
+            if keys is not None and name not in keys:
+                continue
+            all_synonyms = broker_synonym_entries(name)
+            if name in overrides:
+                value = overrides[name] if name not in effective else effective[name]
+                all_synonyms.insert(0, {"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
+            if name in effective:
+                value = effective[name]
+            elif all_synonyms:
+                value = all_synonyms[0]["value"]
+            else:
+                value = kafka_default(name)
+            entries.append(
+                {
+                    "name": name,
+                    "value": value,
+                    "read_only": False,
+                    "config_source": all_synonyms[0]["source"] if all_synonyms else DEFAULT_CONFIG,
+                    "is_sensitive": False,
+                    "synonyms": all_synonyms if synonyms else [],
+                }
+            )
+        return entries
+
+    def broker_entries(keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+        config = broker.config
+        entries = []
+        for name, spec in CONFIG_KEYS.items():
+            if keys is not None and name not in keys:
+                continue
+            sensitive = "password" in name
+            value = None if sensitive else spec.render(getattr(config, spec.attr))
+            source = STATIC_BROKER_CONFIG if name in config.explicit_keys else DEFAULT_CONFIG
+            entries.append(
+                {
+                    "name": name,
+                    "value": value,
+                    "read_only": True,
+                    "config_source": source,
+                    "is_sensitive": sensitive,
+                    "synonyms": [{"name": name, "value": value, "source": source}] if synonyms else [],
+                }
+            )
+        return entries
+
+    @defer.inlineCallbacks
+    def describe_one(resource: Any, synonyms: bool) -> Any:
+        keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
+        if resource.resource_type == TOPIC:
+            topic = resource.resource_name
+            if not (yield broker.zk.topic_exists(topic)):
+                raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
+            overrides = yield broker.zk.get_topic_config(topic)
+            return topic_entries(dict(overrides), keys, synonyms)
+        if resource.resource_type == BROKER:
+            name = resource.resource_name
+            if name == "":
+                return []
+            try:
+                broker_id = int(name)
+            except ValueError:
+                broker_id = None
+            if broker_id != broker.broker_id:
+                raise InvalidRequestError(
+                    f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
+                )
+            return broker_entries(keys, synonyms)
+        raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
+
+    @defer.inlineCallbacks
+    def describe_configs(request: Any, connection: Any) -> Any:
+        body = request.body
+        synonyms = bool(getattr(body, "include_synonyms", False))
+        results = []
+        for resource in body.resources:
+            try:
+                configs = yield describe_one(resource, synonyms)
+                code, message = int(ErrorCode.NONE), None
+            except Exception as exc:  # noqa: BLE001 - reported per resource
+                configs = []
+                code, message = _error(exc)
+            results.append(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "resource_type": resource.resource_type,
+                    "resource_name": resource.resource_name,
+                    "configs": configs,
+                }
+            )
+        return {"throttle_time_ms": 0, "results": results}
+
+    # ------------------------------------------------------------------ alter
+
+    @defer.inlineCallbacks
+    def write_topic(topic: str, new: dict[str, Any], validate_only: bool) -> Any:
+        _validate(new)
+        if not validate_only:
+            yield broker.zk.set_topic_config(topic, {k: str(v) for k, v in new.items()})
+
+    def check_resource(resource: Any, api: str) -> None:
+        if resource.resource_type == BROKER:
+            raise InvalidRequestError(f"{api} of broker configs is not supported by this broker")
+        if resource.resource_type != TOPIC:
+            raise InvalidRequestError(
+                f"{api} is only supported for topics and brokers, but resource type is {resource.resource_type}"
+            )
+
+    @defer.inlineCallbacks
+    def require_topic(topic: str) -> Any:
+        if not (yield broker.zk.topic_exists(topic)):
+            raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
+
+    @defer.inlineCallbacks
+    def alter_one(resource: Any, validate_only: bool) -> Any:
+        check_resource(resource, "AlterConfigs")
+        yield require_topic(resource.resource_name)
+        new = {c.name: c.value for c in resource.configs}
+        yield write_topic(resource.resource_name, new, validate_only)
+
+    @defer.inlineCallbacks
+    def incremental_one(resource: Any, validate_only: bool) -> Any:
+        check_resource(resource, "IncrementalAlterConfigs")
+        names = [c.name for c in resource.configs]
+        if len(names) != len(set(names)):
+            raise InvalidRequestError("Error due to duplicate config keys")
+        topic = resource.resource_name
+        yield require_topic(topic)
+        current = dict((yield broker.zk.get_topic_config(topic)))
+        for c in resource.configs:
+            if c.name not in ALL_TOPIC_CONFIG_NAMES:
+                raise InvalidConfigError(f"Unknown topic config name: {c.name}")
+            op = c.config_operation
+            if op == SET:
+                if c.value is None:
+                    raise InvalidRequestError(f"Null value not supported for : {c.name}")
+                current[c.name] = c.value
+            elif op == DELETE:
+                current.pop(c.name, None)
+            elif op in (APPEND, SUBTRACT):
+                if c.name not in LIST_TOPIC_CONFIGS:
+                    verb = "append" if op == APPEND else "subtract"
+                    raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
+                old = current.get(c.name, kafka_default(c.name))
+                old_items = [v for v in old.split(",") if v] if old else []
+                items = [v for v in (c.value or "").split(",") if v]
+                if op == APPEND:
+                    merged = old_items + [v for v in items if v not in old_items]
+                else:
+                    merged = [v for v in old_items if v not in items]
+                current[c.name] = ",".join(merged)
+            else:
+                raise InvalidRequestError(f"Unknown alter config operation {op} for config key: {c.name}")
+        yield write_topic(topic, current, validate_only)
+
+    def alter_handler(one: Any) -> Any:
+        @defer.inlineCallbacks
+        def handle(request: Any, connection: Any) -> Any:
+            body = request.body
+            responses = []
+            for resource in body.resources:
+                try:
+                    yield one(resource, bool(body.validate_only))
+                    code, message = int(ErrorCode.NONE), None
+                except Exception as exc:  # noqa: BLE001 - reported per resource
+                    code, message = _error(exc)
+                responses.append(
+                    {
+                        "error_code": code,
+                        "error_message": message,
+                        "resource_type": resource.resource_type,
+                        "resource_name": resource.resource_name,
+                    }
+                )
+            return {"throttle_time_ms": 0, "responses": responses}
+
+        return handle
+
+    return {
+        DESCRIBE_CONFIGS: describe_configs,
+        ALTER_CONFIGS: alter_handler(alter_one),
+        INCREMENTAL_ALTER_CONFIGS: alter_handler(incremental_one),
+    }
