@@ -150,6 +150,11 @@ class KafkaProtocol(Protocol):
     # ------------------------------------------------------------------ lifecycle
 
     def connectionMade(self) -> None:  # noqa: N802
+        # As Kafka's SocketServer: no Nagle.  A response is often a small header
+        # write followed by a sendfile region; with Nagle the region would wait
+        # for the client's delayed ACK (tens of milliseconds per round trip).
+        if hasattr(self.transport, "setTcpNoDelay"):
+            self.transport.setTcpNoDelay(True)
         peer = self.transport.getPeer()
         self.connection = Connection(f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}", self.listener, self.close)
         self._touch()

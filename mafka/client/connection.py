@@ -47,6 +47,8 @@ class KafkaClientProtocol(protocol.Protocol):
         self.lost = False
 
     def connectionMade(self) -> None:  # noqa: N802
+        if hasattr(self.transport, "setTcpNoDelay"):
+            self.transport.setTcpNoDelay(True)  # small requests must not wait for delayed ACKs
         self.connected_deferred.callback(self)
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
