@@ -215,3 +215,73 @@ def test_auto_create_on_produce(cluster):
     meta = producer.send(topic, b"first").get(timeout=60)
     producer.close()
     assert meta.topic == topic and meta.offset == 0
+
+
+def test_admin_create_describe_create_partitions_delete(cluster):
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    name = f"adm-{uuid.uuid4().hex[:8]}"
+    for f in admin.create_topics([NewTopic(name, num_partitions=2, replication_factor=3)], operation_timeout=30).values():
+        f.result(timeout=60)
+    meta = wait_for_leaders(cluster, name, 2)
+    parts = meta["topics"][0]["partitions"]
+    assert all(len(p["replicas"]) == 3 for p in parts)
+    assert len({p["leader"] for p in parts}) == 2  # leaders spread over brokers
+    dup = admin.create_topics([NewTopic(name, num_partitions=1, replication_factor=1)], operation_timeout=30)[name]
+    with pytest.raises(Exception, match="TOPIC_ALREADY_EXISTS|already exists"):
+        dup.result(timeout=60)
+    too_many = admin.create_topics([NewTopic(f"{name}-rf", num_partitions=1, replication_factor=4)], operation_timeout=30)
+    with pytest.raises(Exception, match="INVALID_REPLICATION_FACTOR|[Rr]eplication factor"):
+        too_many[f"{name}-rf"].result(timeout=60)
+    for f in admin.create_partitions([NewPartitions(name, 5)], operation_timeout=30).values():
+        f.result(timeout=60)
+    wait_for_leaders(cluster, name, 5)
+    listed = admin.list_topics(timeout=30).topics
+    assert name in listed and len(listed[name].partitions) == 5
+    for f in admin.delete_topics([name], operation_timeout=30).values():
+        f.result(timeout=60)
+    deadline = time.monotonic() + 30
+    while name in admin.list_topics(timeout=30).topics and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert name not in admin.list_topics(timeout=30).topics
+    # The partitions' directories are gone from every broker's log dirs.
+    for b in cluster.info["brokers"]:
+        for d in b["log_dirs"]:
+            deadline = time.monotonic() + 30
+            while any(p.name.startswith(f"{name}-") and not p.name.endswith("-delete") for p in _children(d)) and time.monotonic() < deadline:
+                time.sleep(0.3)
+            assert not any(p.name.startswith(f"{name}-") and not p.name.endswith("-delete") for p in _children(d))
+
+
+def _children(directory):
+    from pathlib import Path
+
+    path = Path(directory)
+    return list(path.iterdir()) if path.exists() else []
+
+
+def test_kafka_python_admin_describe_and_delete(cluster):
+    from kafka.admin import KafkaAdminClient, NewPartitions
+
+    name = new_topic(cluster, partitions=3)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        described = admin.describe_topics([name])
+        assert (described[0].get("name") or described[0].get("topic")) == name
+        assert len(described[0]["partitions"]) == 3
+        admin.create_partitions({name: NewPartitions(4)})
+        wait_for_leaders(cluster, name, 4)
+        admin.delete_topics([name], timeout_ms=30000)
+        assert name not in admin.list_topics() or _eventually_gone(admin, name)
+    finally:
+        admin.close()
+
+
+def _eventually_gone(admin, name, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if name not in admin.list_topics():
+            return True
+        time.sleep(0.3)
+    return False
