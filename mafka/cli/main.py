@@ -31,10 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("selfcheck", help="round-trip every api version through the wire codec")
     check.add_argument("-v", "--verbose", action="store_true")
     check.set_defaults(func=_selfcheck)
-    from mafka.cli import cluster, server_start
+    from mafka.cli import cluster, console_consumer, console_producer, server_start, topics
 
     server_start.add_parser(sub)
     cluster.add_parser(sub)
+    topics.add_parser(sub)
+    console_producer.add_parser(sub)
+    console_consumer.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

@@ -1,0 +1,165 @@
+"""The CLI tools against a real 3-broker cluster: ``mafka topics``, ``console-producer``, ``console-consumer``.
+
+One :class:`LocalCluster` for the module.  Each tool runs as its own process
+(``python -m mafka.cli.main …``), as a user would run it; every wait is bounded.
+Produce/consume topics use replication factor 1 (follower replication is not
+there yet, so with more replicas the high watermark would not move).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mafka.cli.console_producer import partition_for_key
+from tests.integration.cluster import LocalCluster
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path_factory.mktemp("cli") / "cluster", brokers=3).start(timeout=60)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def mafka(cluster: LocalCluster, *argv: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mafka.cli.main", argv[0], "--bootstrap-server", cluster.bootstrap, *argv[1:]],
+        input=stdin, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def poll(check, what: str, timeout: float = 15.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def create(cluster: LocalCluster, topic: str, partitions: int, rf: int = 1) -> None:
+    r = mafka(cluster, "topics", "--create", "--topic", topic, "--partitions", str(partitions), "--replication-factor", str(rf))
+    assert r.returncode == 0, r
+    assert r.stdout == f"Created topic {topic}.\n"
+
+
+def test_topic_lifecycle(cluster: LocalCluster) -> None:
+    create(cluster, "admin", 2, rf=3)
+    assert "admin" in mafka(cluster, "topics", "--list").stdout.splitlines()
+
+    again = mafka(cluster, "topics", "--create", "--topic", "admin", "--partitions", "2")
+    assert again.returncode == 1
+    assert again.stdout == "Error while executing topic command : Topic 'admin' already exists.\n"
+    assert "TopicExistsException" in again.stderr
+    assert mafka(cluster, "topics", "--create", "--topic", "admin", "--if-not-exists").returncode == 0
+
+    def described(count: int):  # type: ignore[no-untyped-def]
+        r = mafka(cluster, "topics", "--describe", "--topic", "admin")
+        lines = r.stdout.splitlines()
+        return lines if r.returncode == 0 and len(lines) == count + 1 and f"PartitionCount: {count}" in lines[0] else None
+
+    lines = poll(lambda: described(2), "the topic with 2 partitions")
+    assert lines[0] == "Topic: admin\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: "
+    for i, line in enumerate(lines[1:]):
+        fields = line.split("\t")
+        assert fields[:3] == ["", "Topic: admin", f"Partition: {i}"]
+        assert fields[3].startswith("Leader: ") and fields[3] != "Leader: none"
+        assert fields[4].startswith("Replicas: ") and len(fields[4].split(": ")[1].split(",")) == 3
+        assert fields[5].startswith("Isr: ")
+
+    r = mafka(cluster, "topics", "--alter", "--topic", "admin", "--partitions", "3")
+    assert (r.returncode, r.stdout) == (0, ""), r
+    lines = poll(lambda: described(3), "the topic with 3 partitions")
+    assert lines[3].startswith("\tTopic: admin\tPartition: 2\tLeader: ")
+
+    shrink = mafka(cluster, "topics", "--alter", "--topic", "admin", "--partitions", "1")
+    assert shrink.returncode == 1 and shrink.stdout.startswith("Error while executing topic command : ")
+
+    r = mafka(cluster, "topics", "--delete", "--topic", "admin")
+    assert r.returncode == 0, r
+    poll(lambda: "admin" not in mafka(cluster, "topics", "--list").stdout.splitlines(), "the topic to go")
+
+    missing = mafka(cluster, "topics", "--describe", "--topic", "admin")
+    assert missing.returncode == 1
+    assert missing.stdout == "Error while executing topic command : Topic 'admin' does not exist as expected\n"
+
+
+def test_keyed_lines_round_trip(cluster: LocalCluster) -> None:
+    create(cluster, "keyed", 3)
+    keys = [f"user-{i}" for i in range(6)]
+    lines = [f"{keys[i % len(keys)]}:value-{i}" for i in range(30)]
+    r = mafka(cluster, "console-producer", "--topic", "keyed", "--property", "parse.key=true",
+              "--property", "key.separator=:", stdin="\n".join(lines) + "\n")
+    assert (r.returncode, r.stderr) == (0, ""), r
+
+    r = mafka(cluster, "console-consumer", "--topic", "keyed", "--from-beginning", "--max-messages", "30",
+              "--property", "print.key=true", "--property", "key.separator=:", "--timeout-ms", "15000")
+    assert r.returncode == 0, r
+    assert sorted(r.stdout.splitlines()) == sorted(lines)
+    assert r.stderr.strip().endswith("Processed a total of 30 messages")
+
+    # Same key → same partition, and that partition is the one Java's murmur2 picks.
+    expected = Counter(partition_for_key(line.split(":")[0].encode(), 3) for line in lines)
+    for partition in range(3):
+        r = mafka(cluster, "console-consumer", "--topic", "keyed", "--partition", str(partition), "--offset", "earliest",
+                  "--max-messages", str(expected[partition]), "--timeout-ms", "3000", "--property", "print.key=true")
+        assert r.returncode == 0, r
+        got = r.stdout.splitlines()
+        assert len(got) == expected[partition]
+        assert {line.split("\t")[0] for line in got} == {
+            k for k in keys if partition_for_key(k.encode(), 3) == partition
+        }
+        # in order within the partition
+        values = [int(line.split("value-")[1]) for line in got]
+        assert values == sorted(values)
+
+
+def test_timeout_and_latest(cluster: LocalCluster) -> None:
+    create(cluster, "quiet", 1)
+    started = time.monotonic()
+    r = mafka(cluster, "console-consumer", "--topic", "quiet", "--timeout-ms", "500")
+    assert r.returncode == 0
+    assert r.stdout == ""
+    assert "TimeoutException" in r.stderr and r.stderr.strip().endswith("Processed a total of 0 messages")
+    assert time.monotonic() - started < 15
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
+@pytest.mark.parametrize("codec", ["none", "gzip", "lz4"])
+def test_kcat_reads_console_producer_output(cluster: LocalCluster, codec: str) -> None:
+    topic = f"kcat-{codec}"
+    create(cluster, topic, 2)
+    lines = [f"line {i} {codec}" for i in range(20)]
+    r = mafka(cluster, "console-producer", "--topic", topic, "--compression-codec", codec, stdin="\n".join(lines) + "\n")
+    assert r.returncode == 0, r
+    out = subprocess.run(
+        ["kcat", "-b", cluster.bootstrap, "-C", "-t", topic, "-e", "-o", "beginning", "-q"],
+        capture_output=True, text=True, timeout=30,
+    )
+    assert out.returncode == 0, out
+    assert sorted(out.stdout.splitlines()) == sorted(lines)
+
+
+def test_kcat_output_readable_by_console_consumer(cluster: LocalCluster, tmp_path: Path) -> None:
+    if shutil.which("kcat") is None:
+        pytest.skip("kcat is not installed")
+    create(cluster, "from-kcat", 1)
+    subprocess.run(["kcat", "-b", cluster.bootstrap, "-P", "-t", "from-kcat", "-K", ":", "-z", "snappy"],
+                   input="a:1\nb:2\n", text=True, timeout=30, check=True)
+    r = mafka(cluster, "console-consumer", "--topic", "from-kcat", "--from-beginning", "--max-messages", "2",
+              "--property", "print.key=true", "--timeout-ms", "10000")
+    assert r.stdout.splitlines() == ["a\t1", "b\t2"], r
