@@ -255,3 +255,53 @@ def _metadata(cluster, via: int):
     b = cluster.broker(via)
     snap = metadata_snapshot(b["host"], b["port"])
     return snap[0] if snap else None
+
+
+def test_single_replica_partitions_go_offline_with_their_broker_and_come_back(cluster):
+    topic = new_topic(cluster, partitions=3)
+    controller = cluster.controller_id()
+    # a partition led by a broker that is not the controller
+    victim = None
+    for p in range(3):
+        b = leader_of(cluster, topic, p)
+        if b["id"] != controller:
+            victim, partition = b, p
+            break
+    assert victim is not None
+    c = Client(*_addr(victim))
+    resp = c.call(0, 7, {"acks": 1, "timeout_ms": 10000, "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": build_batch([Record(0, 1, b"k", b"kept")])}]}]})
+    c.close()
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    cluster.kill(victim["id"], signal.SIGKILL)
+    _wait_dead(victim["pid"])
+    other = cluster.broker(controller)
+
+    def leader_now():
+        c = Client(*_addr(other))
+        try:
+            body = c.call(3, 1, {"topics": [{"name": topic}]})
+        finally:
+            c.close()
+        return next(p.leader_id for p in body.topics[0].partitions if p.partition_index == partition)
+
+    deadline = time.monotonic() + 30
+    while leader_now() != -1:
+        assert time.monotonic() < deadline, "the partition did not go offline"
+        time.sleep(0.3)
+    cluster.restart(victim["id"])
+    deadline = time.monotonic() + 60
+    while leader_now() != victim["id"]:
+        assert time.monotonic() < deadline, "the partition did not come back"
+        time.sleep(0.3)
+    deadline = time.monotonic() + 30
+    while True:
+        c = Client(*_addr(victim))
+        body = c.call(1, 11, {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1 << 20,
+                              "topics": [{"topic": topic, "partitions": [{"partition": partition, "fetch_offset": 0, "partition_max_bytes": 1 << 20}]}]})
+        c.close()
+        part = body.responses[0].partitions[0]
+        if part.error_code == 0:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.3)
+    assert [r.value for r in iter_records(bytes(part.records))] == [b"kept"]
