@@ -115,6 +115,7 @@ class ReplicaManager:
         self.controller_epoch = 0
         self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
         self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
+        self._prepared: dict[tuple[str, int], Partition] = {}  # opened off the reactor, not yet applied
 
     # ================================================================== controller requests
 
@@ -133,6 +134,28 @@ class ReplicaManager:
                 errors.append(_partition_error(tp[0], tp[1], self._apply_partition_state(tp, ps)))
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
+    def prepare_partitions(self, body: Any) -> None:
+        """Opens or creates the logs a LeaderAndIsr body needs — blocking disk work.
+
+        Run it in a worker thread before :meth:`become_leader_or_follower`
+        (which then only changes roles on the reactor): creating a log
+        fsyncs directories and loading one scans its producer state.
+        Failures are left for :meth:`become_leader_or_follower` to report.
+        """
+        for ts in body.topic_states:
+            for ps in ts.partition_states:
+                tp = (ts.topic_name, ps.partition_index)
+                if self.broker_id not in ps.replicas or tp in self.partitions or tp in self._prepared:
+                    continue
+                try:
+                    self._prepared[tp] = self._new_partition(tp, ps.is_new)
+                except KafkaError:
+                    continue
+
+    def _new_partition(self, tp: tuple[str, int], is_new: bool) -> Partition:
+        log_ = self.log_manager.get_or_create_log(tp[0], tp[1], self.log_config_for(tp[0]), is_new=is_new)
+        return Partition(tp[0], tp[1], self.broker_id, log_)
+
     def _apply_partition_state(self, tp: tuple[str, int], ps: Any) -> ErrorCode:
         if self.broker_id not in ps.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -141,8 +164,7 @@ class ReplicaManager:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         try:
             if partition is None:
-                log_ = self.log_manager.get_or_create_log(tp[0], tp[1], self.log_config_for(tp[0]), is_new=ps.is_new)
-                partition = Partition(tp[0], tp[1], self.broker_id, log_)
+                partition = self._prepared.pop(tp, None) or self._new_partition(tp, ps.is_new)
                 self.partitions[tp] = partition
             state = LeaderState(ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch)
             if ps.leader == self.broker_id:

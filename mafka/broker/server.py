@@ -100,6 +100,11 @@ class KafkaServer:
                 if name == topic:
                     apply_log_config(log_, self.log_config_for(topic))
 
+    @staticmethod
+    def run_blocking(fn: Any, *args: Any) -> defer.Deferred:
+        """Runs blocking disk work in a worker thread (never on the reactor)."""
+        return threads.deferToThread(fn, *args)
+
     def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
         """Called after each UpdateMetadata (nothing to do yet beyond the cache)."""
 

@@ -5,8 +5,9 @@ broker_epoch is below this broker's registration epoch → STALE_BROKER_EPOCH
 (−1 skips the check); a lower controller epoch → STALE_CONTROLLER_EPOCH
 (checked by the replica manager and the metadata cache).
 
-The broker provides ``replica_manager``, ``metadata_cache``, ``broker_epoch``
-and ``on_metadata_update(deleted_partitions)`` (may be a no-op).
+The broker provides ``replica_manager``, ``metadata_cache``, ``broker_epoch``,
+``on_metadata_update(deleted_partitions)`` (may be a no-op) and
+``run_blocking(fn, *args) -> Deferred`` (a worker thread in a real broker).
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ def _stale(broker: Any, body: Any) -> bool:
 
 
 def handlers(broker: Any) -> dict[int, Any]:
-    def leader_and_isr(request: Any, connection: Any) -> dict[str, Any]:
+    def leader_and_isr(request: Any, connection: Any) -> Any:
         if _stale(broker, request.body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
-        return broker.replica_manager.become_leader_or_follower(request.body)
+        rm = broker.replica_manager
+        # Log creation and loading block on the disk: a worker thread does it,
+        # then the role changes are applied here, on the reactor.
+        d = broker.run_blocking(rm.prepare_partitions, request.body)
+        return d.addCallback(lambda _: rm.become_leader_or_follower(request.body))
 
     def stop_replica(request: Any, connection: Any) -> dict[str, Any]:
         if _stale(broker, request.body):

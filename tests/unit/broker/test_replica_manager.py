@@ -8,7 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from twisted.internet import task
+from twisted.internet import defer, task
 
 from mafka.broker.dispatcher import Dispatcher, collect_handlers
 from mafka.broker.metadata_cache import MetadataCache
@@ -59,6 +59,7 @@ def env(tmp_path):
         auto_create_topics=False,
         auto_create_topic=lambda name: None,
         on_metadata_update=lambda deleted: None,
+        run_blocking=lambda fn, *args: defer.maybeDeferred(fn, *args),  # synchronous in unit tests
     )
     dispatcher = Dispatcher(collect_handlers(broker))
     yield SimpleNamespace(clock=clock, rm=rm, manager=manager, broker=broker, dispatcher=dispatcher, tmp=tmp_path)
@@ -339,3 +340,14 @@ def test_delete_records_moves_the_log_start(env):
     body["topics"][0]["partitions"][0]["offset"] = -1  # up to the high watermark
     resp, _ = call(env, 21, 1, body)
     assert resp.topics[0].partitions[0].low_watermark == 5
+
+
+def test_logs_are_prepared_off_the_reactor_then_roles_applied(env):
+    body = leader_and_isr(partitions=(0, 1))
+    env.rm.prepare_partitions(body)  # what a worker thread runs in a real broker
+    prepared = dict(env.rm._prepared)
+    assert set(prepared) == {("t", 0), ("t", 1)}
+    assert not env.rm.partitions  # nothing is served until the roles are applied
+    env.rm.become_leader_or_follower(body)
+    assert env.rm.partitions[("t", 0)] is prepared[("t", 0)] and env.rm.partitions[("t", 0)].is_leader
+    assert env.rm._prepared == {}
