@@ -13,7 +13,6 @@ replication issue feeds follower offsets through :meth:`update_follower`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mafka.errors import (
@@ -211,10 +210,3 @@ class Partition:
             return self.log.read(offset, 1 << 30, upper, min_one_batch=True).size
         except KafkaError:
             return 1  # an error is worth answering at once
-
-    def offsets_in_isr(self) -> Sequence[int]:
-        return self.state.isr if self.state else ()
-
-    def error_for(self, exc: BaseException) -> ErrorCode:
-        return exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
-
