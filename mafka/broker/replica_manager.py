@@ -388,6 +388,23 @@ class ReplicaManager:
             partition.log.increment_log_start_offset(target)
         return partition.log.log_start_offset
 
+    # ================================================================== leader epochs
+
+    def end_offset_for_epoch(self, topic: str, index: int, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch on the leader (KIP-101/279): (epoch, end offset) for *leader_epoch*.
+
+        The latest epoch ends at the log end offset; an older one ends where
+        the next epoch starts; an epoch older than every cached one answers
+        (that epoch, the first cached start offset); none → (−1, −1).
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError,
+            FencedLeaderEpochError, UnknownLeaderEpochError (KIP-320).
+        """
+        partition = self.leader_partition(topic, index)
+        partition.check_leader_epoch(current_leader_epoch)
+        return partition.log.epoch_cache.end_offset_for(leader_epoch, partition.log.next_offset)
+
     # ================================================================== list offsets
 
     def list_offset(self, topic: str, index: int, timestamp: int, *, replica_id: int = -1) -> tuple[int, int]:

@@ -351,3 +351,28 @@ def test_logs_are_prepared_off_the_reactor_then_roles_applied(env):
     env.rm.become_leader_or_follower(body)
     assert env.rm.partitions[("t", 0)] is prepared[("t", 0)] and env.rm.partitions[("t", 0)].is_leader
     assert env.rm._prepared == {}
+
+
+def test_offset_for_leader_epoch(env):
+    env.rm.become_leader_or_follower(leader_and_isr(epoch=3))
+    produce(env, batch(4))  # epoch 3 holds offsets 0..3
+    env.rm.become_leader_or_follower(leader_and_isr(epoch=5, controller_epoch=1))
+    produce(env, batch(2))  # epoch 5 starts at 4
+    body = {"replica_id": 2, "topics": [{"topic": "t", "partitions": [
+        {"partition": 0, "current_leader_epoch": 5, "leader_epoch": 5},
+        {"partition": 0, "current_leader_epoch": 5, "leader_epoch": 4},
+        {"partition": 0, "current_leader_epoch": 5, "leader_epoch": 3},
+        {"partition": 0, "current_leader_epoch": 4, "leader_epoch": 3},
+        {"partition": 0, "current_leader_epoch": 6, "leader_epoch": 3},
+        {"partition": 7, "current_leader_epoch": -1, "leader_epoch": 3},
+    ]}]}
+    resp, _ = call(env, 23, 3, body)
+    got = [(p.error_code, p.leader_epoch, p.end_offset) for p in resp.topics[0].partitions]
+    assert got == [
+        (0, 5, 6),  # the current epoch ends at the log end
+        (0, 3, 4),  # epoch 4 never led here: the largest epoch below it, ending where 5 starts
+        (0, 3, 4),
+        (ErrorCode.FENCED_LEADER_EPOCH, -1, -1),
+        (ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1),
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1),
+    ]
