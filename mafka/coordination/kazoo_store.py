@@ -39,7 +39,6 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from mafka.coordination.memory_store import validate_path
 from mafka.coordination.store import (
     BadVersionError,
     CheckOp,
@@ -56,6 +55,7 @@ from mafka.coordination.store import (
     Stat,
     StoreError,
     WatchCallback,
+    validate_path,
 )
 
 __all__ = ["KazooStore", "translate_error"]

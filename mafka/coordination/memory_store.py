@@ -66,6 +66,7 @@ from mafka.coordination.store import (
     Stat,
     StoreError,
     WatchCallback,
+    validate_path,
 )
 
 __all__ = ["MemoryZooKeeper", "MemoryStore", "validate_path", "parent_of"]
@@ -74,19 +75,6 @@ _log = Logger()
 
 _CHILDREN = "children"
 _DATA = "data"
-
-
-def validate_path(path: str) -> None:
-    """Raises ValueError unless *path* is an absolute ZooKeeper path."""
-    if not isinstance(path, str) or not path.startswith("/"):
-        raise ValueError(f"path must be absolute: {path!r}")
-    if path == "/":
-        return
-    if path.endswith("/"):
-        raise ValueError(f"path must not end with '/': {path!r}")
-    for part in path[1:].split("/"):
-        if part in ("", ".", "..") or "\0" in part:
-            raise ValueError(f"invalid path: {path!r}")
 
 
 def parent_of(path: str) -> str:

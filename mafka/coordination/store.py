@@ -40,7 +40,21 @@ __all__ = [
     "SessionExpiredError",
     "WatchHandle",
     "SessionListener",
+    "validate_path",
 ]
+
+
+def validate_path(path: str) -> None:
+    """Raises ValueError unless *path* is an absolute ZooKeeper path."""
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"path must be absolute: {path!r}")
+    if path == "/":
+        return
+    if path.endswith("/"):
+        raise ValueError(f"path must not end with '/': {path!r}")
+    for part in path[1:].split("/"):
+        if part in ("", ".", "..") or "\0" in part:
+            raise ValueError(f"invalid path: {path!r}")
 
 
 class StoreError(Exception):
