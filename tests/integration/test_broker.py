@@ -87,34 +87,38 @@ def fetch_body(topic: str, offset: int, max_wait_ms: int) -> dict:
 
 
 def test_long_poll_is_woken_by_the_append(cluster):
+    """A fetch parked for 10 s answers within 20 ms of a produce (median of three, on a shared machine)."""
     topic = new_topic(cluster, partitions=1)
     leader = leader_of(cluster, topic)
     consumer, producer = Client(*_addr(leader)), Client(*_addr(leader))
+    latencies = []
     try:
-        got = {}
+        for offset in range(3):
+            got = {}
 
-        def wait_fetch():
-            body = consumer.call(1, 11, fetch_body(topic, 0, max_wait_ms=10000))
-            got["at"] = time.monotonic()
-            got["body"] = body
+            def wait_fetch(offset=offset, got=got):
+                body = consumer.call(1, 11, fetch_body(topic, offset, max_wait_ms=10000))
+                got["at"] = time.monotonic()
+                got["body"] = body
 
-        t = threading.Thread(target=wait_fetch)
-        t.start()
-        time.sleep(0.5)  # the fetch is parked by now
-        assert "at" not in got
-        before = time.monotonic()
-        resp = producer.call(0, 7, produce_body(topic, build_batch([Record(0, int(time.time() * 1000), b"k", b"woken")])))
-        acked = time.monotonic()
-        assert resp.responses[0].partition_responses[0].error_code == 0
-        t.join(15)
-        records = list(iter_records(bytes(got["body"].responses[0].partitions[0].records)))
-        assert [r.value for r in records] == [b"woken"]
-        latency_ms = (got["at"] - before) * 1000
-        print(f"long-poll wake-up: {latency_ms:.1f} ms after the produce was sent ({(acked - before) * 1000:.1f} ms to its ack)")
-        assert latency_ms < 20, f"the parked fetch answered {latency_ms:.1f} ms after the produce"
+            t = threading.Thread(target=wait_fetch)
+            t.start()
+            time.sleep(0.5)  # the fetch is parked by now
+            assert "at" not in got, "the fetch answered before anything was produced"
+            before = time.monotonic()
+            value = b"woken-%d" % offset
+            resp = producer.call(0, 7, produce_body(topic, build_batch([Record(0, int(time.time() * 1000), b"k", value)])))
+            assert resp.responses[0].partition_responses[0].error_code == 0
+            t.join(15)
+            records = list(iter_records(bytes(got["body"].responses[0].partitions[0].records)))
+            assert [r.value for r in records] == [value]
+            latencies.append((got["at"] - before) * 1000)
     finally:
         consumer.close()
         producer.close()
+    latencies.sort()
+    print(f"long-poll wake-up after the produce was sent: {', '.join(f'{x:.1f}' for x in latencies)} ms")
+    assert latencies[1] < 20, f"parked fetches answered {latencies} ms after the produce (median over 20 ms)"
 
 
 def test_resent_idempotent_produce_is_not_written_twice_even_after_a_restart(cluster):
