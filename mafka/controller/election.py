@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
+from enum import Enum
 from typing import NamedTuple
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "Election",
     "ElectionResult",
     "LeaderAndIsr",
+    "LeaderElectionStrategy",
     "controlled_shutdown_leader",
     "initial_leader_and_isr",
     "leader_for_controlled_shutdown",
@@ -73,6 +75,22 @@ NO_LEADER = -1
 NO_EPOCH = -1
 LEADER_DURING_DELETE = -2
 EPOCH_DURING_DELETE = -2
+
+
+class LeaderElectionStrategy(Enum):
+    """Kafka's ``PartitionLeaderElectionStrategy``: which of the functions below elects.
+
+    ``OFFLINE`` follows the topic's ``unclean.leader.election.enable``;
+    ``UNCLEAN`` is the offline strategy with unclean election allowed
+    (Kafka's ``OfflinePartitionLeaderElectionStrategy(allowUnclean = true)``,
+    used by an admin UNCLEAN election).
+    """
+
+    OFFLINE = "offline"
+    UNCLEAN = "unclean"
+    REASSIGN = "reassign"
+    PREFERRED = "preferred"
+    CONTROLLED_SHUTDOWN = "controlled-shutdown"
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,11 +50,16 @@ __all__ = [
     "PartitionStateTable",
     "ReplicaState",
     "ReplicaStateTable",
+    "StateChangeFailed",
     "TransitionResult",
     "check_transition",
     "is_valid_transition",
     "valid_previous_states",
 ]
+
+
+class StateChangeFailed(Exception):
+    """A partition could not move to the target state (Kafka's ``StateChangeFailedException``)."""
 
 
 class PartitionState(Enum):

@@ -1,0 +1,198 @@
+"""Topic deletion on the controller (Kafka 2.8's ``TopicDeletionManager``).
+
+A topic marked under ``/admin/delete_topics`` is queued; deletion starts
+once no replica is offline and no partition is being reassigned: partitions
+→ Offline → NonExistent (UpdateMetadata with leader -2), live replicas →
+Offline → DeletionStarted (StopReplica delete=true); a replica whose broker
+answers OK → DeletionSuccessful, an error → DeletionIneligible (retried when
+the broker returns or a reassignment ends).  When every replica succeeded
+the topic's znodes go (``/brokers/topics/T``, ``/config/topics/T``,
+``/admin/delete_topics/T``).  See ``zk-controller-replication.md`` §3.4.
+
+:class:`TopicDeletionMixin` is part of
+:class:`~mafka.controller.controller.Controller`; it only sequences the
+controller's state machines and ZooKeeper calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from mafka.controller.context import PartitionReplica
+from mafka.controller.states import PartitionState, ReplicaState
+from mafka.coordination.znodes import TopicPartition
+from mafka.errors import ErrorCode
+
+__all__ = ["TopicDeletionMixin"]
+
+log = logging.getLogger("mafka.controller")
+
+_P = PartitionState
+_R = ReplicaState
+
+
+class TopicDeletionMixin:
+    """The controller's topic deletion (TDM)."""
+
+    # ------------------------------------------------------------------ topic deletion (TDM)
+
+    async def _process_topic_deletion(self) -> None:
+        """KC ``processTopicDeletion``."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        to_delete = set(await self.zk.get_topic_deletions())
+        unknown = to_delete - ctx.all_topics
+        if unknown:
+            log.warning("ignoring deletion of unknown topics %s", sorted(unknown))
+            await self.zk.delete_topic_deletions(sorted(unknown), ctx.epoch_zk_version)
+        to_delete -= unknown
+        if not to_delete:
+            return
+        if self.config.delete_topic_enable:
+            new = to_delete - ctx.topics_to_be_deleted
+            if new:
+                log.info("controller %d: starting deletion of %s", self.broker_id, sorted(new))
+                ctx.queue_topic_deletion(new)
+                await self._resume_deletions()
+        else:
+            log.info(
+                "removing deletion markers %s: delete.topic.enable is false", sorted(to_delete)
+            )
+            await self.zk.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
+
+    def _is_topic_eligible_for_deletion(self, topic: str) -> bool:
+        ctx = self.context
+        return (
+            ctx.is_topic_queued_for_deletion(topic)
+            and not ctx.is_topic_deletion_in_progress(topic)
+            and topic not in ctx.topics_ineligible_for_deletion
+        )
+
+    async def _resume_deletions(self) -> None:
+        """TDM ``resumeDeletions``."""
+        ctx = self.context
+        if not self.config.delete_topic_enable:
+            return
+        retry: set[str] = set()
+        eligible: set[str] = set()
+        for topic in sorted(ctx.topics_to_be_deleted):
+            if ctx.are_all_replicas_in_state(topic, _R.ReplicaDeletionSuccessful):
+                await self._complete_delete_topic(topic)
+                log.info("controller %d: deletion of topic %s completed", self.broker_id, topic)
+            elif not ctx.is_any_replica_in_state(topic, _R.ReplicaDeletionStarted):
+                if ctx.is_any_replica_in_state(topic, _R.ReplicaDeletionIneligible):
+                    retry.add(topic)
+            if self._is_topic_eligible_for_deletion(topic):
+                eligible.add(topic)
+        if retry:
+            failed = [
+                key
+                for topic in sorted(retry)
+                for key in ctx.replicas_in_state(topic, _R.ReplicaDeletionIneligible)
+            ]
+            await self._replica_state_changes(failed, _R.OfflineReplica)
+        if eligible:
+            await self._on_topic_deletion(eligible)
+
+    async def _on_topic_deletion(self, topics: set[str]) -> None:
+        """TDM ``onTopicDeletion``."""
+        ctx = self.context
+        unseen = topics - ctx.topics_with_deletion_started
+        if unseen:
+            partitions = [tp for topic in sorted(unseen) for tp in ctx.partitions_for_topic(topic)]
+            await self._partition_state_changes(partitions, _P.OfflinePartition)
+            await self._partition_state_changes(partitions, _P.NonExistentPartition)
+            ctx.begin_topic_deletion(unseen)
+        # Brokers stop serving the topics (leader -2 in UpdateMetadata).
+        self._send_update_metadata(
+            ctx.live_or_shutting_down_broker_ids,
+            [tp for topic in sorted(topics) for tp in ctx.partitions_for_topic(topic)],
+        )
+        await self._on_partition_deletion(topics)
+
+    async def _on_partition_deletion(self, topics: set[str]) -> None:
+        """TDM ``onPartitionDeletion``: StopReplica(delete) to live replicas, dead ones ineligible."""
+        ctx = self.context
+        dead_replicas: list[PartitionReplica] = []
+        retry_replicas: list[PartitionReplica] = []
+        ineligible: set[str] = set()
+        for topic in sorted(topics):
+            replicas = ctx.replicas_for_topic(topic)
+            alive = [key for key in replicas if ctx.is_replica_online(key[1])]
+            dead = [key for key in replicas if not ctx.is_replica_online(key[1])]
+            succeeded = set(ctx.replicas_in_state(topic, _R.ReplicaDeletionSuccessful))
+            retry_replicas.extend(key for key in alive if key not in succeeded)
+            dead_replicas.extend(dead)
+            if dead:
+                ineligible.add(topic)
+        await self._replica_state_changes(dead_replicas, _R.ReplicaDeletionIneligible)
+        await self._replica_state_changes(retry_replicas, _R.OfflineReplica)
+        await self._replica_state_changes(retry_replicas, _R.ReplicaDeletionStarted)
+        if ineligible:
+            self._mark_topic_ineligible(ineligible)
+
+    def _mark_topic_ineligible(self, topics: Iterable[str]) -> None:
+        ctx = self.context
+        halted = set(topics) & ctx.topics_to_be_deleted
+        if halted:
+            ctx.topics_ineligible_for_deletion |= halted
+            log.info("controller %d: halted deletion of %s", self.broker_id, sorted(halted))
+
+    async def _resume_deletion_for_topics(self, topics: Iterable[str]) -> None:
+        ctx = self.context
+        resume = set(topics) & ctx.topics_to_be_deleted
+        if resume:
+            ctx.topics_ineligible_for_deletion -= resume
+            await self._resume_deletions()
+
+    async def _fail_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        ctx = self.context
+        failed = [key for key in replicas if ctx.is_topic_queued_for_deletion(key[0][0])]
+        if failed:
+            await self._replica_state_changes(failed, _R.ReplicaDeletionIneligible)
+            self._mark_topic_ineligible({key[0][0] for key in failed})
+            await self._resume_deletions()
+
+    async def _complete_replica_deletion(self, replicas: Iterable[PartitionReplica]) -> None:
+        ctx = self.context
+        done = [key for key in replicas if ctx.is_topic_queued_for_deletion(key[0][0])]
+        await self._replica_state_changes(done, _R.ReplicaDeletionSuccessful)
+        await self._resume_deletions()
+
+    async def _complete_delete_topic(self, topic: str) -> None:
+        """TDM ``completeDeleteTopic``: forget the replicas, delete the znodes."""
+        ctx = self.context
+        self._unwatch_topic(topic)
+        await self._replica_state_changes(
+            ctx.replicas_in_state(topic, _R.ReplicaDeletionSuccessful), _R.NonExistentReplica
+        )
+        await self.zk.delete_topic_znodes(topic, ctx.epoch_zk_version)
+        ctx.remove_topic(topic)
+
+    def _on_stop_replica_response(
+        self, broker_id: int, error: ErrorCode, partition_errors: dict[TopicPartition, ErrorCode]
+    ) -> None:
+        self._fire(
+            "TopicDeletionStopReplicaResponseReceived",
+            self._process_stop_replica_response,
+            broker_id,
+            error,
+            partition_errors,
+        )
+
+    async def _process_stop_replica_response(
+        self, broker_id: int, error: ErrorCode, partition_errors: dict[TopicPartition, ErrorCode]
+    ) -> None:
+        """KC ``processTopicDeletionStopReplicaResponseReceived``."""
+        if not self.is_active:
+            return
+        if error != ErrorCode.NONE:
+            in_error = set(partition_errors)
+        else:
+            in_error = {tp for tp, code in partition_errors.items() if code != ErrorCode.NONE}
+        await self._fail_replica_deletion([(tp, broker_id) for tp in sorted(in_error)])
+        succeeded = sorted(set(partition_errors) - in_error)
+        if succeeded:
+            await self._complete_replica_deletion([(tp, broker_id) for tp in succeeded])
