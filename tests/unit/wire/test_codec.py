@@ -31,6 +31,9 @@ REFERENCE_TABLE = {
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 1), 23: (2, 3), 24: (0, 2), 25: (0, 2),
     26: (0, 2), 27: (0, 0), 28: (0, 2), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
     42: (0, 1), 44: (0, 0),
+    # Admin APIs of issue #5, beyond §2.3: ElectLeaders (v2 flexible) and the
+    # flex-only KIP-455 reassignment APIs; no client infers features from them.
+    43: (0, 2), 45: (0, 0), 46: (0, 0),
 }  # fmt: skip
 REFERENCE_DECODE_FLOOR = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
 
