@@ -1,24 +1,36 @@
-"""A partition replica on this broker: its log, its role, its high watermark.
+"""A partition replica on this broker: its log, its role, its ISR and high watermark.
 
 Plain Python (Kafka's ``cluster/Partition.scala``): no network, no
-ZooKeeper.  The controller's LeaderAndIsr makes it leader or follower; as
-leader it appends producers' batches (assigning offsets, de-duplicating
-idempotent producers) and serves reads up to the high watermark.
+ZooKeeper, time passed in as ``now_ms``.  The controller's LeaderAndIsr
+makes it leader or follower.
 
-High watermark = the minimum log end offset over the leader and the ISR's
-followers, never decreasing.  With an ISR of one (single-replica partitions
-in this issue) that is the leader's log end offset after every append; the
-replication issue feeds follower offsets through :meth:`update_follower`.
+As **leader** it appends producers' batches (assigning offsets,
+de-duplicating idempotent producers), tracks each follower's log end offset
+and last caught-up time from their fetches, and serves reads up to the high
+watermark = the minimum log end offset over the leader and every follower
+that is in the (maximal) ISR or caught up within ``replica.lag.time.max.ms``.
+It never decreases.  It proposes ISR changes (shrink: a follower that has not
+caught up within the lag; expand: a follower at or past both the HW and the
+start of this leader epoch); the replica manager writes them to ZooKeeper
+and reports back with :meth:`complete_isr_change`.  While a change is in
+flight the HW is computed over the union of the old and the proposed ISR
+(Kafka's "maximal ISR"), so neither direction can let it run ahead of a
+replica that may count as in sync.
+
+As **follower** it appends the leader's batches as they are and keeps
+HW = min(leader HW, own log end offset).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from mafka.coordination.znodes import LeaderIsrAndControllerEpoch
 from mafka.errors import (
     ErrorCode,
     FencedLeaderEpochError,
     KafkaError,
+    NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
@@ -27,12 +39,12 @@ from mafka.wire.batch import BatchHeader, iter_batches
 
 from .producer_state import ProducerStateManager
 
-__all__ = ["Partition", "LeaderState", "ReadResult"]
+__all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState"]
 
 
 @dataclass(frozen=True, slots=True)
 class LeaderState:
-    """What a LeaderAndIsr said about a partition."""
+    """What a LeaderAndIsr said about a partition (the ISR and zkVersion change with the leader's own ISR writes)."""
 
     leader: int
     leader_epoch: int
@@ -40,6 +52,16 @@ class LeaderState:
     replicas: tuple[int, ...]
     zk_version: int
     controller_epoch: int
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """The leader's view of one follower (Kafka's ``Replica``)."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +81,23 @@ class Partition:
         topic, index: the partition.
         broker_id: this broker.
         log: its log (opened by the log manager).
+        high_watermark: the checkpointed HW (clamped to the log).
+        replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
     """
 
-    def __init__(self, topic: str, index: int, broker_id: int, log: Log) -> None:
+    def __init__(
+        self, topic: str, index: int, broker_id: int, log: Log, *, high_watermark: int = 0, replica_lag_time_max_ms: int = 30000
+    ) -> None:
         self.topic = topic
         self.index = index
         self.broker_id = broker_id
         self.log = log
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.state: LeaderState | None = None
-        self.high_watermark = 0
-        self.follower_offsets: dict[int, int] = {}
+        self.high_watermark = max(log.log_start_offset, min(high_watermark, log.next_offset))
+        self.followers: dict[int, FollowerState] = {}
+        self.pending_isr: tuple[int, ...] | None = None
+        self.leader_epoch_start_offset = -1
         self.producers = ProducerStateManager(f"{topic}-{index}")
         self._load_producer_state()
 
@@ -107,22 +136,50 @@ class Partition:
     def leader_epoch(self) -> int:
         return self.state.leader_epoch if self.state else -1
 
+    @property
+    def isr(self) -> tuple[int, ...]:
+        """The ISR as committed in ZooKeeper (what ``min.insync.replicas`` is checked against)."""
+        return self.state.isr if self.state else ()
+
+    @property
+    def maximal_isr(self) -> frozenset[int]:
+        """The committed ISR plus a proposed one in flight (what the HW is computed over)."""
+        return frozenset(self.isr) | frozenset(self.pending_isr or ())
+
     # ------------------------------------------------------------------ role changes
 
-    def make_leader(self, state: LeaderState) -> None:
-        """Becomes leader: the epoch starts at the log end offset (KIP-101)."""
+    def make_leader(self, state: LeaderState, now_ms: int = 0) -> bool:
+        """Becomes (or stays) leader at a new epoch; returns whether it was a follower before.
+
+        The epoch starts at the log end offset (KIP-101).  Every follower's
+        caught-up time restarts (now for ISR members); their log end offsets
+        are forgotten only when leadership is new here, as in Kafka.
+        """
+        was_leader = self.is_leader
         self.state = state
+        self.pending_isr = None
         log = self.log
         latest = log.epoch_cache.latest_epoch
         if latest is None or state.leader_epoch > latest:
             log.epoch_cache.assign(state.leader_epoch, log.next_offset)
-        self.follower_offsets = {r: -1 for r in state.replicas if r != self.broker_id}
+        self.leader_epoch_start_offset = log.next_offset
+        old = self.followers if was_leader else {}
+        self.followers = {}
+        for r in state.replicas:
+            if r == self.broker_id:
+                continue
+            fs = old.get(r) or FollowerState()
+            fs.last_caught_up_ms = now_ms if r in state.isr else 0
+            self.followers[r] = fs
         self.high_watermark = max(min(self.high_watermark, log.next_offset), log.log_start_offset)
-        self._maybe_advance_hw()
+        self._maybe_advance_hw(now_ms)
+        return not was_leader
 
     def make_follower(self, state: LeaderState) -> None:
         self.state = state
-        self.follower_offsets = {}
+        self.followers = {}
+        self.pending_isr = None
+        self.leader_epoch_start_offset = -1
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """KIP-320: −1 skips; older → FENCED_LEADER_EPOCH; newer → UNKNOWN_LEADER_EPOCH."""
@@ -141,15 +198,24 @@ class Partition:
 
     # ------------------------------------------------------------------ leader operations
 
-    def append_as_leader(self, records: bytes | memoryview, header: BatchHeader | None = None) -> LogAppendInfo:
+    def append_as_leader(
+        self, records: bytes | memoryview, header: BatchHeader | None = None, *, required_acks: int = 1, min_isr: int = 1,
+        now_ms: int = 0,
+    ) -> LogAppendInfo:
         """Appends a producer's (validated) batch with this leader's epoch; advances the HW if it may.
 
-        An idempotent producer's batch is checked against its sequence
-        state first: a retry of one of its last five batches is answered
-        with the original offsets and not written again; a gap raises
-        OUT_OF_ORDER_SEQUENCE_NUMBER, a stale epoch INVALID_PRODUCER_EPOCH.
+        With ``required_acks == -1`` and fewer than *min_isr* replicas in the
+        ISR nothing is written: NOT_ENOUGH_REPLICAS.  An idempotent
+        producer's batch is checked against its sequence state first: a retry
+        of one of its last five batches is answered with the original offsets
+        and not written again; a gap raises OUT_OF_ORDER_SEQUENCE_NUMBER, a
+        stale epoch INVALID_PRODUCER_EPOCH.
         """
         state = self._require_leader()
+        if required_acks == -1 and len(state.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index}: the ISR {list(state.isr)} is smaller than min.insync.replicas={min_isr}"
+            )
         if header is None:
             header = next(iter_batches(memoryview(records)))[1]
         if header.producer_id >= 0:
@@ -167,26 +233,123 @@ class Partition:
                 header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
                 info.first_offset, info.last_offset, info.max_timestamp, is_transactional=header.is_transactional,
             )
-        self._maybe_advance_hw()
+        self._maybe_advance_hw(now_ms)
         return info
 
-    def update_follower(self, replica_id: int, fetch_offset: int) -> bool:
-        """Records a follower's fetch position; returns whether the HW moved."""
-        if replica_id in self.follower_offsets:
-            self.follower_offsets[replica_id] = fetch_offset
-        return self._maybe_advance_hw()
+    def replication_status(self, required_offset: int, min_isr: int) -> ErrorCode | None:
+        """For an acks=all append ending before *required_offset*: None while waiting, else the answer.
 
-    def _maybe_advance_hw(self) -> bool:
+        Once the HW covers it: NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
+        shrank below *min_isr* meanwhile, else NONE; NOT_LEADER_OR_FOLLOWER if
+        leadership moved (Kafka's ``checkEnoughReplicasReachOffset``).
+        """
+        if not self.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.high_watermark < required_offset:
+            return None
+        return ErrorCode.NONE if len(self.isr) >= min_isr else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int = 0) -> bool:
+        """Records a follower's fetch position (Kafka's ``updateFetchState``); returns whether the HW moved.
+
+        Caught-up time: now if it fetched at the log end; else the time of
+        its previous fetch if it has reached the log end as of then.
+        """
+        fs = self.followers.get(replica_id)
+        if fs is None or not self.is_leader:
+            return False
+        leo = self.log.next_offset
+        if fetch_offset >= leo:
+            fs.last_caught_up_ms = max(fs.last_caught_up_ms, now_ms)
+        elif fetch_offset >= fs.last_fetch_leader_leo >= 0:
+            fs.last_caught_up_ms = max(fs.last_caught_up_ms, fs.last_fetch_ms)
+        fs.log_end_offset = fetch_offset
+        fs.last_fetch_leader_leo = leo
+        fs.last_fetch_ms = now_ms
+        return self._maybe_advance_hw(now_ms)
+
+    def _maybe_advance_hw(self, now_ms: int = 0) -> bool:
         if not self.is_leader:
             return False
-        assert self.state is not None
         leo = self.log.next_offset
-        isr_offsets = [self.follower_offsets.get(r, -1) for r in self.state.isr if r != self.broker_id]
-        candidate = min([leo, *isr_offsets])
+        candidate = leo
+        maximal = self.maximal_isr
+        for r, fs in self.followers.items():
+            if fs.log_end_offset < candidate and (
+                r in maximal or now_ms - fs.last_caught_up_ms <= self.replica_lag_time_max_ms
+            ):
+                candidate = fs.log_end_offset
         if candidate > self.high_watermark:
             self.high_watermark = candidate
             return True
         return False
+
+    # ------------------------------------------------------------------ ISR changes (leader)
+
+    def isr_to_expand(self, replica_id: int) -> tuple[int, ...] | None:
+        """The ISR with *replica_id* added, if it may rejoin now (KAFKA-7128); else None.
+
+        It must be an assigned follower outside the ISR whose log end offset
+        is at or past both the HW and the start of this leader epoch, and no
+        other ISR change may be in flight.
+        """
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        fs = self.followers.get(replica_id)
+        if fs is None or replica_id in self.isr:
+            return None
+        if fs.log_end_offset >= self.high_watermark and fs.log_end_offset >= self.leader_epoch_start_offset:
+            return (*self.isr, replica_id)
+        return None
+
+    def isr_to_shrink(self, now_ms: int) -> tuple[int, ...] | None:
+        """The ISR without followers that have not caught up within the lag; None if nobody lags.
+
+        Out of sync (Kafka's ``isFollowerOutOfSync``): its log end offset is
+        not the leader's and it last caught up more than
+        ``replica.lag.time.max.ms`` ago.
+        """
+        if not self.is_leader or self.pending_isr is not None:
+            return None
+        leo = self.log.next_offset
+        out = [
+            r for r in self.isr
+            if r != self.broker_id
+            and (fs := self.followers.get(r)) is not None
+            and fs.log_end_offset != leo
+            and now_ms - fs.last_caught_up_ms > self.replica_lag_time_max_ms
+        ]
+        if not out:
+            return None
+        return tuple(r for r in self.isr if r not in out)
+
+    def begin_isr_change(self, new_isr: tuple[int, ...]) -> tuple[LeaderIsrAndControllerEpoch, int]:
+        """Marks *new_isr* in flight; returns the state znode to write and the expected zkVersion.
+
+        Leaders keep the leader epoch and the controller epoch of their last
+        LeaderAndIsr (Kafka 2.6 ``shrinkIsr``/``expandIsr``).
+        """
+        state = self._require_leader()
+        self.pending_isr = tuple(new_isr)
+        return LeaderIsrAndControllerEpoch(self.broker_id, state.leader_epoch, tuple(new_isr), state.controller_epoch), state.zk_version
+
+    def complete_isr_change(self, new_isr: tuple[int, ...], leader_epoch: int, zk_version: int | None, now_ms: int = 0) -> bool:
+        """The ZooKeeper write of *new_isr* finished: *zk_version* on success, None on conflict.
+
+        A conflict keeps the old ISR until the controller's next LeaderAndIsr.
+        A result for an older epoch (a LeaderAndIsr arrived meanwhile) is
+        ignored.  Returns whether the ISR changed.
+        """
+        if self.state is None or self.state.leader_epoch != leader_epoch or self.pending_isr != tuple(new_isr):
+            return False
+        self.pending_isr = None
+        if zk_version is None:
+            return False
+        self.state = replace(self.state, isr=tuple(new_isr), zk_version=zk_version)
+        self._maybe_advance_hw(now_ms)
+        return True
+
+    # ------------------------------------------------------------------ reads
 
     def read(self, offset: int, max_bytes: int, *, replica_id: int = -1, current_leader_epoch: int = -1, min_one_batch: bool = True) -> ReadResult:
         """Reads for a consumer (up to the HW) or a follower (up to the LEO).
@@ -210,3 +373,34 @@ class Partition:
             return self.log.read(offset, 1 << 30, upper, min_one_batch=True).size
         except KafkaError:
             return 1  # an error is worth answering at once
+
+    # ------------------------------------------------------------------ follower operations
+
+    def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
+        """Appends the leader's batches as they are; idempotent producers' state follows them.
+
+        Raises:
+            UnexpectedAppendOffsetError, InvalidRecordError, MessageTooLargeError (from the log).
+        """
+        info = self.log.append_as_follower(records)
+        for _, h in iter_batches(memoryview(records)):
+            if h.producer_id >= 0 and not h.is_control:
+                self.producers.record_append(
+                    h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                    h.base_offset, h.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
+                )
+        return info
+
+    def update_follower_high_watermark(self, leader_high_watermark: int, leader_log_start_offset: int = -1) -> None:
+        """A follower's HW = min(leader HW, own log end offset); it adopts a higher leader log start offset."""
+        log = self.log
+        if leader_log_start_offset > log.log_start_offset:
+            log.increment_log_start_offset(min(leader_log_start_offset, log.next_offset))
+            self.producers.truncate_head(log.log_start_offset)
+        self.high_watermark = max(log.log_start_offset, min(leader_high_watermark, log.next_offset))
+
+    def truncated(self) -> None:
+        """The log was truncated (by the log manager, off the reactor): clamp the HW, drop producer state above it."""
+        log = self.log
+        self.producers.truncate_to(log.next_offset)
+        self.high_watermark = max(log.log_start_offset, min(self.high_watermark, log.next_offset))

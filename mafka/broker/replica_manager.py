@@ -6,9 +6,19 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
 
 * LeaderAndIsr / StopReplica from the controller create, re-role and remove
   partitions (controller-epoch and leader-epoch fencing as Kafka).
-* Produce appends through the partition leaders.  acks=−1 answers once the
-  high watermark covers the batch (at once with an ISR of one) or
+* Produce appends through the partition leaders.  acks=−1 checks
+  ``min.insync.replicas`` before the append (NOT_ENOUGH_REPLICAS, nothing
+  written) and answers once the high watermark covers the batch
+  (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile) or
   REQUEST_TIMED_OUT at the request timeout.
+* Followers' fetches move their leaders' high watermarks and may re-admit
+  them to the ISR; a timer shrinks ISRs of lagging followers
+  (:meth:`ReplicaManager.maybe_shrink_isr`).  ISR changes are written to
+  ZooKeeper by an injected ``isr_writer`` and announced in batches
+  (:meth:`ReplicaManager.isr_changes_to_propagate`), as Kafka 2.6 does.
+* Follower partitions are handed to an injected fetcher manager, which
+  truncates them (:meth:`ReplicaManager.truncate_follower`, off the
+  reactor) and appends what it fetched (:meth:`ReplicaManager.append_as_follower`).
 * Fetch answers at once when it has ``min_bytes`` (or an error, or
   ``max_wait_ms`` ≤ 0); otherwise it parks and is **woken by appends** to
   any of its partitions, or by its own timer at ``max_wait_ms``.
@@ -35,9 +45,24 @@ from mafka.errors import (
 from .partition import LeaderState, Partition, ReadResult
 from .validation import validate_produce_batch
 
+#: Kafka 2.6 ``ReplicaManager``: ISR changes are announced when none happened for this long …
+ISR_CHANGE_BLACKOUT_MS = 5000
+#: … or when the last announcement is this old.
+ISR_CHANGE_MAX_DELAY_MS = 60000
+
 __all__ = ["ReplicaManager", "FetchPartition", "FetchedPartition", "ProduceResult"]
 
 log = logging.getLogger("mafka.broker.replica_manager")
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerTarget:
+    """Where a follower partition fetches from, and at which leader epoch."""
+
+    leader_id: int
+    host: str
+    port: int
+    leader_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +104,7 @@ class _DelayedFetch:
 
 @dataclass(eq=False)
 class _DelayedProduce:
+    min_isr: dict[tuple[str, int], int]
     waiting: dict[tuple[str, int], ProduceResult]
     results: dict[tuple[str, int], ProduceResult]
     deferred: defer.Deferred
@@ -93,10 +119,19 @@ class ReplicaManager:
     Args:
         broker_id: this broker's id.
         log_manager: a :class:`mafka.log.manager.LogManager` (``get_or_create_log``,
-            ``get_log``, ``delete_log``, ``log_io``).
-        clock: an ``IReactorTime`` for the waiting rooms' timers.
+            ``get_log``, ``delete_log``, ``log_io``, ``truncate_to``).
+        clock: an ``IReactorTime`` for the waiting rooms' timers (and the time, in ms).
         log_config_for: topic → LogConfig (the topic's config over the broker's).
-        max_message_bytes: the broker's ``message.max.bytes`` (topics may override).
+        min_insync_replicas: topic → its ``min.insync.replicas``.
+        replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
+        high_watermarks: checkpointed HWs, read at startup.
+        isr_writer: ``(tp, LeaderIsrAndControllerEpoch, expected_zk_version) ->
+            Deferred[(ok, zk_version)]`` (the leader's conditional state write);
+            None commits ISR changes at once (unit tests without ZooKeeper).
+        fetcher_manager: ``add_partitions({tp: FollowerTarget})`` /
+            ``remove_partitions(tps)``; None runs no fetchers.
+        run_blocking: ``(fn, *args) -> Deferred`` running disk work off the
+            reactor; None runs it inline (unit tests).
     """
 
     def __init__(
@@ -106,16 +141,37 @@ class ReplicaManager:
         clock: Any,
         *,
         log_config_for: Callable[[str], Any] | None = None,
+        min_insync_replicas: Callable[[str], int] | None = None,
+        replica_lag_time_max_ms: int = 30000,
+        high_watermarks: dict[tuple[str, int], int] | None = None,
+        isr_writer: Callable[..., defer.Deferred] | None = None,
+        fetcher_manager: Any = None,
+        run_blocking: Callable[..., defer.Deferred] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.clock = clock
         self.log_config_for = log_config_for or (lambda topic: None)
+        self.min_insync_replicas = min_insync_replicas or (lambda topic: 1)
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.high_watermarks = dict(high_watermarks or {})
+        self.isr_writer = isr_writer
+        self.fetcher_manager = fetcher_manager
+        self.run_blocking = run_blocking or (lambda fn, *args: defer.maybeDeferred(fn, *args))
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
         self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
         self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
         self._prepared: dict[tuple[str, int], Partition] = {}  # opened off the reactor, not yet applied
+        self._truncating: dict[tuple[str, int], defer.Deferred] = {}
+        self.isr_change_set: set[tuple[str, int]] = set()
+        self.last_isr_change_ms = 0
+        self.last_isr_propagation_ms = self.now_ms()
+        self.isr_shrinks = 0
+        self.isr_expands = 0
+
+    def now_ms(self) -> int:
+        return int(self.clock.seconds() * 1000)
 
     # ================================================================== controller requests
 
@@ -128,11 +184,47 @@ class ReplicaManager:
                     errors.append(_partition_error(ts.topic_name, ps.partition_index, ErrorCode.STALE_CONTROLLER_EPOCH))
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": errors}
         self.controller_epoch = body.controller_epoch
+        endpoints = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
+        followed: dict[tuple[str, int], FollowerTarget] = {}
+        unfollowed: list[tuple[str, int]] = []
         for ts in body.topic_states:
             for ps in ts.partition_states:
                 tp = (ts.topic_name, ps.partition_index)
-                errors.append(_partition_error(tp[0], tp[1], self._apply_partition_state(tp, ps)))
+                error = self._apply_partition_state(tp, ps)
+                errors.append(_partition_error(tp[0], tp[1], error))
+                if error != ErrorCode.NONE:
+                    continue
+                if ps.leader != self.broker_id and ps.leader in endpoints:
+                    followed[tp] = FollowerTarget(ps.leader, *endpoints[ps.leader], ps.leader_epoch)
+                else:
+                    unfollowed.append(tp)
+        if self.fetcher_manager is not None:
+            if unfollowed:
+                self.fetcher_manager.remove_partitions(unfollowed)
+            if followed:
+                self.fetcher_manager.add_partitions(followed)
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
+
+    def truncations_in_flight(self, body: Any) -> defer.Deferred:
+        """Fires when no follower truncation of a partition in this LeaderAndIsr body is running.
+
+        A role change must not overtake a truncation running in a worker
+        thread: a new leader's appends could otherwise be cut off by it.
+        """
+        pending = [
+            d
+            for ts in body.topic_states
+            for ps in ts.partition_states
+            if (d := self._truncating.get((ts.topic_name, ps.partition_index))) is not None
+        ]
+        if not pending:
+            return defer.succeed(None)
+        waits = []
+        for d in pending:
+            w: defer.Deferred = defer.Deferred()
+            d.addBoth(lambda r, w=w: (w.callback(None), r)[1])
+            waits.append(w)
+        return defer.DeferredList(waits)
 
     def prepare_partitions(self, body: Any) -> None:
         """Opens or creates the logs a LeaderAndIsr body needs — blocking disk work.
@@ -154,7 +246,11 @@ class ReplicaManager:
 
     def _new_partition(self, tp: tuple[str, int], is_new: bool) -> Partition:
         log_ = self.log_manager.get_or_create_log(tp[0], tp[1], self.log_config_for(tp[0]), is_new=is_new)
-        return Partition(tp[0], tp[1], self.broker_id, log_)
+        return Partition(
+            tp[0], tp[1], self.broker_id, log_,
+            high_watermark=self.high_watermarks.get(tp, 0),
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+        )
 
     def _apply_partition_state(self, tp: tuple[str, int], ps: Any) -> ErrorCode:
         if self.broker_id not in ps.replicas:
@@ -168,7 +264,7 @@ class ReplicaManager:
                 self.partitions[tp] = partition
             state = LeaderState(ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch)
             if ps.leader == self.broker_id:
-                partition.make_leader(state)
+                partition.make_leader(state, self.now_ms())
             else:
                 partition.make_follower(state)
         except KafkaError as exc:
@@ -182,6 +278,8 @@ class ReplicaManager:
             return {"error_code": ErrorCode.STALE_CONTROLLER_EPOCH, "partition_errors": []}
         self.controller_epoch = body.controller_epoch
         errors = []
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions([(t.name, i) for t in body.topics for i in t.partition_indexes])
         for topic in body.topics:
             for index in topic.partition_indexes:
                 tp = (topic.name, index)
@@ -199,7 +297,9 @@ class ReplicaManager:
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def shutdown(self) -> None:
-        """Snapshots every partition's producer state (before the logs close)."""
+        """Stops the fetchers and snapshots every partition's producer state (before the logs close)."""
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.shutdown()
         for partition in self.partitions.values():
             try:
                 partition.snapshot_producer_state()
@@ -240,7 +340,9 @@ class ReplicaManager:
                     raise KafkaError.for_code(ErrorCode.INVALID_RECORD)("a partition with null records")
                 header = validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
                 with self.log_manager.log_io(tp):
-                    info = partition.append_as_leader(records, header)
+                    info = partition.append_as_leader(
+                        records, header, required_acks=acks, min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms()
+                    )
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
                 self._wake(tp)
             except KafkaError as exc:
@@ -250,31 +352,30 @@ class ReplicaManager:
         return self._await_replication(results, timeout_ms)
 
     def _await_replication(self, results: dict[tuple[str, int], ProduceResult], timeout_ms: int) -> defer.Deferred:
-        waiting = {}
-        for tp, r in results.items():
-            if r.error == ErrorCode.NONE and not self._replicated(tp, r):
-                waiting[tp] = r
-        if not waiting:
-            return defer.succeed(results)
+        waiting = {tp: r for tp, r in results.items() if r.error == ErrorCode.NONE}
         d: defer.Deferred = defer.Deferred()
-        delayed = _DelayedProduce(waiting, results, d, keys=list(waiting))
+        delayed = _DelayedProduce({tp: self.min_insync_replicas(tp[0]) for tp in waiting}, waiting, results, d, keys=list(waiting))
+        self._check_produce(delayed)
+        if delayed.done:
+            return d
         for tp in waiting:
             self._produce_waiters[tp].add(delayed)
         delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
         return d
 
-    def _replicated(self, tp: tuple[str, int], r: ProduceResult) -> bool:
-        partition = self.partitions.get(tp)
-        return partition is None or not partition.is_leader or partition.high_watermark > r.last_offset
-
     def _check_produce(self, delayed: _DelayedProduce) -> None:
         for tp, r in list(delayed.waiting.items()):
             partition = self.partitions.get(tp)
-            if partition is None or not partition.is_leader:
-                delayed.results[tp] = ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-                del delayed.waiting[tp]
-            elif self._replicated(tp, r):
-                del delayed.waiting[tp]
+            status = (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if partition is None
+                else partition.replication_status(r.last_offset + 1, delayed.min_isr[tp])
+            )
+            if status is None:
+                continue
+            if status != ErrorCode.NONE:
+                delayed.results[tp] = ProduceResult(status)
+            del delayed.waiting[tp]
         if not delayed.waiting:
             self._finish_produce(delayed)
 
@@ -320,6 +421,8 @@ class ReplicaManager:
         for p in partitions:
             try:
                 partition = self.leader_partition(p.topic, p.partition)
+                if replica_id >= 0:
+                    self._follower_fetched(partition, replica_id, p)
                 result = partition.read(
                     p.fetch_offset,
                     min(p.max_bytes, left),
@@ -330,13 +433,20 @@ class ReplicaManager:
                 if result.data.size:
                     first = False
                     left = max(0, left - result.data.size)
-                if replica_id >= 0:
-                    if partition.update_follower(replica_id, p.fetch_offset):
-                        self._wake((p.topic, p.partition))
                 out.append(FetchedPartition(p.topic, p.partition, ErrorCode.NONE, result))
             except KafkaError as exc:
                 out.append(FetchedPartition(p.topic, p.partition, exc.code, None))
         return out
+
+    def _follower_fetched(self, partition: Partition, replica_id: int, p: FetchPartition) -> None:
+        # Only a follower of the current epoch moves the HW (a fenced one gets its error from read()).
+        if p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
+            return
+        if partition.update_follower(replica_id, p.fetch_offset, self.now_ms()):
+            self._wake(partition.tp)
+        new_isr = partition.isr_to_expand(replica_id)
+        if new_isr is not None:
+            self._write_isr(partition, new_isr, "expand")
 
     def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
         available = 0
@@ -369,6 +479,126 @@ class ReplicaManager:
             self._try_complete_fetch(delayed)
         for delayed in list(self._produce_waiters.get(tp, ())):
             self._check_produce(delayed)
+
+    # ================================================================== ISR maintenance (leader)
+
+    def maybe_shrink_isr(self) -> int:
+        """Drops lagging followers from the ISRs this broker leads (every ``replica.lag.time.max.ms`` / 2)."""
+        now = self.now_ms()
+        started = 0
+        for partition in list(self.partitions.values()):
+            new_isr = partition.isr_to_shrink(now)
+            if new_isr is not None:
+                self._write_isr(partition, new_isr, "shrink")
+                started += 1
+        return started
+
+    def _write_isr(self, partition: Partition, new_isr: tuple[int, ...], kind: str) -> None:
+        state, expected = partition.begin_isr_change(new_isr)
+        epoch, tp = partition.leader_epoch, partition.tp
+        old_isr = partition.isr
+        if self.isr_writer is None:
+            d = defer.succeed((True, expected + 1))
+        else:
+            d = defer.maybeDeferred(self.isr_writer, tp, state, expected)
+
+        def written(result: tuple[bool, int]) -> None:
+            ok, version = result
+            if partition.complete_isr_change(new_isr, epoch, version if ok else None, self.now_ms()):
+                log.info("%s-%d: ISR %s from %s to %s (zkVersion %d)", tp[0], tp[1], kind, list(old_isr), list(new_isr), version)
+                if kind == "shrink":
+                    self.isr_shrinks += 1
+                else:
+                    self.isr_expands += 1
+                self.isr_change_set.add(tp)
+                self.last_isr_change_ms = self.now_ms()
+                self._wake(tp)
+            elif not ok:
+                log.info("%s-%d: ISR %s to %s not written (the state changed in ZooKeeper); waiting for the controller",
+                         tp[0], tp[1], kind, list(new_isr))
+
+        def failed(failure: Any) -> None:
+            log.warning("%s-%d: ISR %s failed: %s", tp[0], tp[1], kind, failure.getErrorMessage())
+            partition.complete_isr_change(new_isr, epoch, None)
+
+        d.addCallbacks(written, failed)
+
+    def isr_changes_to_propagate(self) -> list[tuple[str, int]]:
+        """The ISR changes to announce now, if any (Kafka 2.6 ``maybePropagateIsrChanges``, every 2.5 s).
+
+        Announced when no change happened for 5 s or the last announcement
+        is a minute old; the set is cleared.
+        """
+        now = self.now_ms()
+        if self.isr_change_set and (
+            now - self.last_isr_change_ms > ISR_CHANGE_BLACKOUT_MS or now - self.last_isr_propagation_ms > ISR_CHANGE_MAX_DELAY_MS
+        ):
+            changed = sorted(self.isr_change_set)
+            self.isr_change_set.clear()
+            self.last_isr_propagation_ms = now
+            return changed
+        return []
+
+    # ================================================================== follower operations (for the fetcher)
+
+    def follower_partition(self, tp: tuple[str, int], leader_epoch: int) -> Partition | None:
+        """The partition if this broker follows it at *leader_epoch* and no truncation is running."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.is_leader or partition.leader_epoch != leader_epoch or tp in self._truncating:
+            return None
+        return partition
+
+    def truncate_follower(self, tp: tuple[str, int], leader_epoch: int, offset: int) -> defer.Deferred:
+        """Truncates a follower's log to *offset* in a worker thread; fires with whether it still follows at that epoch."""
+        partition = self.follower_partition(tp, leader_epoch)
+        if partition is None:
+            return defer.succeed(False)
+        if offset >= partition.log.next_offset:
+            return defer.succeed(True)
+        log.info("%s-%d: truncating to offset %d (log end %d, epoch %d)", tp[0], tp[1], offset, partition.log.next_offset, leader_epoch)
+        d = self.run_blocking(self.log_manager.truncate_to, tp, offset)
+        self._truncating[tp] = d
+
+        def done(result: Any) -> Any:
+            self._truncating.pop(tp, None)
+            partition.truncated()
+            return result
+
+        d.addBoth(done)
+        d.addCallback(lambda _: self.follower_partition(tp, leader_epoch) is partition)
+        return d
+
+    def append_as_follower(
+        self, tp: tuple[str, int], leader_epoch: int, records: Any, leader_high_watermark: int, leader_log_start_offset: int
+    ) -> int | None:
+        """Appends fetched batches (if any) and adopts the leader's HW; the new log end offset, or None if no longer following."""
+        partition = self.follower_partition(tp, leader_epoch)
+        if partition is None:
+            return None
+        with self.log_manager.log_io(tp):
+            if records:
+                partition.append_as_follower(records)
+            partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+        return partition.log.next_offset
+
+    def reset_follower(self, tp: tuple[str, int], leader_epoch: int, offset: int) -> defer.Deferred:
+        """Empties a follower's log to restart at *offset* (the leader's log start moved past it)."""
+        partition = self.follower_partition(tp, leader_epoch)
+        if partition is None:
+            return defer.succeed(False)
+        log.info("%s-%d: restarting the log at the leader's log start offset %d", tp[0], tp[1], offset)
+        d = self.run_blocking(self.log_manager.truncate_fully_and_start_at, tp, offset)
+        self._truncating[tp] = d
+
+        def done(result: Any) -> Any:
+            self._truncating.pop(tp, None)
+            partition.producers.clear(offset)
+            partition.truncated()
+            return result
+
+        d.addBoth(done)
+        d.addCallback(lambda _: self.follower_partition(tp, leader_epoch) is partition)
+        return d
 
     # ================================================================== delete records
 

@@ -10,9 +10,15 @@ Startup follows Kafka's ``KafkaServer.startup``:
 
 Background work (retention, flush, checkpoints, cleaning, delayed file
 deletion) runs on timers, each pass in a worker thread so the reactor never
-blocks on disk.  :meth:`KafkaServer.shutdown` stops listening, snapshots
-producer state, flushes and checkpoints, writes the clean-shutdown marker
-and closes the ZooKeeper session.
+blocks on disk; the ISR shrink check and ISR change announcements run on the
+reactor (memory and asynchronous ZooKeeper writes only).
+
+:meth:`KafkaServer.shutdown` first asks the controller to move leadership
+off this broker (ControlledShutdown, ``controlled.shutdown.enable``, at most
+``controlled.shutdown.max.retries`` tries ``controlled.shutdown.retry.backoff.ms``
+apart), then stops listening and fetching, snapshots producer state, flushes
+and checkpoints, writes the clean-shutdown marker and closes the ZooKeeper
+session.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from .dispatcher import Dispatcher, collect_handlers
 from .metadata_cache import MetadataCache
 from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
+from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .topic_configs import TopicConfigManager, apply_log_config
 
@@ -87,6 +94,17 @@ class KafkaServer:
 
     def max_message_bytes(self, topic: str) -> int:
         return self.log_config_for(topic).max_message_bytes
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """The topic's ``min.insync.replicas`` override, else the broker's."""
+        if self.topic_configs is not None:
+            value = self.topic_configs.overrides.get(topic, {}).get("min.insync.replicas")
+            if value is not None:
+                try:
+                    return max(1, int(value))
+                except ValueError:
+                    pass
+        return self.config.min_insync_replicas
 
     def log_config_for(self, topic: str) -> LogConfig:
         if self.topic_configs is not None:
@@ -143,7 +161,22 @@ class KafkaServer:
             topic_config=self.log_config_for,
         )
         yield threads.deferToThread(self.log_manager.startup)
-        self.replica_manager = ReplicaManager(self.broker_id, self.log_manager, self.reactor, log_config_for=self.log_config_for)
+        high_watermarks = yield threads.deferToThread(self.log_manager.read_high_watermarks)
+        zk = self.zk
+        self.replica_manager = ReplicaManager(
+            self.broker_id,
+            self.log_manager,
+            self.reactor,
+            log_config_for=self.log_config_for,
+            min_insync_replicas=self.min_insync_replicas,
+            replica_lag_time_max_ms=config.replica_lag_time_max_ms,
+            high_watermarks=high_watermarks,
+            isr_writer=lambda tp, state, version: zk.conditional_update_partition_state_as_leader(tp, state, version),
+            run_blocking=self.run_blocking,
+        )
+        self.replica_manager.fetcher_manager = ReplicaFetcherManager(
+            self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config)
+        )
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
 
         dispatcher = Dispatcher(collect_handlers(self))
@@ -185,7 +218,7 @@ class KafkaServer:
         rm = self.replica_manager
 
         def high_watermarks() -> dict[tuple[str, int], int]:
-            return {tp: p.high_watermark for tp, p in rm.partitions.items() if p.is_leader}
+            return {tp: p.high_watermark for tp, p in list(rm.partitions.items())}
 
         passes = [
             (config.log_retention_check_interval_ms, lambda: lm.retention_pass(high_watermarks())),
@@ -197,10 +230,21 @@ class KafkaServer:
             (1000, lm.delete_pending_logs),
         ]
         for interval_ms, work in passes:
-            loop = task.LoopingCall(self._in_thread, work)
-            loop.clock = self.reactor
-            loop.start(interval_ms / 1000.0, now=False).addErrback(lambda f: log.error("background pass: %s", f.getErrorMessage()))
-            self._loops.append(loop)
+            self._every(interval_ms, self._in_thread, work)
+        self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
+        self._every(2500, self._propagate_isr_changes)
+
+    def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
+        loop = task.LoopingCall(fn, *args)
+        loop.clock = self.reactor
+        loop.start(interval_ms / 1000.0, now=False).addErrback(lambda f: log.error("background pass: %s", f.getErrorMessage()))
+        self._loops.append(loop)
+
+    def _propagate_isr_changes(self) -> None:
+        changed = self.replica_manager.isr_changes_to_propagate()
+        if changed and self.zk is not None:
+            d = self.zk.post_isr_change_notification(changed)
+            d.addErrback(lambda f: log.warning("posting an ISR change notification failed: %s", f.getErrorMessage()))
 
     @staticmethod
     def _in_thread(work: Any) -> defer.Deferred:
@@ -212,9 +256,16 @@ class KafkaServer:
     def shutdown(self) -> Any:
         """Graceful stop: listeners, controller, producer snapshots, flush + checkpoints + marker, ZooKeeper."""
         log.info("shutting down broker %d", self.broker_id)
+        if self.config.controlled_shutdown_enable and self.zk is not None and self.broker_epoch >= 0:
+            try:
+                yield defer.ensureDeferred(self._controlled_shutdown())
+            except Exception as exc:  # noqa: BLE001 - shutting down goes on regardless
+                log.warning("controlled shutdown failed: %s", exc)
         for loop in self._loops:
             if loop.running:
                 loop.stop()
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
+            self.replica_manager.fetcher_manager.shutdown()
         for port in self.ports:
             yield port.stopListening()
         if self.topic_configs is not None:
@@ -228,6 +279,58 @@ class KafkaServer:
         if self.store is not None:
             yield self.store.stop()
         log.info("broker %d stopped", self.broker_id)
+
+
+    async def _controlled_shutdown(self) -> bool:
+        """Asks the controller to move leadership off this broker; True once it leads nothing replicated.
+
+        Kafka's ``KafkaServer.controlledShutdown``: up to
+        ``controlled.shutdown.max.retries`` tries, ``controlled.shutdown.retry.backoff.ms``
+        apart after a failed one, each bounded by ``request.timeout.ms``.
+        """
+        from mafka.client.connection import BrokerConnection
+
+        config = self.config
+        backoff = config.controlled_shutdown_retry_backoff_ms / 1000
+        for attempt in range(1, max(1, config.controlled_shutdown_max_retries) + 1):
+            controller_id = await self.zk.get_controller_id()
+            endpoint = self.metadata_cache.endpoint(controller_id, config.inter_broker_listener) if controller_id is not None else None
+            if controller_id == self.broker_id:
+                endpoint = ("127.0.0.1", self.bound.get(config.inter_broker_listener, config.inter_broker_endpoint.port))
+            if endpoint is None:
+                log.info("controlled shutdown: no controller known (try %d)", attempt)
+            else:
+                conn = BrokerConnection(self.reactor, endpoint[0], endpoint[1], f"broker-{self.broker_id}-shutdown")
+                try:
+                    d = conn.request(7, 2, {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
+                    d.addTimeout(config.request_timeout_ms / 1000, self.reactor)
+                    response = await d
+                    remaining = [(r.topic_name, r.partition_index) for r in response.remaining_partitions]
+                    if response.error_code == 0 and not remaining:
+                        log.info("controlled shutdown succeeded (controller %d)", controller_id)
+                        return True
+                    log.info("controlled shutdown: error %d, still leading %s (try %d)", response.error_code, remaining[:10], attempt)
+                    if response.error_code == 0 and not self._successor_possible(remaining):
+                        log.info("controlled shutdown: no other live in-sync replica can lead %s; not retrying", remaining[:10])
+                        return False
+                except Exception as exc:  # noqa: BLE001 - retried
+                    log.info("controlled shutdown via controller %s failed: %s (try %d)", controller_id, exc, attempt)
+                finally:
+                    conn.close()
+            if attempt < config.controlled_shutdown_max_retries:
+                await task.deferLater(self.reactor, backoff, lambda: None)
+        log.warning("controlled shutdown did not complete; shutting down anyway")
+        return False
+
+
+    def _successor_possible(self, partitions: list[tuple[str, int]]) -> bool:
+        """Whether some partition has another live ISR member (as the last UpdateMetadata said)."""
+        live = set(self.metadata_cache.brokers) - {self.broker_id}
+        for topic, index in partitions:
+            info = self.metadata_cache.partition(topic, index)
+            if info is None or live.intersection(info.isr):
+                return True
+        return False
 
 
 def _kazoo_store(connect: str, session_timeout_ms: int) -> Any:

@@ -29,8 +29,10 @@ def handlers(broker: Any) -> dict[int, Any]:
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
         rm = broker.replica_manager
         # Log creation and loading block on the disk: a worker thread does it,
-        # then the role changes are applied here, on the reactor.
+        # then (once no follower truncation of these partitions is running)
+        # the role changes are applied here, on the reactor.
         d = broker.run_blocking(rm.prepare_partitions, request.body)
+        d.addCallback(lambda _: rm.truncations_in_flight(request.body))
         return d.addCallback(lambda _: rm.become_leader_or_follower(request.body))
 
     def stop_replica(request: Any, connection: Any) -> dict[str, Any]:

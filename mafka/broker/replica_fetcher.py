@@ -1,0 +1,449 @@
+"""Followers fetch from their leaders (Kafka's ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``).
+
+The Twisted edge of replication.  For every (leader broker, fetcher id)
+there is one :class:`ReplicaFetcher` with one connection; a partition goes
+to fetcher ``hash(topic, partition) % num.replica.fetchers`` of its leader.
+
+Each fetcher loops:
+
+1. partitions that are new here (or at a new leader epoch) first **truncate
+   by leader epoch**: OffsetForLeaderEpoch (v3, with this broker's id and the
+   current leader epoch) for their latest epoch, then
+   :func:`~mafka.broker.truncation.truncation_for` — possibly several rounds;
+2. one Fetch (v11, ``replica_id`` = this broker, ``replica.fetch.wait.max.ms``,
+   ``replica.fetch.min.bytes``) for all partitions ready to fetch, from each
+   one's log end offset with its current leader epoch (KIP-320);
+3. the batches are appended as they are and the follower HW becomes
+   min(leader HW, own LEO).
+
+Errors: FENCED_LEADER_EPOCH parks the partition until the next LeaderAndIsr
+re-adds it; NOT_LEADER_OR_FOLLOWER, UNKNOWN_LEADER_EPOCH and the like retry
+after ``replica.fetch.backoff.ms``; OFFSET_OUT_OF_RANGE truncates to the
+leader's log end if it is below ours, else restarts at the leader's log
+start (Kafka's ``fetchOffsetAndTruncate``).  A request that gets no answer
+within ``replica.socket.timeout.ms`` drops the connection.
+
+All log work goes through the replica manager, which checks that the
+partition is still followed at the same leader epoch before touching it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.client.connection import BrokerConnection
+from mafka.errors import ErrorCode
+from mafka.log.epoch_cache import UNDEFINED_EPOCH
+
+from .truncation import truncation_for
+
+__all__ = ["ReplicaFetcherManager", "ReplicaFetcher", "FetcherConfig", "fetcher_id"]
+
+log = logging.getLogger("mafka.broker.replica_fetcher")
+
+FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
+FETCH_VERSION, LIST_OFFSETS_VERSION, EPOCH_VERSION = 11, 1, 3
+
+#: Errors after which a partition simply retries after the backoff.
+_RETRIABLE = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.KAFKA_STORAGE_ERROR,
+    ErrorCode.REPLICA_NOT_AVAILABLE,
+    ErrorCode.LEADER_NOT_AVAILABLE,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """The ``replica.*`` settings a fetcher uses."""
+
+    num_fetchers: int = 1
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 10 * 1024 * 1024
+    partition_max_bytes: int = 1024 * 1024
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30000
+
+    @classmethod
+    def of(cls, config: Any) -> FetcherConfig:
+        """From a :class:`~mafka.broker.config.BrokerConfig`."""
+        return cls(
+            num_fetchers=max(1, config.num_replica_fetchers),
+            max_wait_ms=config.replica_fetch_wait_max_ms,
+            min_bytes=config.replica_fetch_min_bytes,
+            max_bytes=config.replica_fetch_response_max_bytes,
+            partition_max_bytes=config.replica_fetch_max_bytes,
+            backoff_ms=config.replica_fetch_backoff_ms,
+            socket_timeout_ms=config.replica_socket_timeout_ms,
+        )
+
+
+def fetcher_id(tp: tuple[str, int], num_fetchers: int) -> int:
+    """Kafka's ``AbstractFetcherManager.getFetcherId``: ``abs(31 * topic.hashCode + partition) % n``."""
+    h = 0
+    for ch in tp[0]:  # topic names are ASCII, so code points are Java's UTF-16 units
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    h = (31 * _signed(h) + tp[1]) & 0xFFFFFFFF
+    return abs(_signed(h)) % num_fetchers
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+class _FetchTimeout(Exception):
+    """No answer within ``replica.socket.timeout.ms``."""
+
+
+@dataclass(slots=True)
+class _PartitionFetch:
+    leader_epoch: int
+    truncating: bool = True
+    fenced: bool = False
+    delayed_until: float = 0.0
+
+
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from one leader, over one connection.
+
+    Args:
+        broker_id: this broker (the ``replica_id`` of its requests).
+        leader_id, host, port: the leader.
+        reactor: the reactor (time and connections).
+        replica_manager: a :class:`~mafka.broker.replica_manager.ReplicaManager`.
+        config: the fetch settings.
+        index: the fetcher id (for names).
+    """
+
+    def __init__(
+        self, broker_id: int, leader_id: int, host: str, port: int, reactor: Any, replica_manager: Any,
+        config: FetcherConfig, index: int = 0,
+    ) -> None:
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self.host, self.port = host, port
+        self.reactor = reactor
+        self.rm = replica_manager
+        self.config = config
+        self.name = f"ReplicaFetcher-{index}-{leader_id}"
+        self.conn = BrokerConnection(reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000)
+        self.partitions: dict[tuple[str, int], _PartitionFetch] = {}
+        self.running = True
+        self._wakeup: defer.Deferred | None = None
+        self._loop = defer.ensureDeferred(self._run())
+        self._loop.addErrback(lambda f: log.error("%s stopped: %s", self.name, f.getTraceback()))
+
+    # ------------------------------------------------------------------ membership
+
+    def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
+        self.partitions[tp] = _PartitionFetch(leader_epoch)
+        self._wake()
+
+    def remove(self, tp: tuple[str, int]) -> None:
+        self.partitions.pop(tp, None)
+
+    def stop(self) -> None:
+        self.running = False
+        self.partitions.clear()
+        self.conn.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        d, self._wakeup = self._wakeup, None
+        if d is not None:
+            d.callback(None)
+
+    def _sleep(self, seconds: float) -> defer.Deferred:
+        """Waits *seconds*, or less if a partition is added or the fetcher stops."""
+        d: defer.Deferred = defer.Deferred()
+        self._wakeup = d
+        call = self.reactor.callLater(max(0.0, seconds), self._wake)
+        d.addBoth(lambda r: (call.cancel() if call.active() else None, r)[1])
+        return d
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        while self.running:
+            now = self.reactor.seconds()
+            ready = {tp: s for tp, s in self.partitions.items() if not s.fenced and s.delayed_until <= now}
+            if not ready:
+                waits = [s.delayed_until - now for s in self.partitions.values() if not s.fenced]
+                await self._sleep(min(waits) if waits else 3600.0)
+                continue
+            try:
+                truncating = [tp for tp, s in ready.items() if s.truncating]
+                if truncating:
+                    await self._truncate(truncating)
+                    continue
+                await self._fetch(ready)
+            except Exception as exc:  # noqa: BLE001 - any failure: back off, reconnect, go on
+                if self.running:
+                    log.info("%s: %s: %s; backing off", self.name, type(exc).__name__, exc)
+                    await self._sleep(self.config.backoff_ms / 1000)
+
+    async def _request(self, api_key: int, version: int, body: dict[str, Any], timeout_ms: int) -> Any:
+        d = self.conn.request(api_key, version, body)
+        timed_out = []
+
+        def expire() -> None:
+            timed_out.append(True)
+            proto = self.conn.protocol
+            if proto is not None and not proto.lost:
+                proto.transport.abortConnection()
+            d.cancel()
+
+        call = self.reactor.callLater(timeout_ms / 1000, expire)
+        try:
+            return await d
+        except defer.CancelledError:
+            raise _FetchTimeout(f"no answer from broker {self.leader_id} within {timeout_ms} ms") from None
+        finally:
+            if call.active():
+                call.cancel()
+
+    def _delay(self, tp: tuple[str, int], state: _PartitionFetch) -> None:
+        state.delayed_until = self.reactor.seconds() + self.config.backoff_ms / 1000
+
+    def _current(self, tp: tuple[str, int], epoch: int) -> _PartitionFetch | None:
+        state = self.partitions.get(tp)
+        return state if state is not None and state.leader_epoch == epoch else None
+
+    # ------------------------------------------------------------------ truncation
+
+    async def _truncate(self, tps: list[tuple[str, int]]) -> None:
+        asked: dict[tuple[str, int], int] = {}
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp in tps:
+            state = self.partitions[tp]
+            partition = self.rm.follower_partition(tp, state.leader_epoch)
+            if partition is None:
+                self._delay(tp, state)
+                continue
+            latest = partition.log.epoch_cache.latest_epoch
+            if latest is None:
+                # No epochs known (an empty log): the HW is where it resumes.
+                target = min(partition.high_watermark, partition.log.next_offset)
+                if await self.rm.truncate_follower(tp, state.leader_epoch, target) and self._current(tp, state.leader_epoch):
+                    state.truncating = False
+                continue
+            asked[tp] = state.leader_epoch
+            by_topic.setdefault(tp[0], []).append(
+                {"partition": tp[1], "current_leader_epoch": state.leader_epoch, "leader_epoch": latest}
+            )
+        if not by_topic:
+            return
+        body = {"replica_id": self.broker_id, "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+        response = await self._request(OFFSET_FOR_LEADER_EPOCH, EPOCH_VERSION, body, self.config.socket_timeout_ms)
+        for topic in response.topics:
+            for r in topic.partitions:
+                tp = (topic.topic, r.partition)
+                if tp not in asked:
+                    continue
+                state = self._current(tp, asked[tp])
+                if state is None:
+                    continue
+                if r.error_code != ErrorCode.NONE:
+                    self._partition_error(tp, state, ErrorCode(r.error_code))
+                    continue
+                partition = self.rm.follower_partition(tp, state.leader_epoch)
+                if partition is None:
+                    self._delay(tp, state)
+                    continue
+                decision = truncation_for(
+                    partition.log.epoch_cache, partition.log.next_offset, partition.high_watermark, r.leader_epoch, r.end_offset
+                )
+                still = await self.rm.truncate_follower(tp, state.leader_epoch, decision.offset)
+                state = self._current(tp, asked[tp])
+                if state is None:
+                    continue
+                if not still:
+                    self._delay(tp, state)
+                elif decision.complete or r.leader_epoch == UNDEFINED_EPOCH:
+                    state.truncating = False
+
+    # ------------------------------------------------------------------ fetching
+
+    async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch]) -> None:
+        sent: dict[tuple[str, int], int] = {}
+        by_topic: dict[str, list[dict[str, int]]] = {}
+        for tp, state in ready.items():
+            partition = self.rm.follower_partition(tp, state.leader_epoch)
+            if partition is None:
+                self._delay(tp, state)
+                continue
+            sent[tp] = state.leader_epoch
+            by_topic.setdefault(tp[0], []).append(
+                {
+                    "partition": tp[1],
+                    "current_leader_epoch": state.leader_epoch,
+                    "fetch_offset": partition.log.next_offset,
+                    "log_start_offset": partition.log.log_start_offset,
+                    "partition_max_bytes": self.config.partition_max_bytes,
+                }
+            )
+        if not by_topic:
+            return
+        body = {
+            "replica_id": self.broker_id,
+            "max_wait_ms": self.config.max_wait_ms,
+            "min_bytes": self.config.min_bytes,
+            "max_bytes": self.config.max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        timeout = self.config.max_wait_ms + self.config.socket_timeout_ms
+        response = await self._request(FETCH, FETCH_VERSION, body, timeout)
+        for topic in response.responses:
+            for r in topic.partitions:
+                tp = (topic.topic, r.partition_index)
+                if tp not in sent:
+                    continue
+                state = self._current(tp, sent[tp])
+                if state is None or state.truncating:
+                    continue
+                error = ErrorCode(r.error_code)
+                if error == ErrorCode.NONE:
+                    self._append(tp, state, r)
+                elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    await self._out_of_range(tp, state)
+                else:
+                    self._partition_error(tp, state, error)
+
+    def _append(self, tp: tuple[str, int], state: _PartitionFetch, r: Any) -> None:
+        try:
+            leo = self.rm.append_as_follower(tp, state.leader_epoch, r.records, r.high_watermark, r.log_start_offset)
+        except Exception as exc:  # noqa: BLE001 - a bad append re-truncates this partition only
+            log.warning("%s: %s-%d: appending fetched data failed: %s; truncating again", self.name, tp[0], tp[1], exc)
+            state.truncating = True
+            self._delay(tp, state)
+            return
+        if leo is None:
+            self._delay(tp, state)
+
+    async def _out_of_range(self, tp: tuple[str, int], state: _PartitionFetch) -> None:
+        epoch = state.leader_epoch
+        partition = self.rm.follower_partition(tp, epoch)
+        if partition is None:
+            return
+        leader_end = await self._list_offset(tp, -1)
+        partition = self.rm.follower_partition(tp, epoch)
+        if partition is None or self._current(tp, epoch) is None:
+            return
+        if leader_end is None:
+            self._delay(tp, state)
+            return
+        if leader_end < partition.log.next_offset:
+            log.warning("%s: %s-%d: the leader's log end %d is below ours (%d); truncating", self.name, tp[0], tp[1],
+                        leader_end, partition.log.next_offset)
+            await self.rm.truncate_follower(tp, epoch, leader_end)
+            return
+        leader_start = await self._list_offset(tp, -2)
+        partition = self.rm.follower_partition(tp, epoch)
+        if partition is None or leader_start is None or self._current(tp, epoch) is None:
+            return
+        if leader_start > partition.log.next_offset:
+            await self.rm.reset_follower(tp, epoch, leader_start)
+
+    async def _list_offset(self, tp: tuple[str, int], timestamp: int) -> int | None:
+        body = {
+            "replica_id": self.broker_id,
+            "isolation_level": 0,
+            "topics": [{"name": tp[0], "partitions": [{"partition_index": tp[1], "timestamp": timestamp}]}],
+        }
+        response = await self._request(LIST_OFFSETS, LIST_OFFSETS_VERSION, body, self.config.socket_timeout_ms)
+        for topic in response.topics:
+            for r in topic.partitions:
+                if (topic.name, r.partition_index) == tp and r.error_code == ErrorCode.NONE:
+                    return r.offset
+        return None
+
+    def _partition_error(self, tp: tuple[str, int], state: _PartitionFetch, error: ErrorCode) -> None:
+        if error == ErrorCode.FENCED_LEADER_EPOCH:
+            log.info("%s: %s-%d fenced at leader epoch %d; waiting for a LeaderAndIsr", self.name, tp[0], tp[1], state.leader_epoch)
+            state.fenced = True
+            return
+        if error not in _RETRIABLE:
+            log.warning("%s: %s-%d: %s", self.name, tp[0], tp[1], error.name)
+        self._delay(tp, state)
+
+
+class ReplicaFetcherManager:
+    """The fetchers of this broker, by (leader, fetcher id).
+
+    Args:
+        broker_id: this broker.
+        reactor: the reactor.
+        replica_manager: the replica manager (set later with :attr:`replica_manager` if circular).
+        config: a :class:`FetcherConfig`.
+    """
+
+    def __init__(self, broker_id: int, reactor: Any, replica_manager: Any, config: FetcherConfig) -> None:
+        self.broker_id = broker_id
+        self.reactor = reactor
+        self.replica_manager = replica_manager
+        self.config = config
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._owner: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def add_partitions(self, targets: dict[tuple[str, int], Any]) -> None:
+        """Follows each partition from its :class:`~mafka.broker.replica_manager.FollowerTarget` (re-truncating first)."""
+        for tp, target in targets.items():
+            self._detach(tp)
+            key = (target.leader_id, fetcher_id(tp, self.config.num_fetchers))
+            fetcher = self.fetchers.get(key)
+            moved: dict[tuple[str, int], Any] = {}
+            if fetcher is not None and (fetcher.host, fetcher.port) != (target.host, target.port):
+                # The leader came back on another endpoint: its partitions move to a new connection.
+                moved = dict(fetcher.partitions)
+                fetcher.stop()
+                fetcher = None
+            if fetcher is None:
+                fetcher = ReplicaFetcher(
+                    self.broker_id, target.leader_id, target.host, target.port, self.reactor, self.replica_manager,
+                    self.config, key[1],
+                )
+                self.fetchers[key] = fetcher
+                for other, state in moved.items():
+                    fetcher.add(other, state.leader_epoch)
+            fetcher.add(tp, target.leader_epoch)
+            self._owner[tp] = key
+        self._stop_idle()
+
+    def remove_partitions(self, tps: Iterable[tuple[str, int]]) -> None:
+        for tp in tps:
+            self._detach(tp)
+        self._stop_idle()
+
+    def _detach(self, tp: tuple[str, int]) -> None:
+        key = self._owner.pop(tp, None)
+        if key is not None and key in self.fetchers:
+            self.fetchers[key].remove(tp)
+
+    def _stop_idle(self) -> None:
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                fetcher.stop()
+                del self.fetchers[key]
+
+    def shutdown(self) -> None:
+        for fetcher in self.fetchers.values():
+            fetcher.stop()
+        self.fetchers.clear()
+        self._owner.clear()
+
+    def partitions(self) -> dict[tuple[str, int], int]:
+        """Followed partition → leader id (for tests and tools)."""
+        return {tp: key[0] for tp, key in self._owner.items()}
