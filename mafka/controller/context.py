@@ -14,6 +14,9 @@ cleared when the controller resigns.  It holds:
 * the last known leader/ISR of every partition
   (:class:`~mafka.coordination.znodes.LeaderIsrAndControllerEpoch`, carrying
   the state znode's zkVersion);
+* reassignments in flight: each reassigning partition's adding and removing
+  replicas (:class:`ReplicaAssignment`, Kafka's full replica assignment) and
+  the set of partitions being reassigned;
 * the partition and replica state tables of :mod:`mafka.controller.states`;
 * topic deletion bookkeeping (queued, started, ineligible).
 
@@ -29,7 +32,8 @@ type and the election type.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from mafka.controller.election import LeaderAndIsr
@@ -51,6 +55,7 @@ __all__ = [
     "BrokerChange",
     "ControllerContext",
     "PartitionReplica",
+    "ReplicaAssignment",
     "classify_broker_change",
     "from_election_state",
     "remove_replica_from_isr",
@@ -67,6 +72,53 @@ SECURITY_PROTOCOL_IDS: Mapping[str, int] = {
 
 #: A replica: (partition, broker id) — Kafka's ``PartitionAndReplica``.
 PartitionReplica = tuple[TopicPartition, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaAssignment:
+    """A partition's full replica assignment (Kafka's ``ReplicaAssignment``, KIP-455).
+
+    While a reassignment runs, ``replicas`` is RS = TRS followed by ORS − TRS,
+    ``adding`` is AR = TRS − ORS and ``removing`` is RR = ORS − TRS
+    (``zk-controller-replication.md`` §3.4).  Outside a reassignment both
+    are empty.
+
+    Example:
+        >>> ReplicaAssignment((1, 2, 3)).reassign_to((4, 5, 6))
+        ReplicaAssignment(replicas=(4, 5, 6, 1, 2, 3), adding=(4, 5, 6), removing=(1, 2, 3))
+    """
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def origin_replicas(self) -> tuple[int, ...]:
+        """ORS: the replicas before the reassignment (``replicas`` minus ``adding``)."""
+        return tuple(r for r in self.replicas if r not in self.adding)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """TRS: the replicas after it (``replicas`` minus ``removing``)."""
+        return tuple(r for r in self.replicas if r not in self.removing)
+
+    @property
+    def is_being_reassigned(self) -> bool:
+        return bool(self.adding or self.removing)
+
+    def reassign_to(self, target: Sequence[int]) -> ReplicaAssignment:
+        """Kafka's ``reassignTo``: RS = distinct(target ++ ORS), AR = RS − ORS, RR = RS − target.
+
+        Reassigning a partition already being reassigned starts again from its
+        *original* replicas, so a superseded target's extra replicas are dropped.
+        """
+        origin = self.origin_replicas
+        full = tuple(dict.fromkeys((*target, *origin)))
+        return ReplicaAssignment(
+            full,
+            tuple(r for r in full if r not in origin),
+            tuple(r for r in full if r not in set(target)),
+        )
 
 
 class BrokerChange(NamedTuple):
@@ -149,6 +201,9 @@ class ControllerContext:
         self.all_topics: set[str] = set()
         self.topic_ids: dict[str, str | None] = {}
         self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
+        self.adding_replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        self.removing_replicas: dict[TopicPartition, tuple[int, ...]] = {}
+        self.partitions_being_reassigned: set[TopicPartition] = set()
         self.leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: PartitionStateTable[TopicPartition] = PartitionStateTable()
         self.replica_states: ReplicaStateTable[PartitionReplica] = ReplicaStateTable()
@@ -201,12 +256,51 @@ class ControllerContext:
     # ------------------------------------------------------------------ topics and partitions
 
     def set_topic(
-        self, topic: str, partitions: Mapping[int, Iterable[int]], topic_id: str | None = None
+        self,
+        topic: str,
+        partitions: Mapping[int, Iterable[int]],
+        topic_id: str | None = None,
+        adding: Mapping[int, Iterable[int]] | None = None,
+        removing: Mapping[int, Iterable[int]] | None = None,
     ) -> None:
-        """Records *topic* with its assignment (replacing any)."""
+        """Records *topic* with its assignment (replacing any), adding/removing replicas included."""
         self.all_topics.add(topic)
         self.topic_ids[topic] = topic_id
         self.assignments[topic] = {int(p): tuple(r) for p, r in partitions.items()}
+        for table, given in ((self.adding_replicas, adding), (self.removing_replicas, removing)):
+            for key in [k for k in table if k[0] == topic]:
+                del table[key]
+            for p, replicas in (given or {}).items():
+                if int(p) in self.assignments[topic] and tuple(replicas):
+                    table[(topic, int(p))] = tuple(replicas)
+
+    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+        """Kafka's ``partitionFullReplicaAssignment`` (empty replicas if unknown)."""
+        return ReplicaAssignment(
+            self.partition_replicas(tp),
+            self.adding_replicas.get(tp, ()),
+            self.removing_replicas.get(tp, ()),
+        )
+
+    def update_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+        """Kafka's ``updatePartitionFullReplicaAssignment``."""
+        self.update_assignment(tp, assignment.replicas)
+        for table, value in (
+            (self.adding_replicas, assignment.adding),
+            (self.removing_replicas, assignment.removing),
+        ):
+            if value:
+                table[tp] = tuple(value)
+            else:
+                table.pop(tp, None)
+
+    def topic_adding_and_removing(
+        self, topic: str
+    ) -> tuple[dict[int, tuple[int, ...]], dict[int, tuple[int, ...]]]:
+        """The topic's adding and removing replicas by partition (for its znode)."""
+        adding = {p: r for (t, p), r in self.adding_replicas.items() if t == topic}
+        removing = {p: r for (t, p), r in self.removing_replicas.items() if t == topic}
+        return adding, removing
 
     def update_assignment(self, tp: TopicPartition, replicas: Iterable[int]) -> None:
         topic, partition = tp
@@ -222,6 +316,12 @@ class ControllerContext:
                 self.replica_states.remove((tp, replica))
         for key in [k for k in self.replica_states if k[0][0] == topic]:
             self.replica_states.remove(key)
+        for table in (self.adding_replicas, self.removing_replicas):
+            for key in [k for k in table if k[0] == topic]:
+                del table[key]
+        self.partitions_being_reassigned = {
+            tp for tp in self.partitions_being_reassigned if tp[0] != topic
+        }
         self.assignments.pop(topic, None)
         self.topic_ids.pop(topic, None)
         self.all_topics.discard(topic)

@@ -40,9 +40,18 @@ non-controller broker's auto-create); the controller then sees them through
 its watches, and the request waits until the partitions are online (or its
 timeout: ``REQUEST_TIMED_OUT``).
 
-Not implemented (Kafka features outside this brief): partition reassignment,
-preferred-replica elections and the auto-rebalance task, log-dir failure
-events, feature-version negotiation beyond writing an enabled ``/feature``.
+The class is assembled from mixins, one module per concern: this module
+(election, failover, state machines, brokers, topics, ISR notifications),
+:mod:`mafka.controller.admin` (CreateTopics, DeleteTopics, CreatePartitions,
+ControlledShutdown), :mod:`mafka.controller.topic_deletion`,
+:mod:`mafka.controller.leader_election` (ElectLeaders,
+``/admin/preferred_replica_election``, auto rebalance) and
+:mod:`mafka.controller.reassignment` (AlterPartitionReassignments,
+ListPartitionReassignments, ``/admin/reassign_partitions``).  Counters are
+in :attr:`Controller.stats` (:class:`~mafka.controller.stats.ControllerStats`).
+
+Not implemented: log-dir failure events, feature-version negotiation beyond
+writing an enabled ``/feature``, replica moves between log dirs.
 """
 
 from __future__ import annotations
@@ -79,9 +88,14 @@ from mafka.controller.election import (
     initial_leader_and_isr,
     leader_for_controlled_shutdown,
     leader_for_offline,
+    leader_for_preferred_replica,
+    leader_for_reassign,
 )
 from mafka.controller.events import ControllerEventQueue, EventDropped
+from mafka.controller.leader_election import LeaderElectionMixin
+from mafka.controller.reassignment import ReassignmentMixin
 from mafka.controller.states import PartitionState, ReplicaState, StateChangeFailed
+from mafka.controller.stats import ControllerStats
 from mafka.controller.topic_deletion import TopicDeletionMixin
 from mafka.coordination.kafka_zk import ControllerMovedError, KafkaZkClient
 from mafka.coordination.store import WatchHandle
@@ -115,6 +129,9 @@ _Strategy = LeaderElectionStrategy
 #: Conditional state writes that hit a BadVersion are re-read and retried this many times.
 STATE_WRITE_ATTEMPTS = 10
 
+#: Kafka schedules the first auto-rebalance check 5 s after failover.
+AUTO_REBALANCE_FIRST_DELAY_S = 5.0
+
 
 # --------------------------------------------------------------------------- configuration
 
@@ -135,18 +152,27 @@ class ControllerConfig:
         delete_topic_enable: ``delete.topic.enable``.
         num_partitions: ``num.partitions`` (CreateTopics with -1).
         default_replication_factor: ``default.replication.factor`` (CreateTopics with -1).
+        auto_leader_rebalance_enable: ``auto.leader.rebalance.enable``.
+        leader_imbalance_per_broker_percentage: ``leader.imbalance.per.broker.percentage``.
+        leader_imbalance_check_interval_seconds: ``leader.imbalance.check.interval.seconds``.
     """
 
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True
     num_partitions: int = 1
     default_replication_factor: int = 1
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_per_broker_percentage: int = 10
+    leader_imbalance_check_interval_seconds: int = 300
 
     _KEYS = {
         "unclean.leader.election.enable": "unclean_leader_election_enable",
         "delete.topic.enable": "delete_topic_enable",
         "num.partitions": "num_partitions",
         "default.replication.factor": "default_replication_factor",
+        "auto.leader.rebalance.enable": "auto_leader_rebalance_enable",
+        "leader.imbalance.per.broker.percentage": "leader_imbalance_per_broker_percentage",
+        "leader.imbalance.check.interval.seconds": "leader_imbalance_check_interval_seconds",
     }
 
     @classmethod
@@ -175,6 +201,13 @@ class ControllerConfig:
             delete_topic_enable=_as_bool(values.get("delete_topic_enable", True)),
             num_partitions=int(values.get("num_partitions", 1)),
             default_replication_factor=int(values.get("default_replication_factor", 1)),
+            auto_leader_rebalance_enable=_as_bool(values.get("auto_leader_rebalance_enable", True)),
+            leader_imbalance_per_broker_percentage=int(
+                values.get("leader_imbalance_per_broker_percentage", 10)
+            ),
+            leader_imbalance_check_interval_seconds=int(
+                values.get("leader_imbalance_check_interval_seconds", 300)
+            ),
         )
 
 
@@ -204,7 +237,7 @@ class _SessionListener:
         self._controller._on_session_established()
 
 
-class Controller(AdminMixin, TopicDeletionMixin):
+class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, ReassignmentMixin):
     """Kafka's ``KafkaController`` for one broker.
 
     Args:
@@ -267,6 +300,10 @@ class Controller(AdminMixin, TopicDeletionMixin):
         self._broker_watches: dict[int, WatchHandle] = {}
         self._waiters: list[_Waiter] = []
         self._listener = _SessionListener(self)
+        #: Kafka's ``ControllerStats`` (``UncleanLeaderElectionsPerSec`` …).
+        self.stats = ControllerStats()
+        self._auto_rebalance_call: Any = None
+        self._reassignment_watches: dict[TopicPartition, WatchHandle] = {}
         self._started = False
         self._stopped = False
         #: Seconds to wait before giving up the controllership after a failed failover.
@@ -522,6 +559,8 @@ class Controller(AdminMixin, TopicDeletionMixin):
             self._unwatch_topic(topic)
         for broker_id in list(self._broker_watches):
             self._unwatch_broker(broker_id)
+        self._cancel_auto_rebalance()
+        self._unwatch_all_reassignments()
         self._batch.clear()
         self.channel.shutdown()
         self.context.reset()
@@ -582,6 +621,16 @@ class Controller(AdminMixin, TopicDeletionMixin):
             self.zk.watch_isr_change_notifications(
                 lambda: self._fire("IsrChangeNotification", self._process_isr_change_notification)
             ),
+            self.zk.watch_preferred_replica_election(
+                lambda: self._fire(
+                    "ReplicaLeaderElection(zk)", self._process_zk_preferred_replica_election
+                )
+            ),
+            self.zk.watch_partition_reassignment(
+                lambda: self._fire(
+                    "ZkPartitionReassignment", self._process_zk_partition_reassignment
+                )
+            ),
         ]
         await self.zk.delete_log_dir_event_notifications(None, ctx.epoch_zk_version)
         await self.zk.delete_isr_change_notifications(None, ctx.epoch_zk_version)
@@ -592,6 +641,7 @@ class Controller(AdminMixin, TopicDeletionMixin):
             for topic in ctx.all_topics
             if any(not ctx.is_replica_online(r) for _, r in ctx.replicas_for_topic(topic))
         }
+        offline_topics |= {tp[0] for tp in ctx.partitions_being_reassigned}
         if self.config.delete_topic_enable:
             ctx.queue_topic_deletion(to_delete)
             ctx.topics_ineligible_for_deletion |= offline_topics & ctx.topics_to_be_deleted
@@ -602,7 +652,11 @@ class Controller(AdminMixin, TopicDeletionMixin):
         await self._replica_state_machine_startup()
         await self._partition_state_machine_startup()
         log.info("controller %d: ready as controller with epoch %d", self.broker_id, ctx.epoch)
+        await self._initialize_partition_reassignments()
         await self._resume_deletions()
+        await self._process_zk_preferred_replica_election()
+        if self.config.auto_leader_rebalance_enable:
+            self._schedule_auto_rebalance(AUTO_REBALANCE_FIRST_DELAY_S)
 
     async def _maybe_enable_features(self) -> None:
         try:
@@ -624,8 +678,15 @@ class Controller(AdminMixin, TopicDeletionMixin):
             if got is None:
                 continue
             assignment, _ = got
-            ctx.set_topic(topic, assignment.partitions, assignment.topic_id)
+            ctx.set_topic(
+                topic,
+                assignment.partitions,
+                assignment.topic_id,
+                assignment.adding_replicas,
+                assignment.removing_replicas,
+            )
             self._watch_topic(topic)
+        ctx.partitions_being_reassigned = set(ctx.adding_replicas) | set(ctx.removing_replicas)
         for broker_id in sorted(brokers):
             self._watch_broker(broker_id)
         ctx.leadership.clear()
@@ -971,7 +1032,9 @@ class Controller(AdminMixin, TopicDeletionMixin):
                 remaining = []
                 break
             unclean: dict[str, bool] = {}
-            if strategy is _Strategy.OFFLINE:
+            if strategy is _Strategy.UNCLEAN:
+                unclean = {tp[0]: True for tp in valid}
+            elif strategy is _Strategy.OFFLINE:
                 no_live_isr = {
                     tp[0]
                     for tp, state in valid.items()
@@ -980,6 +1043,7 @@ class Controller(AdminMixin, TopicDeletionMixin):
                 unclean = await self._unclean_allowed(no_live_isr)
             to_write: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
             recipients: dict[TopicPartition, tuple[int, ...]] = {}
+            unclean_elected: set[TopicPartition] = set()
             for tp, state in valid.items():
                 replicas = ctx.partition_replicas(tp)
                 if strategy is _Strategy.CONTROLLED_SHUTDOWN:
@@ -989,6 +1053,15 @@ class Controller(AdminMixin, TopicDeletionMixin):
                     election = leader_for_controlled_shutdown(
                         to_election_state(state), replicas, live, ctx.shutting_down
                     )
+                elif strategy is _Strategy.PREFERRED:
+                    live = [r for r in replicas if ctx.is_replica_online(r)]
+                    election = leader_for_preferred_replica(
+                        to_election_state(state), replicas, live
+                    )
+                elif strategy is _Strategy.REASSIGN:
+                    target = ctx.full_assignment(tp).target_replicas
+                    live = [r for r in target if ctx.is_replica_online(r)]
+                    election = leader_for_reassign(to_election_state(state), target, live)
                 else:
                     live = [r for r in replicas if ctx.is_replica_online(r)]
                     election = leader_for_offline(
@@ -996,15 +1069,14 @@ class Controller(AdminMixin, TopicDeletionMixin):
                     )
                 if election.leader_and_isr is None:
                     results[tp] = StateChangeFailed(
-                        f"failed to elect a leader for {tp} ({strategy.value})"
+                        f"Failed to elect leader for partition {tp[0]}-{tp[1]} under strategy "
+                        f"{strategy.value}"
                     )
                     continue
-                if election.unclean:
-                    log.warning(
-                        "%s: unclean leader election: %d", tp, election.leader_and_isr.leader
-                    )
                 to_write[tp] = from_election_state(election.leader_and_isr, ctx.epoch)
                 recipients[tp] = election.recipients
+                if election.unclean:
+                    unclean_elected.add(tp)
             if not to_write:
                 remaining = []
                 break
@@ -1012,6 +1084,19 @@ class Controller(AdminMixin, TopicDeletionMixin):
                 to_write, ctx.epoch, ctx.epoch_zk_version
             )
             for tp, state in written.successes.items():
+                if tp in unclean_elected:
+                    # Kafka's UncleanLeaderElectionsPerSec: data the old ISR had may be lost.
+                    self.stats.unclean_leader_elections += 1
+                    log.warning(
+                        "controller %d: unclean leader election for %s-%d: leader %d was not in "
+                        "the ISR %s (leader epoch %d)",
+                        self.broker_id,
+                        tp[0],
+                        tp[1],
+                        state.leader,
+                        list(valid[tp].isr),
+                        state.leader_epoch,
+                    )
                 ctx.put_leadership(tp, state)
                 self._batch.add_leader_and_isr(
                     recipients[tp], tp, state, ctx.partition_replicas(tp), is_new=False
@@ -1084,6 +1169,13 @@ class Controller(AdminMixin, TopicDeletionMixin):
         replicas = ctx.replicas_on_brokers(new_set)
         await self._replica_state_changes(replicas, _R.OnlineReplica)
         await self._trigger_online_partition_state_change()
+        reassigning = [
+            tp
+            for tp in sorted(ctx.partitions_being_reassigned)
+            if any(r in new_set for r in ctx.partition_replicas(tp))
+        ]
+        for tp in reassigning:
+            await self._on_partition_reassignment(tp, ctx.full_assignment(tp))
         deleting = {tp[0] for tp, _ in replicas if ctx.is_topic_queued_for_deletion(tp[0])}
         if deleting:
             await self._resume_deletion_for_topics(deleting)
@@ -1154,7 +1246,13 @@ class Controller(AdminMixin, TopicDeletionMixin):
             if got is None:
                 continue
             assignment, _ = got
-            ctx.set_topic(topic, assignment.partitions, assignment.topic_id)
+            ctx.set_topic(
+                topic,
+                assignment.partitions,
+                assignment.topic_id,
+                assignment.adding_replicas,
+                assignment.removing_replicas,
+            )
             self._watch_topic(topic)
             added.extend(ctx.partitions_for_topic(topic))
         if new_topics or deleted:
@@ -1223,6 +1321,9 @@ class Controller(AdminMixin, TopicDeletionMixin):
                 for tp, state in states.items():
                     ctx.put_leadership(tp, state)
                 self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, known)
+                for tp in known:
+                    if tp in ctx.partitions_being_reassigned:
+                        await self._maybe_complete_reassignment(tp)
         finally:
             await self.zk.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)
 

@@ -55,6 +55,8 @@ class TopicDeletionMixin:
             if new:
                 log.info("controller %d: starting deletion of %s", self.broker_id, sorted(new))
                 ctx.queue_topic_deletion(new)
+                # Halted while a reassignment of the topic is in flight (resumed at its end).
+                self._mark_topic_ineligible({tp[0] for tp in ctx.partitions_being_reassigned})
                 await self._resume_deletions()
         else:
             log.info(

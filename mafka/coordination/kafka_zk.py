@@ -964,6 +964,57 @@ class KafkaZkClient:
         """Deletes ``/admin/reassign_partitions`` (absent is fine)."""
         await self._delete_checked(ReassignPartitionsZNode.PATH, epoch_zk_version)
 
+    @_deferred
+    async def set_partition_reassignment(
+        self,
+        reassignment: Mapping[TopicPartition, Sequence[int]],
+        epoch_zk_version: int = -1,
+    ) -> None:
+        """Writes ``/admin/reassign_partitions``, creating it if absent (ZC ``setOrCreatePartitionReassignment``).
+
+        The controller rewrites it (epoch-checked) as partitions finish; an
+        admin tool (``epoch_zk_version`` -1) may create it.
+
+        Raises:
+            ControllerMovedError: The epoch check failed.
+        """
+        data = ReassignPartitionsZNode.encode(reassignment)
+        try:
+            await self._epoch_checked(
+                [SetOp(ReassignPartitionsZNode.PATH, data, -1)], epoch_zk_version
+            )
+        except NoNodeError:
+            await self._store.ensure_path("/admin")
+            await self._epoch_checked(
+                [CreateOp(ReassignPartitionsZNode.PATH, data)], epoch_zk_version
+            )
+
+    @_deferred
+    async def create_partition_reassignment(
+        self, reassignment: Mapping[TopicPartition, Sequence[int]]
+    ) -> None:
+        """Creates ``/admin/reassign_partitions`` as the legacy admin tool does (ZC ``createPartitionReassignment``).
+
+        Raises:
+            NodeExistsError: A reassignment is already pending there.
+        """
+        await self._store.ensure_path("/admin")
+        await self._store.create(
+            ReassignPartitionsZNode.PATH, ReassignPartitionsZNode.encode(reassignment)
+        )
+
+    @_deferred
+    async def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+        """Creates ``/admin/preferred_replica_election`` as the legacy admin tool does.
+
+        Raises:
+            NodeExistsError: An election is already pending there.
+        """
+        await self._store.ensure_path("/admin")
+        await self._store.create(
+            PreferredReplicaElectionZNode.PATH, PreferredReplicaElectionZNode.encode(partitions)
+        )
+
     # ------------------------------------------------------------------ features
 
     @_deferred
