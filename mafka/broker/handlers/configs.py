@@ -10,8 +10,14 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
   it.  Both validate, honour ``validate_only`` and write ZooKeeper directly
   (any broker may serve them), which announces the change to every broker.
 * BROKER (4) resources: describe shows this broker's static configs,
-  read-only; "" (the cluster default) has no dynamic configs; another
-  broker's id is INVALID_REQUEST.  Altering broker configs is refused.
+  read-only, then the dynamic ones set in ZooKeeper (source 2
+  DYNAMIC_BROKER_CONFIG from ``/config/brokers/<id>``, 3
+  DYNAMIC_DEFAULT_BROKER_CONFIG from ``/config/brokers/<default>``); another
+  broker's id is INVALID_REQUEST.  Only the dynamic replication throttles
+  (:data:`DYNAMIC_BROKER_CONFIGS`, used by ``reassign-partitions
+  --throttle``) can be altered, for this broker's id or "" (the default):
+  they are written to ``/config/brokers/<id|<default>>`` plus a
+  ``/config/changes`` notification, as Kafka's ``AdminZkClient.changeBrokerConfig``.
 """
 
 from __future__ import annotations
@@ -46,10 +52,37 @@ BROKER = 4
 
 # ConfigSource ids (DescribeConfigsResponse).
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
+DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+#: Broker configs that may be set dynamically here (Kafka's ``DynamicConfig.Broker``,
+#: LONG bytes/s, at least 0); enforcing them is the replica fetcher's.
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    {
+        "leader.replication.throttled.rate",
+        "follower.replication.throttled.rate",
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+    }
+)
+
+
+def _check_dynamic_broker_configs(configs: dict[str, str]) -> None:
+    unknown = sorted(set(configs) - DYNAMIC_BROKER_CONFIGS)
+    if unknown:
+        raise InvalidConfigError(f"Cannot update these configs dynamically: {','.join(unknown)}")
+    for name, value in configs.items():
+        try:
+            ok = int(str(value).strip()) >= 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise InvalidConfigError(
+                f"Invalid value {value} for configuration {name}: Value must be at least 0"
+            )
 
 
 def _validate(configs: dict[str, Any]) -> None:
@@ -147,6 +180,77 @@ def handlers(broker: Any) -> dict[int, Any]:
         return entries
 
     @defer.inlineCallbacks
+    def dynamic_broker_entries(keys: list[str] | None, synonyms: bool) -> Any:
+        own = yield broker.zk.get_broker_config(broker.broker_id)
+        default = yield broker.zk.get_broker_config(None)
+        entries = []
+        for name in sorted(DYNAMIC_BROKER_CONFIGS):
+            if keys is not None and name not in keys:
+                continue
+            found = [
+                {"name": name, "value": values[name], "source": source}
+                for values, source in ((own, DYNAMIC_BROKER_CONFIG), (default, DYNAMIC_DEFAULT_BROKER_CONFIG))
+                if name in values
+            ]
+            if not found:
+                continue
+            entries.append(
+                {
+                    "name": name,
+                    "value": found[0]["value"],
+                    "read_only": False,
+                    "config_source": found[0]["source"],
+                    "is_sensitive": False,
+                    "synonyms": found if synonyms else [],
+                }
+            )
+        return entries
+
+    def broker_resource_id(name: str) -> int | None:
+        """Kafka's ``getBrokerId``: None for "" (the default), else it must be this broker."""
+        if name == "":
+            return None
+        try:
+            broker_id = int(name)
+        except ValueError:
+            broker_id = None
+        if broker_id != broker.broker_id:
+            raise InvalidRequestError(
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
+            )
+        return broker_id
+
+    @defer.inlineCallbacks
+    def alter_broker(resource: Any, validate_only: bool, incremental: bool) -> Any:
+        broker_id = broker_resource_id(resource.resource_name)
+        if not incremental:
+            new = {c.name: c.value for c in resource.configs}
+        else:
+            names = [c.name for c in resource.configs]
+            if len(names) != len(set(names)):
+                raise InvalidRequestError("Error due to duplicate config keys")
+            new = dict((yield broker.zk.get_broker_config(broker_id)))
+            for c in resource.configs:
+                op = c.config_operation
+                if op == SET:
+                    if c.value is None:
+                        raise InvalidRequestError(f"Null value not supported for : {c.name}")
+                    new[c.name] = c.value
+                elif op == DELETE:
+                    new.pop(c.name, None)
+                elif op in (APPEND, SUBTRACT):
+                    verb = "append" if op == APPEND else "subtract"
+                    raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
+                else:
+                    raise InvalidRequestError(f"Unknown alter config operation {op} for config key: {c.name}")
+        nulls = [k for k, v in new.items() if v is None]
+        if nulls:
+            raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
+        _check_dynamic_broker_configs(new)
+        if not validate_only:
+            yield broker.zk.set_broker_config(broker_id, {k: str(v).strip() for k, v in new.items()})
+
+    @defer.inlineCallbacks
     def describe_one(resource: Any, synonyms: bool) -> Any:
         keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
         if resource.resource_type == TOPIC:
@@ -167,7 +271,8 @@ def handlers(broker: Any) -> dict[int, Any]:
                 raise InvalidRequestError(
                     f"Unexpected broker id, expected {broker.broker_id} or empty string, but received {name}"
                 )
-            return broker_entries(keys, synonyms)
+            dynamic = yield dynamic_broker_entries(keys, synonyms)
+            return broker_entries(keys, synonyms) + dynamic
         raise InvalidRequestError(f"Unsupported resource type: {resource.resource_type}")
 
     @defer.inlineCallbacks
@@ -202,8 +307,6 @@ def handlers(broker: Any) -> dict[int, Any]:
             yield broker.zk.set_topic_config(topic, {k: str(v) for k, v in new.items()})
 
     def check_resource(resource: Any, api: str) -> None:
-        if resource.resource_type == BROKER:
-            raise InvalidRequestError(f"{api} of broker configs is not supported by this broker")
         if resource.resource_type != TOPIC:
             raise InvalidRequestError(
                 f"{api} is only supported for topics and brokers, but resource type is {resource.resource_type}"
@@ -216,6 +319,9 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     @defer.inlineCallbacks
     def alter_one(resource: Any, validate_only: bool) -> Any:
+        if resource.resource_type == BROKER:
+            yield alter_broker(resource, validate_only, incremental=False)
+            return
         check_resource(resource, "AlterConfigs")
         yield require_topic(resource.resource_name)
         new = {c.name: c.value for c in resource.configs}
@@ -223,6 +329,9 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     @defer.inlineCallbacks
     def incremental_one(resource: Any, validate_only: bool) -> Any:
+        if resource.resource_type == BROKER:
+            yield alter_broker(resource, validate_only, incremental=True)
+            return
         check_resource(resource, "IncrementalAlterConfigs")
         names = [c.name for c in resource.configs]
         if len(names) != len(set(names)):
