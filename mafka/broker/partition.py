@@ -376,14 +376,23 @@ class Partition:
 
     # ------------------------------------------------------------------ follower operations
 
-    def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo:
-        """Appends the leader's batches as they are; idempotent producers' state follows them.
+    def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo | None:
+        """Appends the leader's whole batches as they are; idempotent producers' state follows them.
+
+        A Fetch response may end with a partial batch (cut at the size
+        limit): it is left out, and fetched again next time.  Returns None
+        when no whole batch arrived.
 
         Raises:
             UnexpectedAppendOffsetError, InvalidRecordError, MessageTooLargeError (from the log).
         """
-        info = self.log.append_as_follower(records)
-        for _, h in iter_batches(memoryview(records)):
+        view = memoryview(records)
+        batches = list(iter_batches(view))
+        if not batches:
+            return None
+        end = batches[-1][0] + batches[-1][1].size
+        info = self.log.append_as_follower(view[:end] if end < len(view) else view)
+        for _, h in batches:
             if h.producer_id >= 0 and not h.is_control:
                 self.producers.record_append(
                     h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,

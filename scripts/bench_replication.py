@@ -1,0 +1,252 @@
+"""Replication figures on one local 3-broker cluster (ZooKeeper + ``mafka cluster up``).
+
+    .venv/bin/python scripts/bench_replication.py [--rounds 3] [--messages 1000000] [--failovers 3]
+
+Prints, as medians over interleaved rounds:
+
+* produce throughput with kcat (``-P -l``, N × 100 B, linger 5 ms) to an RF 1
+  topic with acks=1 and to an RF 3 topic (``min.insync.replicas=2``) with
+  acks=all, alternating, and their ratio;
+* failover: an idempotent acks=all producer sends continuously to an RF 3
+  partition; its leader is SIGKILLed; the time from the kill to the first
+  acknowledgement after it (necessarily from the successor), with
+  ``zookeeper.session.timeout.ms=6000``; the broker is restarted and waited
+  back into the ISR before the next round;
+* controlled shutdown: the same producer, the leader gets SIGTERM; the longest
+  gap between two acknowledgements around it (the no-ack window).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError(what)
+
+
+class Cluster:
+    def __init__(self, work: Path, settings: dict[str, str]) -> None:
+        self.dir = work / "cluster"
+        argv = [sys.executable, "-m", "mafka.cli.main", "cluster", "up", "--brokers", "3", "--dir", str(self.dir),
+                "--base-port", "39192", "--zookeeper-port", "32281"]
+        for k, v in settings.items():
+            argv += ["--set", f"{k}={v}"]
+        self.log = open(work / "cluster.log", "wb")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=HERE)
+        state = self.dir / "cluster.json"
+        wait_for(lambda: state.exists() or self.proc.poll() is not None, 120, "cluster up")
+        if self.proc.poll() is not None:
+            raise SystemExit(f"cluster up failed; see {work / 'cluster.log'}")
+        self.info = json.loads(state.read_text())
+        from kazoo.client import KazooClient
+
+        self.zk = KazooClient(f"127.0.0.1:{self.info.get('zookeeper_port', 32281)}")
+        self.zk.start(timeout=15)
+
+    @property
+    def bootstrap(self) -> str:
+        return self.info["bootstrap"]
+
+    def broker(self, broker_id: int) -> dict:
+        return next(b for b in self.info["brokers"] if b["id"] == broker_id)
+
+    def state(self, topic: str, partition: int) -> dict:
+        return json.loads(self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
+
+    def kill(self, broker_id: int, sig: int) -> None:
+        os.kill(self.broker(broker_id)["pid"], sig)
+
+    def wait_exit(self, broker_id: int, timeout: float = 60) -> None:
+        pid = self.broker(broker_id)["pid"]
+
+        def gone() -> bool:
+            try:
+                waited, _ = os.waitpid(pid, os.WNOHANG)
+                if waited:
+                    return True
+            except ChildProcessError:
+                pass
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return Path(f"/proc/{pid}/status").exists() and "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+        wait_for(gone, timeout, f"broker {broker_id} to exit")
+
+    def restart(self, broker_id: int) -> None:
+        b = self.broker(broker_id)
+        with open(b["log_file"], "ab") as out:
+            proc = subprocess.Popen(b["argv"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=HERE)
+        b["pid"] = proc.pid
+
+    def stop(self) -> None:
+        self.zk.stop()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        for b in self.info["brokers"]:
+            try:
+                os.kill(b["pid"], signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def create_topic(cluster: Cluster, name: str, rf: int, partitions: int = 1, configs: dict | None = None) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, rf, config=configs or {})]).values():
+        f.result()
+    wait_for(lambda: all(cluster.state(name, p)["leader"] >= 0 for p in range(partitions)), 30, f"{name} leaders")
+    time.sleep(0.5)
+
+
+def kcat_produce(cluster: Cluster, topic: str, acks: str, data: Path, n: int) -> float:
+    argv = ["kcat", "-P", "-b", cluster.bootstrap, "-t", topic, "-p", "0", "-X", f"acks={acks}", "-X", "linger.ms=5",
+            "-X", "queue.buffering.max.messages=1000000", "-l", str(data)]
+    t0 = time.monotonic()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return n / (time.monotonic() - t0)
+
+
+class AckRecorder:
+    """An idempotent acks=all producer sending ~2,000 msgs/s; records the time of every acknowledgement."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Producer
+
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
+                                  "linger.ms": 1, "message.timeout.ms": 60000})
+        self.topic = topic
+        self.acks: list[float] = []
+        self.acked_sent: list[tuple[float, float]] = []  # (sent, acknowledged)
+        self.errors = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _cb(self, err, msg, sent: float = 0.0) -> None:
+        if err is None:
+            now = time.monotonic()
+            self.acks.append(now)
+            self.acked_sent.append((sent, now))
+        else:
+            self.errors += 1
+
+    def _run(self) -> None:
+        i = 0
+        while self.running:
+            sent = time.monotonic()
+            self.producer.produce(self.topic, value=b"x" * 100, partition=0, on_delivery=lambda e, m, s=sent: self._cb(e, m, s))
+            self.producer.poll(0)
+            i += 1
+            time.sleep(0.0005)
+        self.producer.flush(60)
+
+    def stop(self) -> None:
+        self.running = False
+        self.thread.join()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--failovers", type=int, default=3)
+    args = ap.parse_args()
+    if shutil.which("kcat") is None:
+        raise SystemExit("kcat is needed (make test installs it)")
+    work = Path(tempfile.mkdtemp(prefix="mafka-bench-repl-"))
+    data = work / "data.txt"
+    with open(data, "wb") as f:
+        line = b"m" * 99 + b"\n"
+        for _ in range(args.messages):
+            f.write(line)
+    cluster = Cluster(work, {"min.insync.replicas": "2", "zookeeper.session.timeout.ms": "6000",
+                             "replica.lag.time.max.ms": "10000"})
+    try:
+        rf1, rf3 = [], []
+        for r in range(args.rounds):
+            create_topic(cluster, f"rf1-{r}", 1)
+            create_topic(cluster, f"rf3-{r}", 3)
+            order = [("rf1", "1"), ("rf3", "all")] if r % 2 == 0 else [("rf3", "all"), ("rf1", "1")]
+            for kind, acks in order:
+                rate = kcat_produce(cluster, f"{kind}-{r}", acks, data, args.messages)
+                (rf1 if kind == "rf1" else rf3).append(rate)
+                print(f"round {r + 1}: {kind} acks={acks}: {rate:,.0f} msgs/s", flush=True)
+        m1, m3 = statistics.median(rf1), statistics.median(rf3)
+        print(f"produce RF1 acks=1 median {m1:,.0f} msgs/s; RF3 acks=all median {m3:,.0f} msgs/s; ratio {m3 / m1:.2f}")
+
+        create_topic(cluster, "failover", 3)
+        failover, windows = [], []
+        for r in range(args.failovers):
+            rec = AckRecorder(cluster.bootstrap, "failover")
+            time.sleep(2)
+            leader = cluster.state("failover", 0)["leader"]
+            t_kill = time.monotonic()
+            cluster.kill(leader, signal.SIGKILL)
+            # Only a message sent after the kill is surely acknowledged by the successor.
+            wait_for(lambda rec=rec, t_kill=t_kill: any(s > t_kill for s, _ in rec.acked_sent), 60, "an ack after the kill")
+            first = min(a for s, a in rec.acked_sent if s > t_kill)
+            failover.append(first - t_kill)
+            print(f"failover {r + 1}: SIGKILL of leader {leader} -> first ack after {first - t_kill:.2f} s", flush=True)
+            time.sleep(1)
+            rec.stop()
+            cluster.wait_exit(leader)
+            cluster.restart(leader)
+            wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
+
+            rec = AckRecorder(cluster.bootstrap, "failover")
+            time.sleep(2)
+            leader = cluster.state("failover", 0)["leader"]
+            t_term = time.monotonic()
+            cluster.kill(leader, signal.SIGTERM)
+            cluster.wait_exit(leader)
+            time.sleep(2)
+            rec.stop()
+            around = [t for t in rec.acks if t_term - 1 <= t]
+            gaps = [(b - a, a - t_term) for a, b in zip(around, around[1:], strict=False)]
+            gap, at = max(gaps) if gaps else (float("inf"), 0.0)
+            print(f"  (the longest gap starts {at * 1000:+.0f} ms after the SIGTERM; {rec.errors} delivery errors)")
+            windows.append(gap)
+            print(f"controlled shutdown {r + 1}: SIGTERM of leader {leader} -> longest gap between acks {gap * 1000:.0f} ms", flush=True)
+            cluster.restart(leader)
+            wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
+        print(f"failover median {statistics.median(failover):.2f} s {[round(x, 2) for x in failover]}")
+        print(f"controlled-shutdown no-ack window median {statistics.median(windows) * 1000:.0f} ms "
+              f"{[round(x * 1000) for x in windows]}")
+    except BaseException:
+        print(f"failed; logs kept in {work}", file=sys.stderr)
+        raise
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
