@@ -26,18 +26,30 @@ def _selfcheck(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mafka", description="Mafka: a Kafka-compatible broker cluster")
+    parser = argparse.ArgumentParser(
+        prog="mafka", description="Mafka: a Kafka-compatible broker cluster"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("selfcheck", help="round-trip every api version through the wire codec")
     check.add_argument("-v", "--verbose", action="store_true")
     check.set_defaults(func=_selfcheck)
-    from mafka.cli import cluster, console_consumer, console_producer, server_start, topics
+    from mafka.cli import (
+        cluster,
+        console_consumer,
+        console_producer,
+        leader_election,
+        reassign_partitions,
+        server_start,
+        topics,
+    )
 
     server_start.add_parser(sub)
     cluster.add_parser(sub)
     topics.add_parser(sub)
     console_producer.add_parser(sub)
     console_consumer.add_parser(sub)
+    leader_election.add_parser(sub)
+    reassign_partitions.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

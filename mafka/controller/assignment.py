@@ -55,6 +55,7 @@ __all__ = [
     "Brokers",
     "add_partitions",
     "assign_replicas",
+    "internal_topic_replication_factor",
     "new_partitions_assignment",
     "rack_alternated_broker_list",
     "validate_topic_assignment",
@@ -452,3 +453,32 @@ def validate_topic_assignment(assignment: Mapping[int, Sequence[int]]) -> None:
         raise InvalidReplicaAssignmentError(
             "partitions should be a consecutive 0-based integer sequence"
         )
+
+
+def internal_topic_replication_factor(configured: int, live_broker_count: int) -> int:
+    """The replication factor to create an internal topic (``__consumer_offsets``) with.
+
+    ``offsets.topic.replication.factor`` (default 3) capped at the number of
+    live brokers, so a one- or two-broker development cluster gets a working
+    offsets topic.  Kafka 2.8 itself does not cap: with fewer live brokers
+    than configured, ``KafkaApis.createInternalTopic`` answers
+    COORDINATOR_NOT_AVAILABLE until enough brokers are up (its shipped
+    ``server.properties`` sets the factor to 1 for development instead).
+
+    Args:
+        configured: ``offsets.topic.replication.factor`` (at least 1).
+        live_broker_count: Registered brokers now.
+
+    Returns:
+        ``min(configured, live_broker_count)``, and at least 1.
+
+    Raises:
+        ValueError: *configured* is below 1.
+
+    Example:
+        >>> internal_topic_replication_factor(3, 1), internal_topic_replication_factor(3, 5)
+        (1, 3)
+    """
+    if configured < 1:
+        raise ValueError(f"offsets.topic.replication.factor must be at least 1, not {configured}")
+    return max(1, min(configured, live_broker_count))

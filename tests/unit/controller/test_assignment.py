@@ -483,3 +483,12 @@ def test_validate_topic_assignment() -> None:
         validate_topic_assignment({0: [1], 2: [2]})
     with pytest.raises(InvalidReplicaAssignmentError, match="consecutive"):
         validate_topic_assignment({1: [1]})
+
+
+def test_internal_topic_replication_factor_caps_at_live_brokers() -> None:
+    from mafka.controller.assignment import internal_topic_replication_factor as rf
+
+    assert [rf(3, n) for n in (0, 1, 2, 3, 4)] == [1, 1, 2, 3, 3]
+    assert rf(1, 5) == 1
+    with pytest.raises(ValueError):
+        rf(0, 3)
