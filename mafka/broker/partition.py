@@ -169,7 +169,11 @@ class Partition:
             if r == self.broker_id:
                 continue
             fs = old.get(r) or FollowerState()
+            # Kafka's resetLastCaughtUpTime: the previous fetch is taken to be at
+            # the start of this epoch, now.
             fs.last_caught_up_ms = now_ms if r in state.isr else 0
+            fs.last_fetch_leader_leo = log.next_offset
+            fs.last_fetch_ms = now_ms
             self.followers[r] = fs
         self.high_watermark = max(min(self.high_watermark, log.next_offset), log.log_start_offset)
         self._maybe_advance_hw(now_ms)

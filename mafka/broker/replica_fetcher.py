@@ -23,6 +23,9 @@ leader's log end if it is below ours, else restarts at the leader's log
 start (Kafka's ``fetchOffsetAndTruncate``).  A request that gets no answer
 within ``replica.socket.timeout.ms`` drops the connection.
 
+Throttled replicas (``follower.replication.throttled.replicas``) are left
+out of a Fetch while the follower's replication quota is exceeded (KIP-73).
+
 All log work goes through the replica manager, which checks that the
 partition is still followed at the same leader epoch before touching it.
 """
@@ -87,12 +90,15 @@ class FetcherConfig:
 
 
 def fetcher_id(tp: tuple[str, int], num_fetchers: int) -> int:
-    """Kafka's ``AbstractFetcherManager.getFetcherId``: ``abs(31 * topic.hashCode + partition) % n``."""
+    """Kafka's ``AbstractFetcherManager.getFetcherId``: ``Utils.abs(31 * topic.hashCode + partition) % n``.
+
+    ``Utils.abs`` maps ``Integer.MIN_VALUE`` to 0.
+    """
     h = 0
     for ch in tp[0]:  # topic names are ASCII, so code points are Java's UTF-16 units
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    h = (31 * _signed(h) + tp[1]) & 0xFFFFFFFF
-    return abs(_signed(h)) % num_fetchers
+    h = _signed((31 * _signed(h) + tp[1]) & 0xFFFFFFFF)
+    return (0 if h == -(1 << 31) else abs(h)) % num_fetchers
 
 
 def _signed(x: int) -> int:
@@ -125,7 +131,7 @@ class ReplicaFetcher:
 
     def __init__(
         self, broker_id: int, leader_id: int, host: str, port: int, reactor: Any, replica_manager: Any,
-        config: FetcherConfig, index: int = 0,
+        config: FetcherConfig, index: int = 0, throttle: Any = None,
     ) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
@@ -133,6 +139,7 @@ class ReplicaFetcher:
         self.reactor = reactor
         self.rm = replica_manager
         self.config = config
+        self.throttle = throttle
         self.name = f"ReplicaFetcher-{index}-{leader_id}"
         self.conn = BrokerConnection(reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000)
         self.partitions: dict[tuple[str, int], _PartitionFetch] = {}
@@ -275,11 +282,17 @@ class ReplicaFetcher:
     async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch]) -> None:
         sent: dict[tuple[str, int], int] = {}
         by_topic: dict[str, list[dict[str, int]]] = {}
+        throttled = set()
+        over_quota = self.throttle is not None and self.throttle.quota.exceeded()
         for tp, state in ready.items():
             partition = self.rm.follower_partition(tp, state.leader_epoch)
             if partition is None:
                 self._delay(tp, state)
                 continue
+            if self.throttle is not None and self.throttle.is_throttled(tp):
+                if over_quota:
+                    continue
+                throttled.add(tp)
             sent[tp] = state.leader_epoch
             by_topic.setdefault(tp[0], []).append(
                 {
@@ -291,6 +304,8 @@ class ReplicaFetcher:
                 }
             )
         if not by_topic:
+            if over_quota:  # everything ready is throttled: wait for the quota to recover
+                await self._sleep(self.config.backoff_ms / 1000)
             return
         body = {
             "replica_id": self.broker_id,
@@ -316,6 +331,8 @@ class ReplicaFetcher:
                     continue
                 error = ErrorCode(r.error_code)
                 if error == ErrorCode.NONE:
+                    if tp in throttled and r.records:
+                        self.throttle.quota.record(len(r.records))
                     self._append(tp, state, r)
                 elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
                     await self._out_of_range(tp, state)
@@ -388,10 +405,13 @@ class ReplicaFetcherManager:
         reactor: the reactor.
         replica_manager: the replica manager (set later with :attr:`replica_manager` if circular).
         config: a :class:`FetcherConfig`.
+        throttle: None, or an object with ``is_throttled(tp) -> bool`` and a
+            ``quota`` (:class:`~mafka.broker.replication_quota.ReplicationQuota`).
     """
 
-    def __init__(self, broker_id: int, reactor: Any, replica_manager: Any, config: FetcherConfig) -> None:
+    def __init__(self, broker_id: int, reactor: Any, replica_manager: Any, config: FetcherConfig, *, throttle: Any = None) -> None:
         self.broker_id = broker_id
+        self.throttle = throttle
         self.reactor = reactor
         self.replica_manager = replica_manager
         self.config = config
@@ -413,7 +433,7 @@ class ReplicaFetcherManager:
             if fetcher is None:
                 fetcher = ReplicaFetcher(
                     self.broker_id, target.leader_id, target.host, target.port, self.reactor, self.replica_manager,
-                    self.config, key[1],
+                    self.config, key[1], self.throttle,
                 )
                 self.fetchers[key] = fetcher
                 for other, state in moved.items():

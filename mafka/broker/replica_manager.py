@@ -284,9 +284,13 @@ class ReplicaManager:
             for index in topic.partition_indexes:
                 tp = (topic.name, index)
                 error = ErrorCode.NONE
-                partition = self.partitions.pop(tp, None)
+                # Without deletion the replica stays hosted (its HW keeps being
+                # checkpointed), leaderless until the next LeaderAndIsr, as Kafka.
+                partition = self.partitions.pop(tp, None) if body.delete_partitions else self.partitions.get(tp)
                 if partition is not None:
-                    partition.make_follower(LeaderState(-1, partition.leader_epoch, (), (), -1, body.controller_epoch))
+                    state = partition.state
+                    replicas = state.replicas if state is not None else ()
+                    partition.make_follower(LeaderState(-1, partition.leader_epoch, (), replicas, -1, body.controller_epoch))
                     self._wake(tp)
                 if body.delete_partitions:
                     try:
@@ -421,8 +425,6 @@ class ReplicaManager:
         for p in partitions:
             try:
                 partition = self.leader_partition(p.topic, p.partition)
-                if replica_id >= 0:
-                    self._follower_fetched(partition, replica_id, p)
                 result = partition.read(
                     p.fetch_offset,
                     min(p.max_bytes, left),
@@ -430,6 +432,11 @@ class ReplicaManager:
                     current_leader_epoch=p.current_leader_epoch,
                     min_one_batch=first,
                 )
+                if replica_id >= 0:
+                    # Only a successful read counts (Kafka's updateFollowerFetchState): a
+                    # fenced or out-of-range follower is not caught up.  The response
+                    # carries the HW as of the read; the follower's lags one round trip.
+                    self._follower_fetched(partition, replica_id, p)
                 if result.data.size:
                     first = False
                     left = max(0, left - result.data.size)

@@ -42,6 +42,7 @@ from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .replication_quota import ReplicationQuota, is_throttled_replica
 from .topic_configs import TopicConfigManager, apply_log_config
 
 __all__ = ["KafkaServer"]
@@ -175,7 +176,8 @@ class KafkaServer:
             run_blocking=self.run_blocking,
         )
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config)
+            self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config),
+            throttle=_FollowerThrottle(self),
         )
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
 
@@ -331,6 +333,29 @@ class KafkaServer:
             if info is None or live.intersection(info.isr):
                 return True
         return False
+
+
+class _FollowerThrottle:
+    """The follower-side replication throttle from the dynamic broker and topic configs."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self.server = server
+        self.quota = ReplicationQuota(server.reactor.seconds, self.rate)
+
+    def rate(self) -> float | None:
+        configs = self.server.topic_configs
+        value = configs.broker_overrides.get("follower.replication.throttled.rate") if configs is not None else None
+        try:
+            return float(value) if value else None
+        except ValueError:
+            return None
+
+    def is_throttled(self, tp: tuple[str, int]) -> bool:
+        configs = self.server.topic_configs
+        if configs is None:
+            return False
+        setting = configs.overrides.get(tp[0], {}).get("follower.replication.throttled.replicas")
+        return is_throttled_replica(setting, tp[1], self.server.broker_id)
 
 
 def _kazoo_store(connect: str, session_timeout_ms: int) -> Any:

@@ -108,6 +108,8 @@ class TopicConfigManager:
         self.broker_config = broker_config
         self.on_change = on_change
         self.overrides: dict[str, dict[str, str]] = {}
+        #: This broker's dynamic configs: ``/config/brokers/<default>`` overlaid by ``/config/brokers/<id>``.
+        self.broker_overrides: dict[str, str] = {}
         self.last_seq = -1
         self._base: LogConfig | None = None
         self._cache: dict[str, LogConfig] = {}
@@ -148,6 +150,18 @@ class TopicConfigManager:
         topics = yield self.zk.get_topics()
         for topic in topics:
             self._set(topic, (yield self.zk.get_topic_config(topic)), notify=False)
+        yield self._load_broker_overrides()
+
+    @defer.inlineCallbacks
+    def _load_broker_overrides(self) -> Any:
+        get = getattr(self.zk, "get_broker_config", None)
+        if get is None:
+            return
+        merged = dict((yield get(None)))
+        merged.update((yield get(self.broker_config.broker_id)))
+        if merged != self.broker_overrides:
+            log.info("dynamic broker config now %s", merged)
+        self.broker_overrides = merged
 
     def start(self) -> None:
         """Watches ``/config/changes`` and ``/brokers/topics``."""
@@ -195,6 +209,8 @@ class TopicConfigManager:
             kind, _, topic = entity.partition("/")
             if kind == "topics" and topic:
                 self._set(topic, (yield self.zk.get_topic_config(topic)))
+            elif kind == "brokers":
+                yield self._load_broker_overrides()
         topics = set((yield self.zk.get_topics()))
         for topic in topics - set(self.overrides):
             self._set(topic, (yield self.zk.get_topic_config(topic)))

@@ -156,9 +156,11 @@ def test_loss(cluster, rule):
     a.rm.become_leader_or_follower(lai(**state))
 
     ack1 = b.produce(b"m1")
-    replicate(b, a, 0)  # A fetches m1 from offset 0
+    replicate(b, a, 0)  # A gets m1
+    replicate(b, a, 0)  # A at 1 moves B's HW to 1 (m1 acknowledged); the answer carries the HW read before
+    replicate(b, a, 0)  # A's HW 1
     ack2 = b.produce(b"m2")
-    replicate(b, a, 0)  # A at 1: B's HW 1 (m1 acknowledged); A gets m2 and HW 1
+    replicate(b, a, 0)  # A gets m2 (and HW 1)
     assert ack1[0][TP].error == ErrorCode.NONE and ack2 == []
     fetch_for(b, a, 0)  # A's fetch at 2 moves B's HW to 2 ... but A restarts before the answer
     assert b.partition.high_watermark == 2
@@ -206,7 +208,8 @@ def test_divergence(cluster, rule):
     replicate(a, b, 0)
     a.produce(b"m2")
     replicate(a, b, 0)
-    replicate(a, b, 0)  # B at 2: both HWs 2
+    replicate(a, b, 0)  # B at 2 moves A's HW to 2
+    replicate(a, b, 0)  # B's HW 2 (a follower's HW lags its leader's by one round trip)
     assert [(x.partition.log.next_offset, x.partition.high_watermark) for x in (a, b)] == [(2, 2), (2, 2)]
     assert a.segment_bytes() == b.segment_bytes()
     m1_size = b.partition.log.read(0, 1 << 20, 1).size

@@ -402,11 +402,6 @@ def test_fetcher_id_matches_kafka(topic, partition):
         assert fetcher_id((topic, partition), n) == kafka_fetcher_id(topic, partition, n), (topic, partition, n)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fetcher_id uses Python abs(): when 31*hash(topic)+partition is Integer.MIN_VALUE, Kafka's Utils.abs "
-    "gives 0 (fetcher 0) but Mafka gives 2**31 % n (e.g. 2 for n=3)",
-)
 @pytest.mark.parametrize(("topic", "partition"), [("alxexlnb", 0), ("adjztsra", 1)])
 def test_fetcher_id_when_the_hash_is_min_value(topic, partition):
     assert ctypes.c_int32(31 * java_string_hash(topic) + partition).value == -(1 << 31)
