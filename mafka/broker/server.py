@@ -30,7 +30,7 @@ from typing import Any
 
 from twisted.internet import defer, task, threads
 
-from mafka.coordination.kafka_zk import KafkaZkClient
+from mafka.coordination.kafka_zk import BrokerIdAlreadyRegisteredError, KafkaZkClient
 from mafka.coordination.znodes import BrokerRegistration
 from mafka.log.config import LogConfig
 from mafka.log.manager import LogManager
@@ -204,7 +204,7 @@ class KafkaServer:
             rack=config.broker_rack,
             timestamp=_now_ms(),
         )
-        self.broker_epoch = yield self.zk.register_broker(registration)
+        self.broker_epoch = yield defer.ensureDeferred(self._register(registration))
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
 
         if self.controller_factory is not None:
@@ -213,6 +213,27 @@ class KafkaServer:
         self.topic_configs.start()
         self._start_background_tasks()
         log.info("broker %d started", self.broker_id)
+
+    async def _register(self, registration: BrokerRegistration) -> int:
+        """Registers ``/brokers/ids/<id>``; waits out the znode of this broker's previous, crashed session.
+
+        A broker restarted within ``zookeeper.session.timeout.ms`` of a crash
+        finds its old ephemeral znode still there.  Kafka gives up at once;
+        Mafka retries until that session has expired (bounded by twice the
+        session timeout), so a restart after SIGKILL simply takes a little longer.
+        """
+        deadline = self.reactor.seconds() + 2 * self.config.zookeeper_session_timeout_ms / 1000 + 5
+        told = False
+        while True:
+            try:
+                return await self.zk.register_broker(registration)
+            except BrokerIdAlreadyRegisteredError as exc:
+                if self.reactor.seconds() >= deadline:
+                    raise
+                if not told:
+                    log.info("%s; waiting for that session to expire", exc)
+                    told = True
+                await task.deferLater(self.reactor, 0.5, lambda: None)
 
     def _start_background_tasks(self) -> None:
         config = self.config
