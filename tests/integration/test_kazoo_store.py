@@ -192,7 +192,7 @@ def test_connection_loss_keeps_the_session_and_watches(
     port = free_loopback_ports(1)[0]
     server = ZooKeeperServer(tmp_path / "zk", client_port=port, tick_time_ms=500)
     server.start(timeout=30)
-    store = KazooStore(server.connect_string, session_timeout_ms=10000)
+    store = KazooStore(server.connect_string, session_timeout_ms=10000, operation_timeout_s=40)
     impatient = KazooStore(server.connect_string, session_timeout_ms=10000, operation_timeout_s=0.5)
     listener, watch = Recorder(), Recorder()
     store.add_session_listener(listener)
