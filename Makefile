@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit bench-wire bench-log system-deps clean
+.PHONY: run selfcheck test lint unit chaos bench-wire bench-log system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -23,6 +23,9 @@ lint: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
+
+chaos: $(STAMP)
+	$(BIN)/python scripts/chaos_run.py
 
 bench-wire: $(STAMP)
 	$(BIN)/python scripts/bench_wire.py

@@ -489,7 +489,11 @@ class ContinuousProducer:
             "enable.idempotence": True,
             "linger.ms": 5,
             "message.timeout.ms": 120000,
-            "request.timeout.ms": 15000,
+            # Broker-side acks=all wait, and the client-side bound on a request (librdkafka's
+            # default, 60 s, keeps an idempotent producer waiting that long on a frozen leader
+            # before it may move the partition to the new one).
+            "request.timeout.ms": 8000,
+            "socket.timeout.ms": 12000,
             "retry.backoff.ms": 100,
             "retry.backoff.max.ms": 500,
             "reconnect.backoff.ms": 50,

@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""A longer randomized fault run against a local 3-broker cluster (``make chaos``).
+
+Starts ZooKeeper and the brokers (``tests/integration/cluster.py``), creates
+an RF 3 topic with ``min.insync.replicas=2`` and unclean election off, runs
+an idempotent acks=all confluent-kafka producer for ``--duration`` seconds
+(default 300) while one fault at a time is injected at random, every
+``--interval`` seconds:
+
+* ``kill-leader``  SIGKILL a partition leader, restart it 1–5 s later (once its
+  ZooKeeper registration has expired);
+* ``kill-controller``  the same for the controller;
+* ``kill-any``  the same for a random broker;
+* ``pause-short``  SIGSTOP a random broker for 1–3 s;
+* ``pause-long``  SIGSTOP a random broker (a leader half the time) past the
+  ZooKeeper session timeout — a zombie;
+* ``terminate``  SIGTERM (controlled shutdown) a random broker, then restart it.
+
+After each fault it heals (SIGCONT / restart) and waits, bounded, for the ISR
+to be full again.  At the end it heals everything, lets the producer drain,
+reads every partition from offset 0 to its high watermark and runs the
+checkers (``tests/integration/checker.py``): lost / duplicated / reordered
+acknowledged writes, offsets that differ from the acknowledged ones,
+unexpected values, and byte identity of every partition's replicas.  Prints a
+summary; exits 1 on any violation (0 otherwise, 2 if the cluster could not be
+set up).
+
+Example: ``.venv/bin/python scripts/chaos_run.py --duration 120 --seed 7``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import random
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.chaos import Chaos, ContinuousProducer, create_topic, drain  # noqa: E402
+from tests.integration.checker import check_delivery  # noqa: E402
+from tests.integration.cluster import LocalCluster  # noqa: E402
+
+FAULTS = ("kill-leader", "kill-controller", "kill-any", "pause-short", "pause-long", "terminate")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--duration", type=float, default=300.0, help="seconds of faults (default 300)")
+    p.add_argument("--interval", type=float, nargs=2, default=(5.0, 10.0), metavar=("MIN", "MAX"),
+                   help="quiet seconds between a healed fault and the next one (default 5 10)")
+    p.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
+    p.add_argument("--partitions", type=int, default=3)
+    p.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3),
+                   help="of the topic (default 3; min.insync.replicas is min(2, RF))")
+    p.add_argument("--rate", type=float, default=200.0, help="messages per second (default 200)")
+    p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated subset of {','.join(FAULTS)}")
+    p.add_argument("--session-timeout-ms", type=int, default=6000)
+    p.add_argument("--replica-lag-time-max-ms", type=int, default=10000)
+    p.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a temporary one)")
+    p.add_argument("--keep", action="store_true", help="keep the cluster directory (always kept on failure)")
+    p.add_argument("--verbose", action="store_true", help="show librdkafka's connection log")
+    args = p.parse_args(argv)
+    args.faults = [f for f in args.faults.split(",") if f]
+    unknown = set(args.faults) - set(FAULTS)
+    if unknown:
+        p.error(f"unknown faults {sorted(unknown)}")
+    return args
+
+
+class Run:
+    def __init__(self, args: argparse.Namespace, cluster: LocalCluster, chaos: Chaos, topic: str) -> None:
+        self.args = args
+        self.cluster = cluster
+        self.chaos = chaos
+        self.topic = topic
+        self.rng = random.Random(args.seed)
+        self.log: list[str] = []
+        self.t0 = time.monotonic()
+        self.unhealed: list[str] = []
+
+    def say(self, text: str) -> None:
+        line = f"[{time.monotonic() - self.t0:7.1f}s] {text}"
+        self.log.append(line)
+        print(line, flush=True)
+
+    def pick_broker(self) -> int:
+        return self.rng.choice(self.chaos.broker_ids)
+
+    def pick_leader(self) -> int:
+        p = self.rng.randrange(self.args.partitions)
+        leader = self.chaos.leader(self.topic, p)
+        return leader if leader > 0 else self.pick_broker()
+
+    def kill_restart(self, broker: int, why: str) -> None:
+        down = self.rng.uniform(1.0, 5.0)
+        self.say(f"{why}: SIGKILL broker {broker}, restart after ≥ {down:.1f} s (and its registration expired)")
+        self.chaos.kill(broker)
+        self.chaos.restart(broker, min_down=down, timeout=90)
+
+    def fault(self, name: str) -> None:
+        ch = self.chaos
+        if name == "kill-leader":
+            self.kill_restart(self.pick_leader(), name)
+        elif name == "kill-controller":
+            c = ch.controller()
+            self.kill_restart(c if c > 0 else self.pick_broker(), name)
+        elif name == "kill-any":
+            self.kill_restart(self.pick_broker(), name)
+        elif name == "pause-short":
+            b, secs = self.pick_broker(), self.rng.uniform(1.0, 3.0)
+            self.say(f"{name}: SIGSTOP broker {b} for {secs:.1f} s")
+            ch.pause(b)
+            time.sleep(secs)
+            ch.resume(b)
+        elif name == "pause-long":
+            b = self.pick_leader() if self.rng.random() < 0.5 else self.pick_broker()
+            secs = ch.session_timeout_s + self.rng.uniform(2.0, 4.0)
+            self.say(f"{name}: SIGSTOP broker {b} for {secs:.1f} s (past the session timeout)")
+            ch.pause(b)
+            time.sleep(secs)
+            ch.resume(b)
+        elif name == "terminate":
+            b = self.pick_broker()
+            self.say(f"{name}: SIGTERM broker {b} (controlled shutdown), then restart")
+            ch.terminate(b)
+            ch.restart(b, timeout=90)
+
+    def heal(self) -> None:
+        try:
+            self.chaos.heal(timeout=90)
+            self.chaos.wait_full_isr(self.topic, range(self.args.partitions), timeout=90)
+        except TimeoutError as exc:
+            self.unhealed.append(f"{time.monotonic() - self.t0:.0f}s: {exc}")
+            self.say(f"not healed in time: {exc}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    client_log = logging.getLogger("chaos.producer")
+    client_log.propagate = False
+    client_log.addHandler(logging.StreamHandler() if args.verbose else logging.NullHandler())
+    if args.seed is None:
+        args.seed = int(time.time())
+    base = args.dir.resolve() if args.dir else Path(tempfile.mkdtemp(prefix="mafka-chaos-"))
+    base.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "zookeeper.session.timeout.ms": str(args.session_timeout_ms),
+        "replica.lag.time.max.ms": str(args.replica_lag_time_max_ms),
+        "min.insync.replicas": "2",
+        "unclean.leader.election.enable": "false",
+        "default.replication.factor": "3",
+    }
+    print(f"chaos run: seed {args.seed}, {args.duration:.0f} s of {', '.join(args.faults)}; cluster in {base}/cluster",
+          flush=True)
+    cluster = LocalCluster(base / "cluster", brokers=3, settings=settings)
+    try:
+        cluster.start()
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"the cluster did not start: {exc}", file=sys.stderr)
+        return 2
+    chaos = Chaos(cluster)
+    failed = True
+    try:
+        topic = create_topic(cluster, partitions=args.partitions, rf=args.replication_factor, chaos=chaos,
+                             configs={"min.insync.replicas": str(min(2, args.replication_factor)),
+                                      "unclean.leader.election.enable": "false"})
+        run = Run(args, cluster, chaos, topic)
+        producer = ContinuousProducer(cluster.bootstrap, topic, partitions=args.partitions, rate=args.rate).start()
+        counts: dict[str, int] = dict.fromkeys(args.faults, 0)
+        try:
+            producer.wait_acks(min(100, int(args.rate)), 60)
+            run.say(f"topic {topic}: producing at {args.rate:.0f} msg/s")
+            end = time.monotonic() + args.duration
+            while time.monotonic() < end:
+                name = run.rng.choice(args.faults)
+                counts[name] += 1
+                try:
+                    run.fault(name)
+                except TimeoutError as exc:
+                    run.say(f"{name} did not complete: {exc}")
+                run.heal()
+                run.say(f"healed; acked so far {producer.acked()}")
+                time.sleep(min(max(0.0, end - time.monotonic()), run.rng.uniform(*args.interval)))
+            run.heal()
+        finally:
+            producer.stop(flush_timeout=90)
+        got = drain(cluster.bootstrap, topic, args.partitions, timeout=120)
+        report = check_delivery(producer.attempts, got.records)
+        replicas = {p: chaos.wait_replicas_identical(topic, p, timeout=60) for p in range(args.partitions)}
+        gaps = {p: producer.max_gap(run.t0, producer.stopped_at or time.monotonic(), partition=p) for p in range(args.partitions)}
+
+        print("\n==== chaos run summary ====")
+        print(f"seed {args.seed}; faults: {', '.join(f'{k} ×{v}' for k, v in counts.items())}")
+        print(report.summary())
+        print(f"drain complete: {got.complete}; high watermarks {got.high_watermarks}")
+        for p, r in replicas.items():
+            print(f"replicas of {topic}-{p}: {r.summary()}")
+        for p, (gap, _) in gaps.items():
+            print(f"longest time without an ack on partition {p}: {gap:.1f} s")
+        if producer.fatal:
+            print(f"producer fatal error: {producer.fatal}")
+        for line in run.unhealed:
+            print(f"not healed: {line}")
+        failed = (not report.ok or not got.complete or producer.fatal is not None
+                  or not all(r.identical for r in replicas.values()))
+        print("RESULT:", "FAIL" if failed else "PASS", f"(cluster dir {base}/cluster)" if failed or args.keep else "")
+        return 1 if failed else 0
+    finally:
+        chaos.close()
+        cluster.stop()
+        if not failed and not args.keep and args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
