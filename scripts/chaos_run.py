@@ -7,8 +7,8 @@ an idempotent acks=all confluent-kafka producer for ``--duration`` seconds
 (default 300) while one fault at a time is injected at random, every
 ``--interval`` seconds:
 
-* ``kill-leader``  SIGKILL a partition leader, restart it 1–5 s later (once its
-  ZooKeeper registration has expired);
+* ``kill-leader``  SIGKILL a partition leader, restart it 1–5 s later (half of
+  the time only once its ZooKeeper registration has expired);
 * ``kill-controller``  the same for the controller;
 * ``kill-any``  the same for a random broker;
 * ``pause-short``  SIGSTOP a random broker for 1–3 s;
@@ -99,9 +99,11 @@ class Run:
 
     def kill_restart(self, broker: int, why: str) -> None:
         down = self.rng.uniform(1.0, 5.0)
-        self.say(f"{why}: SIGKILL broker {broker}, restart after ≥ {down:.1f} s (and its registration expired)")
+        expiry = self.rng.random() < 0.5
+        self.say(f"{why}: SIGKILL broker {broker}, restart after {down:.1f} s"
+                 + (" and its registration expired" if expiry else " (its dead session may still hold the id)"))
         self.chaos.kill(broker)
-        self.chaos.restart(broker, min_down=down, timeout=90)
+        self.chaos.restart(broker, min_down=down, timeout=90, wait_expiry=expiry)
 
     def fault(self, name: str) -> None:
         ch = self.chaos

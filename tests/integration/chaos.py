@@ -5,9 +5,9 @@
   - faults: :meth:`~Chaos.kill` (SIGKILL, or any signal), :meth:`~Chaos.pause`
     (SIGSTOP, optionally resumed by a timer), :meth:`~Chaos.resume`
     (SIGCONT), :meth:`~Chaos.terminate` (SIGTERM: a controlled shutdown),
-    :meth:`~Chaos.restart` (waits until the old process is gone *and* its
-    ``/brokers/ids`` registration has expired — a broker restarted while its
-    old session still holds the id cannot register, as in Kafka), and
+    :meth:`~Chaos.restart` (waits until the old process is gone, optionally
+    until its ``/brokers/ids`` registration has expired as Kafka's system
+    tests do, and then until a new session holds the id), and
     :meth:`~Chaos.heal` (resume every paused broker, restart every dead one,
     wait until all are registered);
   - state, read from ZooKeeper with a kazoo client of its own: the partition
@@ -315,26 +315,69 @@ class Chaos:
         self.paused.discard(broker_id)
         return at
 
+    def registration_owner(self, broker_id: int) -> int | None:
+        """The ZooKeeper session holding ``/brokers/ids/<id>`` (None: not registered)."""
+        stat = self.zk.exists(f"/brokers/ids/{broker_id}")
+        return None if stat is None else stat.ephemeralOwner
+
     def restart(self, broker_id: int, timeout: float = 60.0, min_down: float = 0.0,
-                wait_registered: bool = True) -> float:
-        """Restarts a dead broker once its old registration expired (and ``min_down`` seconds
-        after it died at the earliest); returns the time of the restart."""
+                wait_registered: bool = True, wait_expiry: bool = True) -> float:
+        """Restarts a dead broker ``min_down`` seconds after it died at the earliest; returns the
+        time of the restart.
+
+        With ``wait_expiry`` (Kafka's system tests do this after a hard kill) the restart also
+        waits until the old ``/brokers/ids`` registration has expired; without it the new
+        process starts while the dead session still holds the id (the broker must wait for it).
+        With ``wait_registered`` it then waits until a new session holds the id.
+        """
         died = self.wait_dead(broker_id, timeout)
-        self.wait_unregistered(broker_id)
+        old_owner = self.registration_owner(broker_id)
+        if wait_expiry:
+            self.wait_unregistered(broker_id)
         rest = min_down - (time.monotonic() - died)
         if rest > 0:
             time.sleep(rest)
         at = self.note("restart", broker_id)
         self.cluster.restart(broker_id)
         if wait_registered:
-            self.wait_registered(broker_id, timeout)
+            def registered_anew() -> bool:
+                owner = self.registration_owner(broker_id)
+                return owner is not None and owner != old_owner
+
+            self.wait_until(registered_anew, timeout + (0 if wait_expiry else 2 * self.session_timeout_s),
+                            f"broker {broker_id} registered again")
             self.note("registered", broker_id)
         return at
 
-    def kill_and_restart(self, broker_id: int, down_for: float = 3.0, timeout: float = 60.0) -> float:
-        """SIGKILL, then a restart ``down_for`` seconds later (or once the registration expired)."""
+    def restart_soon(self, broker_id: int, after: float, timeout: float = 60.0) -> Callable[[float], None]:
+        """Restarts the broker in the background ``after`` seconds after it died, without waiting for
+        its old registration to expire; returns ``join(timeout)``, which waits until it registered
+        again (re-raising what went wrong)."""
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self.restart(broker_id, timeout=timeout, min_down=after, wait_expiry=False)
+            except BaseException as exc:  # noqa: BLE001 - handed to join()
+                failure.append(exc)
+
+        thread = threading.Thread(target=run, name=f"restart-{broker_id}", daemon=True)
+        thread.start()
+
+        def join(wait: float) -> None:
+            thread.join(wait)
+            if thread.is_alive():
+                raise TimeoutError(f"broker {broker_id} was not restarted and registered within {wait:.0f} s")
+            if failure:
+                raise failure[0]
+
+        return join
+
+    def kill_and_restart(self, broker_id: int, down_for: float = 3.0, timeout: float = 60.0,
+                         wait_expiry: bool = False) -> float:
+        """SIGKILL, then a restart ``down_for`` seconds later (see :meth:`restart`)."""
         at = self.kill(broker_id)
-        self.restart(broker_id, timeout=timeout, min_down=down_for)
+        self.restart(broker_id, timeout=timeout, min_down=down_for, wait_expiry=wait_expiry)
         return at
 
     def heal(self, timeout: float = 90.0) -> None:

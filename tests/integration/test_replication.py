@@ -141,15 +141,16 @@ def running(producer: ContinuousProducer, chaos: Chaos) -> Iterator[ContinuousPr
 
 
 def kill_leader(chaos: Chaos, producer: ContinuousProducer, topic: str, partition: int) -> dict[str, float]:
-    """SIGKILL the partition's leader, restart it ~3 s later (once its registration expired), wait
-    until it is back in every ISR; returns the failover figures."""
+    """SIGKILL the partition's leader, restart it 3 s later (its dead session still holds its id
+    then), wait until it is back in every ISR; returns the failover figures."""
     victim = chaos.leader(topic, partition)
     killed = chaos.kill(victim)
+    restarted = chaos.restart_soon(victim, after=3.0)
     new = chaos.wait_leader(topic, partition, timeout=SESSION_TIMEOUT_S + 20, not_in=[victim])
     elected = time.monotonic()
     # An ack that arrives 0.5 s after the SIGKILL cannot come from the killed process.
     first = producer.wait_acks(1, 30, after=killed + 0.5, partition=partition)
-    chaos.restart(victim, min_down=3.0)
+    restarted(60)
     chaos.wait_full_isr(topic, range(producer.partitions), timeout=60)
     figures = {"victim": victim, "successor": new, "elected": elected - killed, "first_ack": first - killed}
     print(f"SIGKILL leader {victim} of {topic}-{partition}: broker {new} elected after {figures['elected']:.2f} s, "
@@ -171,11 +172,10 @@ def test_acknowledged_writes_survive_killing_leaders_and_the_controller(cluster,
         # then the controller
         old = chaos.controller()
         killed = chaos.kill(old)
+        restarted = chaos.restart_soon(old, after=3.0)
         chaos.wait_until(lambda: chaos.controller() not in (-1, old), SESSION_TIMEOUT_S + 20, "a new controller")
         took = time.monotonic() - killed
-        for p in range(3):
-            chaos.wait_leader(topic, p, timeout=30, not_in=[old])
-        chaos.restart(old, min_down=3.0)
+        restarted(60)
         chaos.wait_full_isr(topic, range(3), timeout=60)
         print(f"SIGKILL controller {old}: broker {chaos.controller()} controller after {took:.2f} s")
         producer.wait_acks(150, 30, after=time.monotonic())  # writes go on after everything
