@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos bench-wire bench-log system-deps clean
+.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -32,6 +32,9 @@ bench-wire: $(STAMP)
 
 bench-log: $(STAMP)
 	$(BIN)/python scripts/bench_log.py
+
+bench-replication: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_replication.py
 
 system-deps:
 	@scripts/install-system-deps.sh
