@@ -145,6 +145,8 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], _PartitionFetch] = {}
         self.running = True
         self._wakeup: defer.Deferred | None = None
+        self._fetch_in_flight = False
+        self._interrupted = False
         self._loop = defer.ensureDeferred(self._run())
         self._loop.addErrback(lambda f: log.error("%s stopped: %s", self.name, f.getTraceback()))
 
@@ -153,6 +155,14 @@ class ReplicaFetcher:
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
         self.partitions[tp] = _PartitionFetch(leader_epoch)
         self._wake()
+        if self._fetch_in_flight:
+            # The leader holds our long poll (up to replica.fetch.wait.max.ms) and
+            # it does not name this partition: drop it and start over, so a new
+            # partition is truncated and fetched now, not after the wait.
+            self._interrupted = True
+            proto = self.conn.protocol
+            if proto is not None and not proto.lost:
+                proto.transport.abortConnection()
 
     def remove(self, tp: tuple[str, int]) -> None:
         self.partitions.pop(tp, None)
@@ -193,6 +203,9 @@ class ReplicaFetcher:
                     continue
                 await self._fetch(ready)
             except Exception as exc:  # noqa: BLE001 - any failure: back off, reconnect, go on
+                if self._interrupted:
+                    self._interrupted = False
+                    continue
                 if self.running:
                     log.info("%s: %s: %s; backing off", self.name, type(exc).__name__, exc)
                     await self._sleep(self.config.backoff_ms / 1000)
@@ -320,7 +333,11 @@ class ReplicaFetcher:
             "rack_id": "",
         }
         timeout = self.config.max_wait_ms + self.config.socket_timeout_ms
-        response = await self._request(FETCH, FETCH_VERSION, body, timeout)
+        self._fetch_in_flight = True
+        try:
+            response = await self._request(FETCH, FETCH_VERSION, body, timeout)
+        finally:
+            self._fetch_in_flight = False
         for topic in response.responses:
             for r in topic.partitions:
                 tp = (topic.topic, r.partition_index)
@@ -394,6 +411,10 @@ class ReplicaFetcher:
             return
         if error not in _RETRIABLE:
             log.warning("%s: %s-%d: %s", self.name, tp[0], tp[1], error.name)
+        if error == ErrorCode.UNKNOWN_LEADER_EPOCH:
+            # The leader has not applied its own LeaderAndIsr yet; it will in moments.
+            state.delayed_until = self.reactor.seconds() + min(0.05, self.config.backoff_ms / 1000)
+            return
         self._delay(tp, state)
 
 
@@ -417,9 +438,15 @@ class ReplicaFetcherManager:
         self.config = config
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._owner: dict[tuple[str, int], tuple[int, int]] = {}
+        self.closed = False
 
     def add_partitions(self, targets: dict[tuple[str, int], Any]) -> None:
-        """Follows each partition from its :class:`~mafka.broker.replica_manager.FollowerTarget` (re-truncating first)."""
+        """Follows each partition from its :class:`~mafka.broker.replica_manager.FollowerTarget` (re-truncating first).
+
+        Nothing is followed once :meth:`shutdown` ran.
+        """
+        if self.closed:
+            return
         for tp, target in targets.items():
             self._detach(tp)
             key = (target.leader_id, fetcher_id(tp, self.config.num_fetchers))
@@ -459,6 +486,8 @@ class ReplicaFetcherManager:
                 del self.fetchers[key]
 
     def shutdown(self) -> None:
+        """Stops every fetcher for good (a broker going down fetches nothing more)."""
+        self.closed = True
         for fetcher in self.fetchers.values():
             fetcher.stop()
         self.fetchers.clear()

@@ -365,6 +365,7 @@ class ReplicaManager:
         for tp in waiting:
             self._produce_waiters[tp].add(delayed)
         delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
+        self._check_produce(delayed)  # as for fetches: watch, then check again
         return d
 
     def _check_produce(self, delayed: _DelayedProduce) -> None:
@@ -416,6 +417,10 @@ class ReplicaManager:
         for p in partitions:
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
         delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
+        # Check again now that it is watched (Kafka's tryCompleteElseWatch): the reads
+        # above can complete a parked produce, whose connection may then run its next,
+        # pipelined produce at once — an append this fetch was not yet watching for.
+        self._try_complete_fetch(delayed)
         return d
 
     def _read(self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition]) -> list[FetchedPartition]:
@@ -459,8 +464,15 @@ class ReplicaManager:
         available = 0
         for p in delayed.partitions:
             partition = self.partitions.get((p.topic, p.partition))
-            if partition is None or not partition.is_leader:
-                available = delayed.min_bytes  # leadership moved: answer now, with the error
+            if (
+                partition is None
+                or not partition.is_leader
+                or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
+            ):
+                # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
+                # answer now, with the error, so a follower re-truncates at once
+                # rather than after max_wait_ms.
+                available = delayed.min_bytes
                 break
             available += partition.bytes_available(p.fetch_offset, delayed.replica_id)
             if available >= delayed.min_bytes:

@@ -279,6 +279,12 @@ class KafkaServer:
     def shutdown(self) -> Any:
         """Graceful stop: listeners, controller, producer snapshots, flush + checkpoints + marker, ZooKeeper."""
         log.info("shutting down broker %d", self.broker_id)
+        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
+            # Stop following first: a follower that keeps fetching while the controller
+            # moves leadership off this broker would be taken back into the ISRs it is
+            # about to leave (the race KIP-841 closed in Kafka 3.3), and acks=all would
+            # then wait for a broker that is gone.
+            self.replica_manager.fetcher_manager.shutdown()
         if self.config.controlled_shutdown_enable and self.zk is not None and self.broker_epoch >= 0:
             try:
                 yield defer.ensureDeferred(self._controlled_shutdown())
@@ -287,8 +293,6 @@ class KafkaServer:
         for loop in self._loops:
             if loop.running:
                 loop.stop()
-        if self.replica_manager is not None and self.replica_manager.fetcher_manager is not None:
-            self.replica_manager.fetcher_manager.shutdown()
         for port in self.ports:
             yield port.stopListening()
         if self.topic_configs is not None:
