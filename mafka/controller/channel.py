@@ -625,7 +625,9 @@ class ControllerBrokerRequestBatch:
         for item in _get(response, "partition_errors", []) or []:
             code = _get(item, "error_code", 0)
             if code != ErrorCode.NONE:
-                log.warning(
+                # A resent state the broker already holds (same leader epoch) is refused with
+                # STALE_CONTROLLER_EPOCH; that is routine (Kafka logs it in its state-change log).
+                (log.info if code == ErrorCode.STALE_CONTROLLER_EPOCH else log.warning)(
                     "LeaderAndIsr to broker %d: %s-%d: %s",
                     broker_id,
                     _get(item, "topic_name", "?"),
