@@ -197,8 +197,9 @@ def main() -> int:
                 rate = kcat_produce(cluster, f"{kind}-{r}", acks, data, args.messages)
                 (rf1 if kind == "rf1" else rf3).append(rate)
                 print(f"round {r + 1}: {kind} acks={acks}: {rate:,.0f} msgs/s", flush=True)
-        m1, m3 = statistics.median(rf1), statistics.median(rf3)
-        print(f"produce RF1 acks=1 median {m1:,.0f} msgs/s; RF3 acks=all median {m3:,.0f} msgs/s; ratio {m3 / m1:.2f}")
+        if rf1 and rf3:
+            m1, m3 = statistics.median(rf1), statistics.median(rf3)
+            print(f"produce RF1 acks=1 median {m1:,.0f} msgs/s; RF3 acks=all median {m3:,.0f} msgs/s; ratio {m3 / m1:.2f}")
 
         create_topic(cluster, "failover", 3)
         failover, windows = [], []

@@ -98,6 +98,24 @@ class MetadataCache:
                 )
         return ErrorCode.NONE, deleted
 
+    def note_leadership(self, topic: str, ps: Any) -> bool:
+        """Takes a LeaderAndIsr partition state this broker just applied, if newer than the cached one.
+
+        The controller's UpdateMetadata follows its LeaderAndIsr, but a broker
+        that has just given up leadership (a controlled shutdown) would
+        otherwise keep naming itself leader to clients until it arrives.
+        Returns whether the cache changed.
+        """
+        parts = self.partitions.get(topic)
+        current = parts.get(ps.partition_index) if parts is not None else None
+        if current is None or ps.leader_epoch <= current.leader_epoch:
+            return False
+        parts[ps.partition_index] = PartitionInfo(
+            ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), current.offline_replicas,
+            ps.zk_version, ps.controller_epoch,
+        )
+        return True
+
     # ------------------------------------------------------------------ queries
 
     def topics(self) -> list[str]:

@@ -115,6 +115,7 @@ class _PartitionFetch:
     truncating: bool = True
     fenced: bool = False
     delayed_until: float = 0.0
+    retries: int = 0  # consecutive "leader not ready" answers
 
 
 class ReplicaFetcher:
@@ -348,6 +349,7 @@ class ReplicaFetcher:
                     continue
                 error = ErrorCode(r.error_code)
                 if error == ErrorCode.NONE:
+                    state.retries = 0
                     if tp in throttled and r.records:
                         self.throttle.quota.record(len(r.records))
                     self._append(tp, state, r)
@@ -411,9 +413,12 @@ class ReplicaFetcher:
             return
         if error not in _RETRIABLE:
             log.warning("%s: %s-%d: %s", self.name, tp[0], tp[1], error.name)
-        if error == ErrorCode.UNKNOWN_LEADER_EPOCH:
-            # The leader has not applied its own LeaderAndIsr yet; it will in moments.
-            state.delayed_until = self.reactor.seconds() + min(0.05, self.config.backoff_ms / 1000)
+        if error in (ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+            # Usually the leader has not applied its own LeaderAndIsr yet and will in
+            # moments: retry after 50 ms, doubling up to replica.fetch.backoff.ms.
+            wait = min(0.05 * (2**state.retries), self.config.backoff_ms / 1000)
+            state.retries += 1
+            state.delayed_until = self.reactor.seconds() + wait
             return
         self._delay(tp, state)
 

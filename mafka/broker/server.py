@@ -290,6 +290,14 @@ class KafkaServer:
                 yield defer.ensureDeferred(self._controlled_shutdown())
             except Exception as exc:  # noqa: BLE001 - shutting down goes on regardless
                 log.warning("controlled shutdown failed: %s", exc)
+            channel = getattr(self.controller, "channel", None)
+            if channel is not None and getattr(self.controller, "is_active", False):
+                # This broker is the controller: let the LeaderAndIsr / UpdateMetadata of its
+                # own controlled shutdown reach the others before its connections close, or
+                # clients are told the old leader until the next controller's failover.
+                drained = yield channel.drained(2.0)
+                if not drained:
+                    log.info("controller requests still queued at shutdown; the next controller resends the state")
         for loop in self._loops:
             if loop.running:
                 loop.stop()

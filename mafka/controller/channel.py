@@ -396,6 +396,32 @@ class ControllerChannelManager:
         for broker_id, registration in sorted(brokers.items()):
             self.add_broker(broker_id, registration)
 
+    @property
+    def idle(self) -> bool:
+        """No request queued or in flight to any broker."""
+        return all(not q.queue and not q.in_flight for q in self._brokers.values())
+
+    def drained(self, timeout_s: float) -> defer.Deferred[bool]:
+        """Fires True once :attr:`idle`, or False after *timeout_s* (polled every 10 ms).
+
+        A controller broker that is shutting down waits for this, so the
+        LeaderAndIsr and UpdateMetadata of its own controlled shutdown reach
+        the other brokers before the connections close.
+        """
+        deadline = self.reactor.seconds() + timeout_s
+        d: defer.Deferred[bool] = defer.Deferred()
+
+        def check() -> None:
+            if self.idle:
+                d.callback(True)
+            elif self.reactor.seconds() >= deadline:
+                d.callback(False)
+            else:
+                self.reactor.callLater(0.01, check)
+
+        check()
+        return d
+
     def shutdown(self) -> None:
         """Closes every connection; queued requests are dropped."""
         for broker_id in list(self._brokers):

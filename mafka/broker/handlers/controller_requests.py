@@ -33,7 +33,19 @@ def handlers(broker: Any) -> dict[int, Any]:
         # the role changes are applied here, on the reactor.
         d = broker.run_blocking(rm.prepare_partitions, request.body)
         d.addCallback(lambda _: rm.truncations_in_flight(request.body))
-        return d.addCallback(lambda _: rm.become_leader_or_follower(request.body))
+
+        def applied(response: dict[str, Any]) -> dict[str, Any]:
+            # What this broker now leads or follows is what its Metadata answers name too,
+            # before the controller's UpdateMetadata arrives.
+            if response["error_code"] == ErrorCode.NONE:
+                failed = {(e["topic_name"], e["partition_index"]) for e in response["partition_errors"] if e["error_code"]}
+                for ts in request.body.topic_states:
+                    for ps in ts.partition_states:
+                        if (ts.topic_name, ps.partition_index) not in failed:
+                            broker.metadata_cache.note_leadership(ts.topic_name, ps)
+            return response
+
+        return d.addCallback(lambda _: applied(rm.become_leader_or_follower(request.body)))
 
     def stop_replica(request: Any, connection: Any) -> dict[str, Any]:
         if _stale(broker, request.body):

@@ -218,17 +218,23 @@ def test_fenced_leader_epoch_parks_the_partition_until_re_added(env, stage):
     assert req.api_key == 23 and req.body["topics"][0]["partitions"][0]["current_leader_epoch"] == 6
 
 
-def test_not_leader_or_follower_backs_off(env):
+def test_not_leader_or_follower_retries_soon_then_backs_off(env):
+    """The leader usually just has not applied its LeaderAndIsr yet: 50 ms, doubling up to replica.fetch.backoff.ms."""
     env.follower([0, 0])
     f = env.fetcher()
     f.add(TP, 5)
     f.conn.last.d.callback(epoch_answer(0, 2))
-    f.conn.last.d.callback(fetch_answer(error=ErrorCode.NOT_LEADER_OR_FOLLOWER))
-    sent = len(f.conn.requests)
-    env.clock.advance(0.999)
-    assert len(f.conn.requests) == sent  # replica.fetch.backoff.ms = 1000
-    env.clock.advance(0.002)
-    assert len(f.conn.requests) == sent + 1
+    waits = []
+    for _ in range(7):
+        f.conn.last.d.callback(fetch_answer(error=ErrorCode.NOT_LEADER_OR_FOLLOWER))
+        sent = len(f.conn.requests)
+        waited = 0.0
+        while len(f.conn.requests) == sent:
+            env.clock.advance(0.001)
+            waited += 0.001
+            assert waited < 2, "no retry"
+        waits.append(round(waited, 2))
+    assert waits == [0.05, 0.1, 0.2, 0.4, 0.8, 1.0, 1.0]  # replica.fetch.backoff.ms = 1000 caps it
     req = f.conn.last
     assert req.api_key == 1 and req.body["topics"][0]["partitions"][0]["fetch_offset"] == 2  # no re-truncation
 
