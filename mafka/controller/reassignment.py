@@ -98,17 +98,7 @@ class ReassignmentMixin:
             UNKNOWN_TOPIC_OR_PARTITION (unknown, or the topic is being deleted).
         """
         wanted = {tp: None if r is None else [int(b) for b in r] for tp, r in reassignments.items()}
-
-        async def run() -> tuple[ErrorCode, str | None, dict[TopicPartition, AlterResult]]:
-            results = await self._run_admin(
-                "ApiPartitionReassignment", self._process_api_partition_reassignment, wanted
-            )
-            if results is None:
-                code = ErrorCode.NOT_CONTROLLER
-                return code, code.description, {}
-            return ErrorCode.NONE, None, results
-
-        return Deferred.fromCoroutine(run())
+        return _admin_answer(self, "ApiPartitionReassignment", self._process_api_partition_reassignment, wanted)
 
     def list_partition_reassignments(
         self: Any, partitions: Iterable[TopicPartition] | None
@@ -124,17 +114,7 @@ class ReassignmentMixin:
             this broker is not the controller.
         """
         wanted = None if partitions is None else list(partitions)
-
-        async def run() -> tuple[ErrorCode, str | None, dict[TopicPartition, ReplicaAssignment]]:
-            results = await self._run_admin(
-                "ListPartitionReassignments", self._process_list_partition_reassignments, wanted
-            )
-            if results is None:
-                code = ErrorCode.NOT_CONTROLLER
-                return code, code.description, {}
-            return ErrorCode.NONE, None, results
-
-        return Deferred.fromCoroutine(run())
+        return _admin_answer(self, "ListPartitionReassignments", self._process_list_partition_reassignments, wanted)
 
     async def _process_list_partition_reassignments(
         self: Any, partitions: list[TopicPartition] | None
@@ -544,3 +524,16 @@ class ReassignmentMixin:
     def _unwatch_all_reassignments(self: Any) -> None:
         for tp in list(self._reassignment_watches):
             self._unwatch_reassignment(tp)
+
+
+def _admin_answer(controller: Any, name: str, fn: Any, arg: Any) -> Deferred[Any]:
+    """Runs an admin operation as a controller event: (NONE, None, results), or NOT_CONTROLLER and nothing."""
+
+    async def run() -> tuple[ErrorCode, str | None, dict[Any, Any]]:
+        results = await controller._run_admin(name, fn, arg)
+        if results is None:
+            code = ErrorCode.NOT_CONTROLLER
+            return code, code.description, {}
+        return ErrorCode.NONE, None, results
+
+    return Deferred.fromCoroutine(run())
