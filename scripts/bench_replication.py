@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import signal
 import statistics
@@ -32,6 +31,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
+
+from tests.integration.chaos import process_state  # noqa: E402
+from tests.integration.cluster import LocalCluster  # noqa: E402
 
 
 def wait_for(predicate, timeout: float, what: str):
@@ -44,74 +47,27 @@ def wait_for(predicate, timeout: float, what: str):
     raise TimeoutError(what)
 
 
-class Cluster:
+class Cluster(LocalCluster):
+    """The integration tests' :class:`LocalCluster`, plus ZooKeeper reads and waiting for a process to exit."""
+
     def __init__(self, work: Path, settings: dict[str, str]) -> None:
-        self.dir = work / "cluster"
-        argv = [sys.executable, "-m", "mafka.cli.main", "cluster", "up", "--brokers", "3", "--dir", str(self.dir),
-                "--base-port", "39192", "--zookeeper-port", "32281"]
-        for k, v in settings.items():
-            argv += ["--set", f"{k}={v}"]
-        self.log = open(work / "cluster.log", "wb")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, cwd=HERE)
-        state = self.dir / "cluster.json"
-        wait_for(lambda: state.exists() or self.proc.poll() is not None, 120, "cluster up")
-        if self.proc.poll() is not None:
-            raise SystemExit(f"cluster up failed; see {work / 'cluster.log'}")
-        self.info = json.loads(state.read_text())
+        super().__init__(work / "cluster", brokers=3, settings=settings)
+        self.start(timeout=120)
         from kazoo.client import KazooClient
 
-        self.zk = KazooClient(f"127.0.0.1:{self.info.get('zookeeper_port', 32281)}")
+        self.zk = KazooClient(f"127.0.0.1:{self.zookeeper_port}")
         self.zk.start(timeout=15)
-
-    @property
-    def bootstrap(self) -> str:
-        return self.info["bootstrap"]
-
-    def broker(self, broker_id: int) -> dict:
-        return next(b for b in self.info["brokers"] if b["id"] == broker_id)
 
     def state(self, topic: str, partition: int) -> dict:
         return json.loads(self.zk.get(f"/brokers/topics/{topic}/partitions/{partition}/state")[0])
 
-    def kill(self, broker_id: int, sig: int) -> None:
-        os.kill(self.broker(broker_id)["pid"], sig)
-
     def wait_exit(self, broker_id: int, timeout: float = 60) -> None:
         pid = self.broker(broker_id)["pid"]
-
-        def gone() -> bool:
-            try:
-                waited, _ = os.waitpid(pid, os.WNOHANG)
-                if waited:
-                    return True
-            except ChildProcessError:
-                pass
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            return Path(f"/proc/{pid}/status").exists() and "zombie" in Path(f"/proc/{pid}/status").read_text()
-
-        wait_for(gone, timeout, f"broker {broker_id} to exit")
-
-    def restart(self, broker_id: int) -> None:
-        b = self.broker(broker_id)
-        with open(b["log_file"], "ab") as out:
-            proc = subprocess.Popen(b["argv"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd=HERE)
-        b["pid"] = proc.pid
+        wait_for(lambda: process_state(pid) in (None, "Z", "X"), timeout, f"broker {broker_id} to exit")
 
     def stop(self) -> None:
         self.zk.stop()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        for b in self.info["brokers"]:
-            try:
-                os.kill(b["pid"], signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        super().stop()
 
 
 def create_topic(cluster: Cluster, name: str, rf: int, partitions: int = 1, configs: dict | None = None) -> None:

@@ -359,13 +359,10 @@ class ReplicaManager:
         waiting = {tp: r for tp, r in results.items() if r.error == ErrorCode.NONE}
         d: defer.Deferred = defer.Deferred()
         delayed = _DelayedProduce({tp: self.min_insync_replicas(tp[0]) for tp in waiting}, waiting, results, d, keys=list(waiting))
-        self._check_produce(delayed)
-        if delayed.done:
-            return d
         for tp in waiting:
             self._produce_waiters[tp].add(delayed)
         delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
-        self._check_produce(delayed)  # as for fetches: watch, then check again
+        self._check_produce(delayed)  # watch first, then check (answers at once when already replicated)
         return d
 
     def _check_produce(self, delayed: _DelayedProduce) -> None:

@@ -668,24 +668,30 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
         except Exception:
             log.exception("controller %d: could not write /feature", self.broker_id)
 
+    async def _load_topic(self, topic: str) -> bool:
+        """Reads *topic*'s assignment into the context and watches it; False if its znode is gone."""
+        got = await self.zk.get_assignment(topic)
+        if got is None:
+            return False
+        assignment, _ = got
+        self.context.set_topic(
+            topic,
+            assignment.partitions,
+            assignment.topic_id,
+            assignment.adding_replicas,
+            assignment.removing_replicas,
+        )
+        self._watch_topic(topic)
+        return True
+
     async def _initialize_context(self) -> None:
         ctx = self.context
         brokers = await self.zk.get_all_brokers()
         ctx.set_live_brokers(brokers)
         ctx.shutting_down.clear()
         for topic in await self.zk.get_topics():
-            got = await self.zk.get_assignment(topic)
-            if got is None:
+            if not await self._load_topic(topic):
                 continue
-            assignment, _ = got
-            ctx.set_topic(
-                topic,
-                assignment.partitions,
-                assignment.topic_id,
-                assignment.adding_replicas,
-                assignment.removing_replicas,
-            )
-            self._watch_topic(topic)
         ctx.partitions_being_reassigned = set(ctx.adding_replicas) | set(ctx.removing_replicas)
         for broker_id in sorted(brokers):
             self._watch_broker(broker_id)
@@ -1242,18 +1248,8 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
             ctx.remove_topic(topic)
         added: list[TopicPartition] = []
         for topic in sorted(new_topics):
-            got = await self.zk.get_assignment(topic)
-            if got is None:
+            if not await self._load_topic(topic):
                 continue
-            assignment, _ = got
-            ctx.set_topic(
-                topic,
-                assignment.partitions,
-                assignment.topic_id,
-                assignment.adding_replicas,
-                assignment.removing_replicas,
-            )
-            self._watch_topic(topic)
             added.extend(ctx.partitions_for_topic(topic))
         if new_topics or deleted:
             log.info(

@@ -226,23 +226,8 @@ def handlers(broker: Any) -> dict[int, Any]:
         if not incremental:
             new = {c.name: c.value for c in resource.configs}
         else:
-            names = [c.name for c in resource.configs]
-            if len(names) != len(set(names)):
-                raise InvalidRequestError("Error due to duplicate config keys")
-            new = dict((yield broker.zk.get_broker_config(broker_id)))
-            for c in resource.configs:
-                op = c.config_operation
-                if op == SET:
-                    if c.value is None:
-                        raise InvalidRequestError(f"Null value not supported for : {c.name}")
-                    new[c.name] = c.value
-                elif op == DELETE:
-                    new.pop(c.name, None)
-                elif op in (APPEND, SUBTRACT):
-                    verb = "append" if op == APPEND else "subtract"
-                    raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
-                else:
-                    raise InvalidRequestError(f"Unknown alter config operation {op} for config key: {c.name}")
+            _reject_duplicate_keys(resource.configs)
+            new = _apply_incremental(dict((yield broker.zk.get_broker_config(broker_id))), resource.configs)
         nulls = [k for k, v in new.items() if v is None]
         if nulls:
             raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
@@ -333,36 +318,12 @@ def handlers(broker: Any) -> dict[int, Any]:
             yield alter_broker(resource, validate_only, incremental=True)
             return
         check_resource(resource, "IncrementalAlterConfigs")
-        names = [c.name for c in resource.configs]
-        if len(names) != len(set(names)):
-            raise InvalidRequestError("Error due to duplicate config keys")
+        _reject_duplicate_keys(resource.configs)
         topic = resource.resource_name
         yield require_topic(topic)
-        current = dict((yield broker.zk.get_topic_config(topic)))
-        for c in resource.configs:
-            if c.name not in ALL_TOPIC_CONFIG_NAMES:
-                raise InvalidConfigError(f"Unknown topic config name: {c.name}")
-            op = c.config_operation
-            if op == SET:
-                if c.value is None:
-                    raise InvalidRequestError(f"Null value not supported for : {c.name}")
-                current[c.name] = c.value
-            elif op == DELETE:
-                current.pop(c.name, None)
-            elif op in (APPEND, SUBTRACT):
-                if c.name not in LIST_TOPIC_CONFIGS:
-                    verb = "append" if op == APPEND else "subtract"
-                    raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
-                old = current.get(c.name, kafka_default(c.name))
-                old_items = [v for v in old.split(",") if v] if old else []
-                items = [v for v in (c.value or "").split(",") if v]
-                if op == APPEND:
-                    merged = old_items + [v for v in items if v not in old_items]
-                else:
-                    merged = [v for v in old_items if v not in items]
-                current[c.name] = ",".join(merged)
-            else:
-                raise InvalidRequestError(f"Unknown alter config operation {op} for config key: {c.name}")
+        current = _apply_incremental(
+            dict((yield broker.zk.get_topic_config(topic))), resource.configs, LIST_TOPIC_CONFIGS, ALL_TOPIC_CONFIG_NAMES
+        )
         yield write_topic(topic, current, validate_only)
 
     def alter_handler(one: Any) -> Any:
@@ -393,3 +354,45 @@ def handlers(broker: Any) -> dict[int, Any]:
         ALTER_CONFIGS: alter_handler(alter_one),
         INCREMENTAL_ALTER_CONFIGS: alter_handler(incremental_one),
     }
+
+
+def _reject_duplicate_keys(configs: Any) -> None:
+    names = [c.name for c in configs]
+    if len(names) != len(set(names)):
+        raise InvalidRequestError("Error due to duplicate config keys")
+
+
+def _apply_incremental(
+    current: dict[str, Any], configs: Any, list_configs: frozenset[str] = frozenset(), known: Any = None
+) -> dict[str, Any]:
+    """IncrementalAlterConfigs' SET / DELETE / APPEND / SUBTRACT applied to *current* (returned, changed in place).
+
+    APPEND and SUBTRACT work on comma-separated lists and are refused for
+    keys outside *list_configs* (as Kafka refuses them for non-LIST configs);
+    with *known* given, other names are INVALID_CONFIG (topic configs).
+    """
+    for c in configs:
+        if known is not None and c.name not in known:
+            raise InvalidConfigError(f"Unknown topic config name: {c.name}")
+        op = c.config_operation
+        if op == SET:
+            if c.value is None:
+                raise InvalidRequestError(f"Null value not supported for : {c.name}")
+            current[c.name] = c.value
+        elif op == DELETE:
+            current.pop(c.name, None)
+        elif op in (APPEND, SUBTRACT):
+            if c.name not in list_configs:
+                verb = "append" if op == APPEND else "subtract"
+                raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
+            old = current.get(c.name, kafka_default(c.name))
+            old_items = [v for v in old.split(",") if v] if old else []
+            items = [v for v in (c.value or "").split(",") if v]
+            if op == APPEND:
+                merged = old_items + [v for v in items if v not in old_items]
+            else:
+                merged = [v for v in old_items if v not in items]
+            current[c.name] = ",".join(merged)
+        else:
+            raise InvalidRequestError(f"Unknown alter config operation {op} for config key: {c.name}")
+    return current
