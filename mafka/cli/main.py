@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         cluster,
         console_consumer,
         console_producer,
+        consumer_groups,
         leader_election,
         reassign_partitions,
         server_start,
@@ -50,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     console_consumer.add_parser(sub)
     leader_election.add_parser(sub)
     reassign_partitions.add_parser(sub)
+    consumer_groups.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

@@ -1,0 +1,952 @@
+"""``mafka consumer-groups``: Kafka 2.8's ``kafka-consumer-groups.sh --bootstrap-server`` for Mafka.
+
+Actions (exactly one):
+
+* ``--list [--state [s,…]]``: ListGroups to every broker of the Metadata
+  answer, the union of the consumer groups (protocol type ``consumer`` or
+  empty).  With ``--state`` the ``GROUP STATE`` table; Mafka's ListGroups
+  (v0–2) carries no state, so each group is described (DescribeGroups).
+* ``--describe (--group g … | --all-groups) [--offsets | --members [--verbose] | --state]``:
+  Kafka's three tables, column widths computed from the data exactly as
+  ``ConsumerGroupCommand`` does; unknown values print ``-``.  Offsets come
+  from OffsetFetch, log-end offsets from ListOffsets (latest) sent to each
+  partition's leader, member assignments from the DescribeGroups
+  ``member_assignment`` bytes (:mod:`mafka.group.consumer_protocol`).
+* ``--reset-offsets (--group g | --all-groups) (--topic t[:p,…] … | --all-topics)
+  (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by n |
+  --to-datetime T | --by-duration D) [--dry-run | --execute | --export]``:
+  only for an Empty or Dead group; offsets outside [earliest, latest] are
+  clamped with Kafka's WARN line; ``--execute`` commits with OffsetCommit
+  (generation -1, member id "") to the coordinator.
+* ``--delete (--group g … | --all-groups)``: DeleteGroups to each coordinator.
+
+Every group request first asks any broker for the coordinator
+(FindCoordinator, key type 0) and retries COORDINATOR_NOT_AVAILABLE,
+COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR with backoff within
+``--timeout`` (ms, default 5000, per operation as Kafka's admin calls).
+
+Output texts and streams are Kafka 2.8's: tables and ``Error: …`` lines
+(Kafka's ``printError``, preceded by an empty line) go to stdout; "has no
+active members", "is rebalancing", the dry-run WARN and the clamping WARN
+lines go to stderr; argument errors print their message on stderr.  Unlike
+Kafka (which exits 0 after ``printError``), every error exits with status 1.
+
+API versions (inside Mafka's advertised ranges): FindCoordinator 2,
+ListGroups 2, DescribeGroups 4, OffsetFetch 3, OffsetCommit 3,
+DeleteGroups 1, ListOffsets 2, Metadata 4.
+
+Not supported: ``--delete-offsets`` (Mafka has no OffsetDelete) and
+``--from-file``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from mafka.client.blocking import BlockingClient, ClientTimeout
+from mafka.errors import ErrorCode
+from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
+from mafka.wire.errors import ProtocolError
+
+__all__ = [
+    "add_parser",
+    "run",
+    "GroupAdmin",
+    "CommandFailed",
+    "UsageError",
+    "VERSIONS",
+    "parse_datetime",
+    "parse_duration",
+    "format_offsets",
+    "format_members",
+    "format_state",
+    "format_reset",
+]
+
+LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 2, 8, 9, 10
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+
+#: The version sent for each api key (inside what mafka/wire/apis advertises).
+VERSIONS = {
+    FIND_COORDINATOR: 2,
+    LIST_GROUPS: 2,
+    DESCRIBE_GROUPS: 4,
+    OFFSET_FETCH: 3,
+    OFFSET_COMMIT: 3,
+    DELETE_GROUPS: 1,
+    LIST_OFFSETS: 2,
+}
+
+EARLIEST, LATEST = -2, -1
+MISSING = "-"
+GROUP_KEY_TYPE = 0
+
+#: Errors after which the coordinator is looked up again and the request repeated.
+COORDINATOR_RETRY = frozenset(
+    {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
+)
+
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+ACTIONS = ("list", "describe", "delete", "reset-offsets")
+SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
+             "to-current", "from-file")
+NO_EXECUTE_WARNING = (
+    "WARN: No action will be performed as the --execute option is missing."
+    "In a future major release, the default behavior of this command will be to prompt the user before "
+    "executing the reset rather than doing a dry run. You should add the --dry-run option explicitly "
+    "if you are scripting this command and want to keep the current default behavior without prompting."
+)
+
+# Kafka's exception class names where they are not CamelCase(name) + "Exception".
+_JAVA_NAMES = {
+    ErrorCode.NON_EMPTY_GROUP: "GroupNotEmptyException",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "GroupAuthorizationException",
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "TopicAuthorizationException",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "ClusterAuthorizationException",
+    ErrorCode.UNKNOWN_SERVER_ERROR: "UnknownServerException",
+    ErrorCode.REQUEST_TIMED_OUT: "TimeoutException",
+    ErrorCode.OFFSET_METADATA_TOO_LARGE: "OffsetMetadataTooLarge",
+    ErrorCode.NETWORK_EXCEPTION: "NetworkException",
+}
+
+TopicPartition = tuple[str, int]
+
+
+class UsageError(Exception):
+    """Kafka's ``printUsageAndDie``: the message on stderr, status 1."""
+
+
+class CommandFailed(Exception):
+    """Kafka's catch-all: ``Error: Executing consumer group command failed due to <message>``."""
+
+
+def java_error(code: int) -> str:
+    """``org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty.``"""
+    try:
+        ec = ErrorCode(code)
+    except ValueError:
+        return f"org.apache.kafka.common.errors.UnknownServerException: Unknown error code {code}."
+    name = _JAVA_NAMES.get(ec) or "".join(w.capitalize() for w in ec.name.split("_")) + "Exception"
+    return f"org.apache.kafka.common.errors.{name}: {ec.description}"
+
+
+def _retriable(code: int) -> bool:
+    try:
+        return ErrorCode(code).retriable
+    except ValueError:
+        return False
+
+
+def _tp(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+# --------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition] = field(default_factory=list)
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    assignor: str
+    coordinator: Node
+    members: list[Member] = field(default_factory=list)
+
+
+@dataclass
+class PartitionRow:
+    """One line of the offsets table (Kafka's ``PartitionAssignmentState``); None prints ``-``."""
+
+    group: str
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+    consumer_id: str | None
+    host: str | None
+    client_id: str | None
+
+
+@dataclass
+class MemberRow:
+    """One line of the members table (Kafka's ``MemberAssignmentState``)."""
+
+    group: str
+    consumer_id: str
+    host: str
+    client_id: str
+    group_instance_id: str
+    num_partitions: int
+    assignment: list[TopicPartition]
+
+
+# --------------------------------------------------------------------------- requests
+
+
+class GroupAdmin:
+    """The admin-client calls the command needs, over a :class:`BlockingClient`-like ``client``.
+
+    ``client`` must offer ``call(api_key, version, body, broker_id=None, timeout=None)``
+    and ``metadata(topics=None, timeout=None)`` (which fills ``client.brokers``).
+    Each public method is bounded by ``timeout_s``, as Kafka's ``--timeout`` bounds
+    each admin call.
+    """
+
+    def __init__(self, client: Any, timeout_s: float, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.client = client
+        self.timeout_s = timeout_s
+        self.sleep = sleep
+        self.clock = clock
+
+    # -- plumbing ------------------------------------------------------------
+
+    def _deadline(self) -> float:
+        return self.clock() + self.timeout_s
+
+    def _left(self, deadline: float) -> float:
+        return max(0.1, deadline - self.clock())
+
+    def _call(self, api_key: int, body: Any, deadline: float, broker_id: int | None = None) -> Any:
+        try:
+            return self.client.call(api_key, VERSIONS[api_key], body, broker_id=broker_id,
+                                    timeout=self._left(deadline))
+        except ClientTimeout as exc:
+            raise CommandFailed(f"org.apache.kafka.common.errors.TimeoutException: {exc}") from None
+        except ProtocolError as exc:  # an answer Mafka's schema cannot read
+            raise CommandFailed(f"org.apache.kafka.common.protocol.types.SchemaException: {exc}") from None
+
+    def _metadata(self, topics: list[str], deadline: float) -> Any:
+        try:
+            return self.client.metadata(topics, timeout=self._left(deadline))
+        except ClientTimeout as exc:
+            raise CommandFailed(f"org.apache.kafka.common.errors.TimeoutException: {exc}") from None
+
+    def _retry(self, name: str, attempt: Callable[[], tuple[int, Any]], deadline: float) -> Any:
+        """Runs ``attempt() -> (error code, result)`` again on coordinator errors, with backoff."""
+        backoff, tries = 0.05, 0
+        while True:
+            tries += 1
+            code, result = attempt()
+            if code not in COORDINATOR_RETRY:
+                return result
+            if self.clock() + backoff > deadline:
+                raise CommandFailed(
+                    f"org.apache.kafka.common.errors.TimeoutException: Call(callName={name}) timed out "
+                    f"after {tries} attempt(s). The last error was: {java_error(code)}"
+                )
+            self.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+    def _find_coordinator(self, group: str, deadline: float) -> tuple[int, Node | None]:
+        r = self._call(FIND_COORDINATOR, {"key": group, "key_type": GROUP_KEY_TYPE}, deadline)
+        if r.error_code in COORDINATOR_RETRY:
+            return r.error_code, None
+        if r.error_code != ErrorCode.NONE:
+            raise CommandFailed(java_error(r.error_code))
+        return ErrorCode.NONE, Node(r.node_id, r.host, r.port)
+
+    def find_coordinator(self, group: str) -> Node:
+        deadline = self._deadline()
+        return self._retry("findCoordinator", lambda: self._find_coordinator(group, deadline), deadline)
+
+    def _group_call(self, name: str, group: str, api_key: int, body: Any,
+                    error_of: Callable[[Any], int]) -> tuple[Any, Node]:
+        """Sends ``body`` to ``group``'s coordinator; a coordinator error finds it again."""
+        deadline = self._deadline()
+
+        def attempt() -> tuple[int, Any]:
+            code, node = self._find_coordinator(group, deadline)
+            if node is None:
+                return code, None
+            response = self._call(api_key, body, deadline, broker_id=node.node_id)
+            return error_of(response), (response, node)
+
+        return self._retry(name, attempt, deadline)
+
+    # -- operations ------------------------------------------------------------
+
+    def list_groups(self) -> list[str]:
+        """The consumer groups of every broker, in first-seen order."""
+        deadline = self._deadline()
+        md = self._metadata([], deadline)
+        seen: dict[str, None] = {}
+        for broker in sorted(b.node_id for b in md.brokers):
+            def attempt(broker: int = broker) -> tuple[int, Any]:
+                r = self._call(LIST_GROUPS, {}, deadline, broker_id=broker)
+                return r.error_code, r
+
+            r = self._retry("listConsumerGroups", attempt, deadline)
+            if r.error_code != ErrorCode.NONE:
+                raise CommandFailed(java_error(r.error_code))
+            for g in r.groups:
+                if g.protocol_type in (PROTOCOL_TYPE, ""):
+                    seen.setdefault(g.group_id, None)
+        return list(seen)
+
+    def describe_group(self, group: str) -> GroupDescription:
+        body = {"groups": [group], "include_authorized_operations": False}
+
+        def error_of(r: Any) -> int:
+            return r.groups[0].error_code if r.groups else ErrorCode.NONE
+
+        r, node = self._group_call("describeConsumerGroups", group, DESCRIBE_GROUPS, body, error_of)
+        if not r.groups:
+            raise CommandFailed(
+                f"org.apache.kafka.common.errors.InvalidGroupIdException: No consumer group found for GroupId: {group}"
+            )
+        g = r.groups[0]
+        if g.error_code != ErrorCode.NONE:
+            raise CommandFailed(java_error(g.error_code))
+        if g.protocol_type not in (PROTOCOL_TYPE, ""):
+            raise CommandFailed(
+                f"java.lang.IllegalArgumentException: GroupId {group} is not a consumer group ({g.protocol_type})."
+            )
+        members = []
+        for m in g.members:
+            assignment: list[TopicPartition] = []
+            raw = m.member_assignment or b""
+            if g.protocol_type == PROTOCOL_TYPE and len(raw) > 0:
+                try:
+                    decoded = decode_assignment(raw)
+                except ValueError as exc:
+                    raise CommandFailed(f"org.apache.kafka.common.protocol.types.SchemaException: {exc}") from None
+                assignment = [(t, p) for t, parts in decoded.assigned_partitions.items() for p in parts]
+            members.append(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id,
+                                  m.client_host, assignment))
+        return GroupDescription(group, g.group_state, g.protocol_type, g.protocol_data, node, members)
+
+    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
+        """OffsetFetch for all partitions; negative offsets (no commit) and partition errors are left out."""
+        r, _ = self._group_call("listConsumerGroupOffsets", group, OFFSET_FETCH,
+                                {"group_id": group, "topics": None}, lambda r: r.error_code)
+        if r.error_code != ErrorCode.NONE:
+            raise CommandFailed(java_error(r.error_code))
+        out: dict[TopicPartition, int] = {}
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
+                    out[(t.name, p.partition_index)] = p.committed_offset
+        return out
+
+    def partitions_of(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` (Kafka's describeTopics); CommandFailed if it does not exist."""
+        deadline = self._deadline()
+        md = self._metadata([topic], deadline)
+        for t in md.topics:
+            if t.name == topic:
+                if t.error_code != ErrorCode.NONE:
+                    raise CommandFailed(java_error(t.error_code))
+                return sorted(p.partition_index for p in t.partitions)
+        raise CommandFailed(java_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+
+    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+        """ListOffsets at ``timestamp`` (-1 latest, -2 earliest) from each leader; None where unknown.
+
+        Retriable partition errors (leader moved, …) are retried after a metadata
+        refresh until the timeout; other errors and missing leaders give None.
+        """
+        deadline = self._deadline()
+        pending = sorted(set(tps))
+        out: dict[TopicPartition, int | None] = {tp: None for tp in pending}
+        backoff = 0.05
+        while pending:
+            md = self._metadata(sorted({t for t, _ in pending}), deadline)
+            leaders = {(t.name, p.partition_index): p.leader_id
+                       for t in md.topics if t.error_code == ErrorCode.NONE for p in t.partitions}
+            electing = {t.name for t in md.topics if t.error_code == ErrorCode.LEADER_NOT_AVAILABLE}
+            by_leader: dict[int, list[TopicPartition]] = {}
+            retry: list[TopicPartition] = []
+            for tp in pending:
+                leader = leaders.get(tp)
+                if leader is not None and leader >= 0:
+                    by_leader.setdefault(leader, []).append(tp)
+                elif leader is not None or tp[0] in electing:
+                    retry.append(tp)  # no leader yet
+                # else: no such topic or partition: unknown
+            for leader, group in sorted(by_leader.items()):
+                topics: dict[str, list[dict[str, int]]] = {}
+                for t, p in group:
+                    topics.setdefault(t, []).append({"partition_index": p, "timestamp": timestamp})
+                body = {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
+                }
+                try:
+                    r = self._call(LIST_OFFSETS, body, deadline, broker_id=leader)
+                except CommandFailed:
+                    retry.extend(group)
+                    continue
+                for t in r.topics:
+                    for p in t.partitions:
+                        tp = (t.name, p.partition_index)
+                        if tp not in out:
+                            continue
+                        if p.error_code == ErrorCode.NONE:
+                            out[tp] = p.offset
+                        elif _retriable(p.error_code):
+                            retry.append(tp)
+            pending = sorted(set(retry))
+            if not pending or self.clock() + backoff > deadline:
+                break
+            self.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+        return out
+
+    def commit_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+        """OffsetCommit as Kafka's alterConsumerGroupOffsets: generation -1, member id ""."""
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for (t, p), off in sorted(offsets.items()):
+            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off, "committed_metadata": ""})
+        body = {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
+        }
+
+        def error_of(r: Any) -> int:
+            codes = [p.error_code for t in r.topics for p in t.partitions]
+            return next((c for c in codes if c in COORDINATOR_RETRY), ErrorCode.NONE)
+
+        r, _ = self._group_call("offsetCommit", group, OFFSET_COMMIT, body, error_of)
+        for t in r.topics:
+            for p in t.partitions:
+                if p.error_code != ErrorCode.NONE:
+                    raise CommandFailed(java_error(p.error_code))
+
+    def delete_group(self, group: str) -> int:
+        """DeleteGroups for one group at its coordinator; the group's error code."""
+        def error_of(r: Any) -> int:
+            return next((x.error_code for x in r.results if x.group_id == group), ErrorCode.NONE)
+
+        r, _ = self._group_call("deleteConsumerGroups", group, DELETE_GROUPS, {"groups_names": [group]}, error_of)
+        return next((x.error_code for x in r.results if x.group_id == group), ErrorCode.NONE)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _s(value: object) -> str:
+    return MISSING if value is None else str(value)
+
+
+def _fmt(widths: Iterable[int], values: Iterable[object]) -> str:
+    """Java's ``%-Ns`` for each (width, value), space-separated; width 0 means plain ``%s``."""
+    return " ".join(f"{_s(v):<{w}}" if w else _s(v) for w, v in zip(widths, values, strict=True))
+
+
+def format_offsets(rows: list[PartitionRow]) -> list[str]:
+    """The offsets table (header first), widths as Kafka's ``printOffsets`` computes them."""
+    g = max([15, *(len(r.group) for r in rows)])
+    t = max([15, *(len(_s(r.topic)) for r in rows)])
+    c = max([15, *(len(_s(r.consumer_id)) for r in rows)])
+    h = max([15, *(len(_s(r.host)) for r in rows)])
+    widths = (g, t, 10, 15, 15, 15, c, h, 0)
+    lines = [_fmt(widths, ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                           "CONSUMER-ID", "HOST", "CLIENT-ID"))]
+    for r in rows:
+        lines.append(_fmt(widths, (r.group, r.topic, r.partition, r.offset, r.log_end_offset, r.lag,
+                                   r.consumer_id, r.host, r.client_id)))
+    return lines
+
+
+def _assignment_text(assignment: list[TopicPartition]) -> str:
+    if not assignment:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for t, p in assignment:
+        by_topic.setdefault(t, []).append(p)
+    return ", ".join(sorted(t + "(" + ",".join(map(str, sorted(ps))) + ")" for t, ps in by_topic.items()))
+
+
+def format_members(rows: list[MemberRow], verbose: bool) -> list[str]:
+    """The members table (header first), as Kafka's ``printMembers`` (note the trailing spaces)."""
+    g = max([15, *(len(r.group) for r in rows)])
+    c = max([15, *(len(r.consumer_id) for r in rows)])
+    i = max([17, *(len(r.group_instance_id) for r in rows)])
+    h = max([15, *(len(r.host) for r in rows)])
+    k = max([15, *(len(r.client_id) for r in rows)])
+    with_instance = any(r.group_instance_id for r in rows)
+    if with_instance:
+        widths: tuple[int, ...] = (g, c, i, h, k, 15)
+        header = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+    else:
+        widths = (g, c, h, k, 15)
+        header = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+    lines = [_fmt(widths, header) + " " + ("ASSIGNMENT" if verbose else "")]
+    for r in rows:
+        values: tuple[object, ...]
+        if with_instance:
+            values = (r.group, r.consumer_id, r.group_instance_id, r.host, r.client_id, r.num_partitions)
+        else:
+            values = (r.group, r.consumer_id, r.host, r.client_id, r.num_partitions)
+        lines.append(_fmt(widths, values) + " " + (_assignment_text(r.assignment) if verbose else ""))
+    return lines
+
+
+def format_state(d: GroupDescription) -> list[str]:
+    """The state table, as Kafka's ``printStates`` (whose GROUP column is as wide as the coordinator's)."""
+    coordinator = f"{d.coordinator.host}:{d.coordinator.port} ({d.coordinator.node_id})"
+    widths = (max(25, len(coordinator)), 25, 20, 15, 0)
+    return [
+        _fmt(widths, ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")),
+        _fmt(widths, (d.group_id, coordinator, d.assignor, d.state, len(d.members))),
+    ]
+
+
+def format_reset(result: dict[str, dict[TopicPartition, int]]) -> list[str]:
+    """Kafka's ``printOffsetsToReset``: the header whenever any group was handled, then the rows."""
+    if not result:
+        return []
+    widths = (30, 30, 10, 15)
+    lines = [_fmt(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))]
+    for group, offsets in result.items():
+        for (t, p), off in sorted(offsets.items()):
+            lines.append(_fmt(widths, (group, t, p, off)))
+    return lines
+
+
+def format_export(result: dict[str, dict[TopicPartition, int]], single_group: bool) -> str:
+    """Kafka's ``exportOffsetsToCsv``: ``topic,partition,offset`` lines (with the group unless one was named)."""
+    rows = []
+    for group, offsets in result.items():
+        for (t, p), off in sorted(offsets.items()):
+            rows.append(f"{t},{p},{off}\n" if single_group else f"{group},{t},{p},{off}\n")
+    return "".join(rows)
+
+
+# --------------------------------------------------------------------------- times
+
+
+_DATETIME = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})(Z|[+-]\d{2}(?::?\d{2})?)"
+)
+
+
+def parse_datetime(text: str) -> int:
+    """Kafka's ``Utils.getDateTime``: ``YYYY-MM-DDTHH:mm:SS.sss[Z|±hh[:mm]]`` → epoch ms (UTC if no zone)."""
+    parts = text.split("T")
+    if len(parts) < 2:
+        raise CommandFailed("Error parsing timestamp. It does not contain a 'T' according to ISO8601 format")
+    if not any(c in parts[1] for c in "+-Z"):
+        text += "Z"
+    m = _DATETIME.fullmatch(text)
+    if not m:
+        raise CommandFailed(f'Unparseable date: "{text}"')
+    zone = m.group(8)
+    if zone == "Z":
+        tz = UTC
+    else:
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
+        tz = timezone(offset if zone[0] == "+" else -offset)
+    try:
+        dt = datetime(*(int(m.group(i)) for i in range(1, 7)), int(m.group(7)) * 1000, tzinfo=tz)
+    except ValueError:
+        raise CommandFailed(f'Unparseable date: "{text}"') from None
+    return (dt - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+
+
+_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?\d+)D)?(?:T(?:([-+]?\d+)H)?(?:([-+]?\d+)M)?(?:([-+]?\d+)(?:[.,](\d{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def parse_duration(text: str) -> int:
+    """Java's ``Duration.parse`` for ``PnDTnHnMn.nS`` → milliseconds."""
+    m = _DURATION.fullmatch(text)
+    if not m or not any(m.group(i) for i in range(2, 6)) or text.upper().endswith("T"):
+        raise CommandFailed(f"java.time.format.DateTimeParseException: Text cannot be parsed to a Duration: {text}")
+    days, hours, minutes, seconds = (int(m.group(i) or 0) for i in range(2, 6))
+    frac = (m.group(6) or "").ljust(3, "0")[:3]
+    ms = int(frac) if frac else 0
+    if (m.group(5) or "").startswith("-"):
+        ms = -ms
+    total = ((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000 + ms
+    return -total if m.group(1) == "-" else total
+
+
+# --------------------------------------------------------------------------- command
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "consumer-groups",
+        help="list, describe, delete consumer groups or reset their offsets (kafka-consumer-groups)",
+    )
+    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    p.add_argument("--list", action="store_true")
+    p.add_argument("--describe", action="store_true")
+    p.add_argument("--delete", action="store_true")
+    p.add_argument("--reset-offsets", action="store_true")
+    p.add_argument("--group", action="append", default=[])
+    p.add_argument("--all-groups", action="store_true")
+    p.add_argument("--topic", action="append", default=[])
+    p.add_argument("--all-topics", action="store_true")
+    p.add_argument("--members", action="store_true")
+    # not dest "verbose": ``mafka`` prints its own timing line for args.verbose
+    p.add_argument("--verbose", dest="members_verbose", action="store_true")
+    p.add_argument("--offsets", action="store_true")
+    p.add_argument("--state", nargs="?", const="", default=None)
+    p.add_argument("--timeout", type=int, default=5000, help="ms (Kafka's)")
+    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--execute", action="store_true")
+    p.add_argument("--export", action="store_true")
+    p.add_argument("--to-offset", type=int)
+    p.add_argument("--shift-by", type=int)
+    p.add_argument("--to-datetime")
+    p.add_argument("--by-duration")
+    p.add_argument("--to-earliest", action="store_true")
+    p.add_argument("--to-latest", action="store_true")
+    p.add_argument("--to-current", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _has(args: argparse.Namespace, opt: str) -> bool:
+    value = getattr(args, opt.replace("-", "_"), None)
+    return value not in (None, False, [])
+
+
+def _scenarios(args: argparse.Namespace) -> list[str]:
+    return [s for s in SCENARIOS if s != "from-file" and _has(args, s)]
+
+
+def check_args(args: argparse.Namespace) -> str:
+    """The chosen action; UsageError with Kafka's message for bad combinations."""
+    if args.describe:
+        if not args.group and not args.all_groups:
+            raise UsageError("Option [describe] takes one of these options: [group], [all-groups]")
+        if sum(1 for x in (args.members, args.offsets, args.state is not None) if x) > 1:
+            raise UsageError("Option [describe] takes at most one of these options: [members], [offsets], [state]")
+        if args.state:
+            raise UsageError("Option [describe] does not take a value for [state]")
+    else:
+        for opt, dest in (("members", "members"), ("offsets", "offsets"), ("verbose", "members_verbose")):
+            if _has(args, dest):
+                raise UsageError(f"Option [{opt}] can't be used without option [describe]")
+        if args.state is not None and not args.list:
+            raise UsageError("Option [state] can't be used without option [describe] or [list]")
+    if args.delete and not args.group and not args.all_groups:
+        raise UsageError("Option [delete] takes one of these options: [group], [all-groups]")
+    if args.delete and args.topic:
+        raise UsageError("The consumer does not support topic-specific offset deletion from a consumer group.")
+    if args.reset_offsets:
+        if args.dry_run and args.execute:
+            raise UsageError("Option [reset-offsets] only accepts one of [execute] and [dry-run]")
+        if not args.dry_run and not args.execute:
+            print(NO_EXECUTE_WARNING, file=sys.stderr)
+        if not args.group and not args.all_groups:
+            raise UsageError("Option [reset-offsets] takes one of these options: [group], [all-groups]")
+        chosen = _scenarios(args)
+        if len(chosen) > 1:
+            raise UsageError(f'Option "[{chosen[0]}]" can\'t be used with option "[{chosen[1]}]"')
+    if args.group and args.all_groups:
+        raise UsageError('Option "[group]" can\'t be used with option "[all-groups]"')
+    if args.group and args.list:
+        raise UsageError('Option "[group]" can\'t be used with option "[list]"')
+    if args.topic and (args.list or args.describe):
+        raise UsageError(f'Option "[topic]" can\'t be used with option "[{"list" if args.list else "describe"}]"')
+    chosen_actions = [a for a in ACTIONS if _has(args, a)]
+    if len(chosen_actions) != 1:
+        raise UsageError("Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+                         "--delete-offsets")
+    return chosen_actions[0]
+
+
+def _states(text: str) -> set[str]:
+    by_lower = {s.lower(): s for s in STATES}
+    parsed = {by_lower.get(s.strip().lower()) for s in text.split(",")}
+    if None in parsed:
+        raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(STATES)}")
+    return {s for s in parsed if s is not None}
+
+
+class Command:
+    """One run of the command; ``failed`` records any ``Error:`` printed (exit status 1)."""
+
+    def __init__(self, admin: GroupAdmin, args: argparse.Namespace) -> None:
+        self.admin = admin
+        self.args = args
+        self.failed = False
+
+    def print_error(self, message: str) -> None:
+        print(f"\nError: {message}")
+        self.failed = True
+
+    def warn(self, message: str) -> None:
+        stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+        print(f"[{stamp}] WARN {message} (kafka.admin.ConsumerGroupCommand$)", file=sys.stderr)
+
+    def _group_ids(self) -> list[str]:
+        return self.admin.list_groups() if self.args.all_groups else list(self.args.group)
+
+    def _describe_all(self, group_ids: list[str]) -> dict[str, GroupDescription]:
+        described = {g: self.admin.describe_group(g) for g in group_ids}
+        return {g: described[g] for g in sorted(described)}
+
+    # -- list ----------------------------------------------------------------
+
+    def list(self) -> None:
+        groups = self.admin.list_groups()
+        if self.args.state is None:
+            for g in groups:
+                print(g)
+            return
+        wanted = _states(self.args.state) if self.args.state else set()
+        rows = [(g, self.admin.describe_group(g).state) for g in groups]
+        rows = [(g, s) for g, s in rows if not wanted or s in wanted]
+        width = max([15, *(len(g) for g, _ in rows)])
+        print(_fmt((width, 0), ("GROUP", "STATE")))
+        for g, s in rows:
+            print(_fmt((width, 0), (g, s)))
+
+    # -- describe ------------------------------------------------------------
+
+    def should_print(self, group: str, state: str, num_rows: int) -> bool:
+        """Kafka's ``shouldPrintMemberState``."""
+        if state == "Dead":
+            self.print_error(f"Consumer group '{group}' does not exist.")
+        elif state == "Empty":
+            print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
+        elif state in ("PreparingRebalance", "CompletingRebalance"):
+            print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
+        elif state != "Stable":
+            raise CommandFailed(f"Expected a valid consumer group state, but found '{state}'.")
+        return state != "Dead" and num_rows > 0
+
+    def offset_rows(self, d: GroupDescription) -> list[PartitionRow]:
+        """Kafka's ``collectGroupsOffsets`` for one group."""
+        committed = self.admin.committed_offsets(d.group_id)
+        with_assignment = sorted((m for m in d.members if m.assignment), key=lambda m: -len(m.assignment))
+        assigned = {tp for m in with_assignment for tp in m.assignment}
+        unassigned = sorted(tp for tp in committed if tp not in assigned)
+        every = [tp for m in with_assignment for tp in m.assignment] + unassigned
+        ends = self.admin.list_offsets(every, LATEST) if every else {}
+
+        def row(tp: TopicPartition, consumer: str, host: str, client: str) -> PartitionRow:
+            offset = committed.get(tp)
+            end = ends.get(tp)
+            lag = end - offset if offset is not None and offset != -1 and end is not None else None
+            return PartitionRow(d.group_id, tp[0], tp[1], offset, end, lag, consumer, host, client)
+
+        rows = []
+        for m in with_assignment:
+            for tp in sorted(m.assignment):
+                rows.append(row(tp, m.member_id, m.host, m.client_id))
+        for tp in unassigned:
+            rows.append(row(tp, MISSING, MISSING, MISSING))
+        return rows
+
+    def describe(self) -> None:
+        descriptions = self._describe_all(self._group_ids())
+        if self.args.members:
+            verbose = self.args.members_verbose
+            members = {
+                g: [MemberRow(g, m.member_id, m.host, m.client_id, m.group_instance_id or "", len(m.assignment),
+                              m.assignment if verbose else []) for m in d.members]
+                for g, d in descriptions.items()
+            }
+            for g, d in descriptions.items():
+                if self.should_print(g, d.state, len(members[g])):
+                    print()
+                    for line in format_members(members[g], verbose):
+                        print(line)
+        elif self.args.state is not None:
+            for g, d in descriptions.items():
+                if self.should_print(g, d.state, 1):
+                    print()
+                    for line in format_state(d):
+                        print(line)
+        else:
+            offsets = {g: self.offset_rows(d) for g, d in descriptions.items()}
+            for g, d in descriptions.items():
+                if self.should_print(g, d.state, len(offsets[g])):
+                    print()
+                    for line in format_offsets(offsets[g]):
+                        print(line)
+
+    # -- reset-offsets -------------------------------------------------------
+
+    def partitions_to_reset(self, group: str) -> list[TopicPartition]:
+        if self.args.all_topics:
+            return sorted(self.admin.committed_offsets(group))
+        if self.args.topic:
+            out: list[TopicPartition] = []
+            for arg in self.args.topic:
+                if ":" in arg:
+                    topic, _, parts = arg.partition(":")
+                    for p in parts.split(","):
+                        try:
+                            out.append((topic, int(p)))
+                        except ValueError:
+                            raise CommandFailed(f'For input string: "{p}"') from None
+                else:
+                    out.extend((arg, p) for p in self.admin.partitions_of(arg))
+            return out
+        raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
+
+    def check_range(self, requested: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Kafka's ``checkOffsetsRange``: clamp to [log start, log end] with a WARN line."""
+        starts = self.admin.list_offsets(requested, EARLIEST)
+        ends = self.admin.list_offsets(requested, LATEST)
+        out = {}
+        for tp, offset in requested.items():
+            end, start = ends.get(tp), starts.get(tp)
+            if end is not None and offset > end:
+                self.warn(f"New offset ({offset}) is higher than latest offset for topic partition {_tp(tp)}. "
+                          f"Value will be set to {end}")
+                offset = end
+            elif start is not None and offset < start:
+                self.warn(f"New offset ({offset}) is lower than earliest offset for topic partition {_tp(tp)}. "
+                          f"Value will be set to {start}")
+                offset = start
+            out[tp] = offset
+        return out
+
+    def _resolved(self, tps: list[TopicPartition], found: dict[TopicPartition, int | None],
+                  what: str) -> dict[TopicPartition, int]:
+        out = {}
+        for tp in tps:
+            offset = found.get(tp)
+            if offset is None or offset < 0:
+                raise UsageError(f"Error getting {what} of topic partition: {_tp(tp)}")
+            out[tp] = offset
+        return out
+
+    def _by_timestamp(self, tps: list[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
+        found = self.admin.list_offsets(tps, timestamp)
+        missing = [tp for tp in tps if found.get(tp) is None or found[tp] == -1]
+        if missing:
+            found.update(self.admin.list_offsets(missing, LATEST))
+        return self._resolved(tps, found, "offset by timestamp")
+
+    def prepare(self, group: str, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        """Kafka's ``prepareOffsetsToReset``."""
+        a = self.args
+        if a.to_offset is not None:
+            return self.check_range({tp: a.to_offset for tp in tps})
+        if a.to_earliest:
+            return self._resolved(tps, self.admin.list_offsets(tps, EARLIEST), "starting offset")
+        if a.to_latest:
+            return self._resolved(tps, self.admin.list_offsets(tps, LATEST), "ending offset")
+        if a.shift_by is not None:
+            committed = self.admin.committed_offsets(group)
+            requested = {}
+            for tp in tps:
+                if tp not in committed:
+                    raise UsageError(f"Cannot shift offset for partition {_tp(tp)} since there is no current "
+                                     "committed offset")
+                requested[tp] = committed[tp] + a.shift_by
+            return self.check_range(requested)
+        if a.to_datetime is not None:
+            return self._by_timestamp(tps, parse_datetime(a.to_datetime))
+        if a.by_duration is not None:
+            return self._by_timestamp(tps, int(time.time() * 1000) - parse_duration(a.by_duration))
+        if a.to_current:
+            committed = self.admin.committed_offsets(group)
+            out = {tp: committed[tp] for tp in tps if tp in committed}
+            rest = [tp for tp in tps if tp not in committed]
+            if rest:
+                out.update(self._resolved(rest, self.admin.list_offsets(rest, LATEST), "ending offset"))
+            return out
+        raise UsageError("Option '[reset-offsets]' requires one of the following scenarios: "
+                         + "Set(" + ", ".join(f"[{s}]" for s in SCENARIOS) + ")")
+
+    def reset_offsets(self) -> None:
+        descriptions = self._describe_all(self._group_ids())
+        result: dict[str, dict[TopicPartition, int]] = {}
+        for g, d in descriptions.items():
+            if d.state in ("Empty", "Dead"):
+                prepared = self.prepare(g, self.partitions_to_reset(g))
+                if self.args.execute and prepared:
+                    self.admin.commit_offsets(g, prepared)
+                result[g] = prepared
+            else:
+                self.print_error(f"Assignments can only be reset if the group '{g}' is inactive, but the current "
+                                 f"state is {d.state}.")
+                result[g] = {}
+        if self.args.export:
+            print(format_export(result, len(self.args.group) == 1))
+        elif result:
+            print()
+            for line in format_reset(result):
+                print(line)
+
+    # -- delete --------------------------------------------------------------
+
+    def delete(self) -> None:
+        groups = self._group_ids()
+        errors = {g: self.admin.delete_group(g) for g in groups}
+        ok = [g for g, code in errors.items() if code == ErrorCode.NONE]
+        failed = [(g, code) for g, code in errors.items() if code != ErrorCode.NONE]
+        if not failed:
+            print(f"Deletion of requested consumer groups ({', '.join(repr_q(g) for g in ok)}) was successful.")
+            return
+        self.print_error("Deletion of some consumer groups failed:")
+        for g, code in failed:
+            print(f"* Group '{g}' could not be deleted due to: java.util.concurrent.ExecutionException: "
+                  f"{java_error(code)}")
+        if ok:
+            print(f"\nThese consumer groups were deleted successfully: {', '.join(repr_q(g) for g in ok)}")
+
+
+def repr_q(group: str) -> str:
+    return f"'{group}'"
+
+
+def run(args: argparse.Namespace, client: Any = None, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Runs the command; ``client`` replaces the :class:`BlockingClient` (tests)."""
+    try:
+        action = check_args(args)
+        if client is None:
+            try:
+                client = BlockingClient(args.bootstrap_server, client_id="mafka-consumer-groups",
+                                        timeout_s=args.timeout / 1000)
+            except ValueError as exc:  # a bad bootstrap list
+                raise CommandFailed(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
+        try:
+            command = Command(GroupAdmin(client, args.timeout / 1000, sleep=sleep), args)
+            {"list": command.list, "describe": command.describe, "delete": command.delete,
+             "reset-offsets": command.reset_offsets}[action]()
+        finally:
+            close = getattr(client, "close", None)
+            if close is not None:
+                close()
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except CommandFailed as exc:
+        print(f"\nError: Executing consumer group command failed due to {exc}")
+        return 1
+    sys.stdout.flush()
+    return 1 if command.failed else 0
