@@ -169,6 +169,9 @@ class ReplicaManager:
         self.last_isr_propagation_ms = self.now_ms()
         self.isr_shrinks = 0
         self.isr_expands = 0
+        #: Called as ``(topic, index, is_leader, leader_epoch or None)`` after each applied
+        #: role change (the group coordinator follows ``__consumer_offsets`` leadership).
+        self.leadership_listener: Callable[[str, int, bool, int | None], None] | None = None
 
     def now_ms(self) -> int:
         return int(self.clock.seconds() * 1000)
@@ -187,6 +190,7 @@ class ReplicaManager:
         endpoints = {lead.broker_id: (lead.host_name, lead.port) for lead in body.live_leaders}
         followed: dict[tuple[str, int], FollowerTarget] = {}
         unfollowed: list[tuple[str, int]] = []
+        changed: list[tuple[str, int, bool, int]] = []
         for ts in body.topic_states:
             for ps in ts.partition_states:
                 tp = (ts.topic_name, ps.partition_index)
@@ -194,6 +198,7 @@ class ReplicaManager:
                 errors.append(_partition_error(tp[0], tp[1], error))
                 if error != ErrorCode.NONE:
                     continue
+                changed.append((tp[0], tp[1], ps.leader == self.broker_id, ps.leader_epoch))
                 if ps.leader != self.broker_id and ps.leader in endpoints:
                     followed[tp] = FollowerTarget(ps.leader, *endpoints[ps.leader], ps.leader_epoch)
                 else:
@@ -203,6 +208,9 @@ class ReplicaManager:
                 self.fetcher_manager.remove_partitions(unfollowed)
             if followed:
                 self.fetcher_manager.add_partitions(followed)
+        if self.leadership_listener is not None:
+            for change in changed:
+                self.leadership_listener(*change)
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
     def truncations_in_flight(self, body: Any) -> defer.Deferred:
@@ -292,6 +300,8 @@ class ReplicaManager:
                     replicas = state.replicas if state is not None else ()
                     partition.make_follower(LeaderState(-1, partition.leader_epoch, (), replicas, -1, body.controller_epoch))
                     self._wake(tp)
+                if self.leadership_listener is not None:
+                    self.leadership_listener(tp[0], tp[1], False, None)
                 if body.delete_partitions:
                     try:
                         self.log_manager.delete_log(tp[0], tp[1])

@@ -37,6 +37,7 @@ from mafka.log.manager import LogManager
 
 from .config import BrokerConfig
 from .dispatcher import Dispatcher, collect_handlers
+from .group_service import GroupService
 from .metadata_cache import MetadataCache
 from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
@@ -86,6 +87,7 @@ class KafkaServer:
         self._loops: list[task.LoopingCall] = []
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
+        self.group_service: GroupService | None = None
 
     # ================================================================== facts handlers use
 
@@ -180,6 +182,8 @@ class KafkaServer:
             throttle=_FollowerThrottle(self),
         )
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
+        self.group_service = GroupService(self)
+        self.replica_manager.leadership_listener = self.group_service.on_leadership
 
         dispatcher = Dispatcher(collect_handlers(self))
         for endpoint in config.listener_endpoints:
@@ -256,6 +260,7 @@ class KafkaServer:
             self._every(interval_ms, self._in_thread, work)
         self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
         self._every(2500, self._propagate_isr_changes)
+        self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
 
     def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
         loop = task.LoopingCall(fn, *args)
@@ -303,6 +308,8 @@ class KafkaServer:
                 loop.stop()
         for port in self.ports:
             yield port.stopListening()
+        if self.group_service is not None:
+            self.group_service.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
         if self.controller is not None:

@@ -1,4 +1,4 @@
-"""FindCoordinator answers COORDINATOR_NOT_AVAILABLE (no coordinator yet) instead of closing the connection."""
+"""FindCoordinator: the group's coordinator is the leader of its __consumer_offsets partition."""
 
 from __future__ import annotations
 
@@ -6,13 +6,67 @@ from types import SimpleNamespace
 
 from mafka.broker.dispatcher import Dispatcher, collect_handlers
 from mafka.errors import ErrorCode
+from mafka.group.offsets_records import offsets_partition_for
 from mafka.wire.codec import decode_request, decode_response, encode_request
 
 
-def test_find_coordinator_is_answered_with_coordinator_not_available():
-    dispatcher = Dispatcher(collect_handlers(None))
+class _Cache:
+    def __init__(self, leaders: dict[int, int] | None) -> None:
+        self.leaders = leaders  # None: no __consumer_offsets topic
+
+    def has_topic(self, topic: str) -> bool:
+        return topic == "__consumer_offsets" and self.leaders is not None
+
+    def partition(self, topic: str, index: int):
+        leader = (self.leaders or {}).get(index)
+        return None if leader is None else SimpleNamespace(leader=leader)
+
+    def endpoint(self, broker_id: int, listener: str):
+        return {1: ("h1", 9091), 2: ("h2", 9092)}.get(broker_id) if listener == "PLAINTEXT" else None
+
+
+def _broker(leaders: dict[int, int] | None):
+    created = []
+    service = SimpleNamespace(
+        coordinator=SimpleNamespace(partition_for=lambda g: offsets_partition_for(g, 50)),
+        ensure_offsets_topic=lambda: created.append(True),
+    )
+    return SimpleNamespace(metadata_cache=_Cache(leaders), group_service=service), created
+
+
+def _ask(broker, version: int, key: str, key_type: int = 0):
+    dispatcher = Dispatcher(collect_handlers(broker))
+    request = decode_request(encode_request(10, version, 3, "c", {"key": key, "key_type": key_type})[4:])
+    chunks = dispatcher.dispatch(request, SimpleNamespace(listener="PLAINTEXT"))
+    _, body = decode_response(10, version, b"".join(chunks)[4:])
+    return body
+
+
+def test_first_request_creates_the_offsets_topic_and_answers_coordinator_not_available():
+    broker, created = _broker(None)
     for version in (0, 1, 2):
-        request = decode_request(encode_request(10, version, 3, "c", {"key": "group", "key_type": 0})[4:])
-        chunks = dispatcher.dispatch(request, SimpleNamespace(listener="PLAINTEXT"))
-        _, body = decode_response(10, version, b"".join(chunks)[4:])
+        body = _ask(broker, version, "group")
         assert (body.error_code, body.node_id) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert created == [True, True, True]
+
+
+def test_coordinator_is_the_leader_of_the_groups_partition():
+    p = offsets_partition_for("my-group", 50)
+    broker, created = _broker({p: 2, (p + 1) % 50: 1})
+    for version in (0, 1, 2):
+        body = _ask(broker, version, "my-group")
+        assert (body.error_code, body.node_id, body.host, body.port) == (ErrorCode.NONE, 2, "h2", 9092)
+    assert created == []
+
+
+def test_no_live_leader_is_coordinator_not_available():
+    broker, _ = _broker({offsets_partition_for("g", 50): -1})
+    assert _ask(broker, 2, "g").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    broker, _ = _broker({offsets_partition_for("g", 50): 7})  # leader without an endpoint here
+    assert _ask(broker, 2, "g").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def test_transaction_and_unknown_key_types():
+    broker, _ = _broker({offsets_partition_for("g", 50): 1})
+    assert _ask(broker, 1, "txn", key_type=1).error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert _ask(broker, 1, "x", key_type=5).error_code == ErrorCode.INVALID_REQUEST

@@ -1,0 +1,230 @@
+"""The group coordinator's edge on a broker: timers, ``__consumer_offsets`` I/O, leadership.
+
+:class:`~mafka.group.coordinator.GroupCoordinator` is plain Python; this
+module gives it what a broker has:
+
+* a :class:`ReactorTimers` (``reactor.callLater`` in milliseconds);
+* an offsets log (:class:`OffsetsTopicLog`) that wraps ``(key, value)``
+  records in one RecordBatch v2 and appends it through the replica manager
+  with ``offsets.commit.required.acks`` (−1 by default, so a commit is
+  acknowledged only once replicated) within ``offsets.commit.timeout.ms``;
+* leadership: when this broker becomes leader of a ``__consumer_offsets``
+  partition the partition is read in a worker thread (never on the reactor)
+  from its log start to its end, then replayed on the reactor; when it
+  becomes follower (or the replica is stopped) its groups are unloaded;
+* the offsets topic itself: created on first use (FindCoordinator), with
+  ``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
+  capped at the live brokers, ``cleanup.policy=compact`` and
+  ``offsets.topic.segment.bytes``;
+* expiry every ``offsets.retention.check.interval.ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.errors import ErrorCode
+from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
+from mafka.group.state import GroupMetadata
+from mafka.topics import GROUP_METADATA_TOPIC
+from mafka.wire.batch import iter_batches
+from mafka.wire.records import Record, build_batch, decode_batch
+
+__all__ = ["GroupService", "OffsetsTopicLog", "ReactorTimers", "read_partition_records"]
+
+log = logging.getLogger("mafka.broker.groups")
+
+#: Produce version whose validation rules the coordinator's own batches pass.
+_PRODUCE_VERSION = 7
+
+
+class ReactorTimers:
+    """:class:`~mafka.group.coordinator.Timers` over a Twisted reactor."""
+
+    def __init__(self, reactor: Any) -> None:
+        self.reactor = reactor
+
+    def call_later(self, delay_ms: int, fn: Any) -> Any:
+        call = self.reactor.callLater(max(0, delay_ms) / 1000.0, fn)
+
+        class _Handle:
+            @staticmethod
+            def cancel() -> None:
+                if call.active():
+                    call.cancel()
+
+        return _Handle()
+
+
+class OffsetsTopicLog:
+    """Appends coordinator records to ``__consumer_offsets`` through the replica manager."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], done: Any) -> None:
+        config = self.broker.config
+        now = int(time.time() * 1000)
+        batch = build_batch(
+            [Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)],
+            compression=config.offsets_topic_compression_codec,
+        )
+        rm = self.broker.replica_manager
+        try:
+            d = rm.append_records(
+                [(GROUP_METADATA_TOPIC, partition, batch)],
+                acks=config.offsets_commit_required_acks,
+                timeout_ms=config.offsets_commit_timeout_ms,
+                produce_version=_PRODUCE_VERSION,
+                max_message_bytes=self.broker.max_message_bytes,
+            )
+        except Exception as exc:  # noqa: BLE001 - reported to the coordinator as an error code
+            log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition, exc)
+            done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            return
+
+        def appended(results: dict) -> None:
+            r = results[(GROUP_METADATA_TOPIC, partition)]
+            done(r.error, r.base_offset if r.error == ErrorCode.NONE else None)
+
+        def failed(failure: Any) -> None:
+            log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition, failure.getErrorMessage())
+            done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+
+        d.addCallbacks(appended, failed)
+
+
+def read_partition_records(log_: Any, buffer_bytes: int) -> list[tuple[bytes, bytes | None]]:
+    """Every ``(key, value)`` of a log from its start to its end, in log order.
+
+    Blocking (it reads segment files): run it in a worker thread. Control
+    batches and keyless records are skipped.
+    """
+    out: list[tuple[bytes, bytes | None]] = []
+    offset = log_.log_start_offset
+    while offset < log_.next_offset:
+        data = log_.read(offset, buffer_bytes).read()
+        next_offset = offset
+        for pos, header in iter_batches(data):
+            if not header.is_control:
+                for record in decode_batch(data, pos).records:
+                    if record.offset >= offset and record.key is not None:
+                        out.append((bytes(record.key), None if record.value is None else bytes(record.value)))
+            next_offset = header.next_offset
+        if next_offset <= offset:
+            break  # nothing whole could be read (KIP-74 returns at least one batch, so: the end)
+        offset = next_offset
+    return out
+
+
+class GroupService:
+    """Owns the broker's :class:`GroupCoordinator` and connects it to the broker."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+        config = broker.config
+        self.coordinator = GroupCoordinator(
+            CoordinatorConfig(
+                offsets_partitions=config.offsets_topic_num_partitions,
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                max_size=config.group_max_size,
+                offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+            ),
+            lambda: int(broker.reactor.seconds() * 1000),
+            ReactorTimers(broker.reactor),
+            OffsetsTopicLog(broker),
+        )
+        self._creating: defer.Deferred | None = None
+
+    # ------------------------------------------------------------------ leadership
+
+    def on_leadership(self, topic: str, index: int, is_leader: bool, leader_epoch: int | None) -> None:
+        """The replica manager applied a role change for ``topic``-``index``."""
+        if topic != GROUP_METADATA_TOPIC:
+            return
+        if not is_leader:
+            self.coordinator.on_resigned(index, leader_epoch)
+            return
+        assert leader_epoch is not None
+        if not self.coordinator.on_elected(index, leader_epoch):
+            return
+        log.info("loading groups of %s-%d (leader epoch %d)", topic, index, leader_epoch)
+        partition = self.broker.replica_manager.partitions.get((topic, index))
+        if partition is None:
+            self.coordinator.fail_load(index, leader_epoch)
+            return
+        started = time.monotonic()
+        d = self.broker.run_blocking(read_partition_records, partition.log, self.broker.config.offsets_load_buffer_size)
+
+        def loaded(records: list) -> None:
+            if self.coordinator.complete_load(index, leader_epoch, records):
+                log.info("loaded %d records of %s-%d in %.0f ms", len(records), topic, index,
+                         (time.monotonic() - started) * 1000)
+
+        def failed(failure: Any) -> None:
+            log.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage())
+            self.coordinator.fail_load(index, leader_epoch)
+
+        d.addCallbacks(loaded, failed)
+
+    # ------------------------------------------------------------------ the offsets topic
+
+    def ensure_offsets_topic(self) -> None:
+        """Create ``__consumer_offsets`` unless it exists or is being created (fire and forget)."""
+        if self.broker.metadata_cache.has_topic(GROUP_METADATA_TOPIC) or self._creating is not None:
+            return
+        from mafka.controller.admin import create_topic_in_zookeeper
+        from mafka.controller.assignment import internal_topic_replication_factor
+
+        config = self.broker.config
+        racks = {b: info.rack for b, info in self.broker.metadata_cache.brokers.items()}
+        rf = internal_topic_replication_factor(config.offsets_topic_replication_factor, len(racks))
+        configs = {
+            "cleanup.policy": "compact",
+            "segment.bytes": str(config.offsets_topic_segment_bytes),
+            "compression.type": "producer",
+        }
+        log.info("creating %s: %d partitions, replication factor %d", GROUP_METADATA_TOPIC,
+                 config.offsets_topic_num_partitions, rf)
+        d = create_topic_in_zookeeper(
+            self.broker.zk, GROUP_METADATA_TOPIC, config.offsets_topic_num_partitions, rf, racks, configs
+        )
+        self._creating = d
+
+        def finished(_: Any) -> None:
+            self._creating = None
+
+        d.addErrback(lambda f: log.info("creating %s: %s", GROUP_METADATA_TOPIC, f.getErrorMessage()))
+        d.addBoth(finished)
+
+    # ------------------------------------------------------------------ expiry
+
+    def expire_offsets(self) -> None:
+        self.coordinator.expire_offsets(_subscribed_topics)
+
+    def shutdown(self) -> None:
+        self.coordinator.shutdown()
+
+
+def _subscribed_topics(group: GroupMetadata) -> set[str] | None:
+    """The topics a Stable consumer group subscribes to (None if unknown), for KIP-211 expiry."""
+    if group.protocol_type != "consumer" or group.protocol_name is None:
+        return None
+    try:
+        from mafka.group.consumer_protocol import decode_subscription
+    except ImportError:
+        return None
+    topics: set[str] = set()
+    for member in group.all_member_metadata():
+        try:
+            topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
+        except (ValueError, AttributeError):
+            return None
+    return topics

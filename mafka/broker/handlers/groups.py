@@ -1,0 +1,235 @@
+"""Consumer-group APIs, answered by this broker's group coordinator.
+
+JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13),
+OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16) and
+DeleteGroups (42) at the versions in ``kafka-protocol.md`` §2.  Each handler
+translates the request into a call on
+:class:`~mafka.group.coordinator.GroupCoordinator` and its answer into the
+response body; JoinGroup, SyncGroup, OffsetCommit and DeleteGroups may wait
+(a rebalance, the leader's assignment, a replicated append), so they return
+a Deferred.
+
+The broker provides ``group_service.coordinator`` and ``metadata_cache``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.errors import ErrorCode
+from mafka.group.coordinator import JoinResult, SyncResult
+from mafka.group.offsets import OffsetAndMetadata
+
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
+
+#: DescribeGroups v3+ ``authorized_operations`` when not requested (Integer.MIN_VALUE).
+_OPERATIONS_OMITTED = -(2**31)
+
+
+def _client_host(connection: Any) -> str:
+    """Kafka's clientHost: ``InetAddress.toString`` of the peer, e.g. ``/127.0.0.1``."""
+    host = connection.peer.rsplit(":", 1)[0]
+    return f"/{host}"
+
+
+def handlers(broker: Any) -> dict[int, Any]:
+    def coordinator() -> Any:
+        return broker.group_service.coordinator
+
+    def join_group(request: Any, connection: Any) -> defer.Deferred:
+        body = request.body
+        version = request.header.api_version
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(r: JoinResult) -> None:
+            d.callback({
+                "throttle_time_ms": 0,
+                "error_code": r.error,
+                "generation_id": r.generation_id,
+                "protocol_name": r.protocol_name or "",
+                "leader": r.leader_id,
+                "member_id": r.member_id,
+                "members": [
+                    {"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in r.members
+                ],
+            })
+
+        # v0 has no rebalance timeout: Kafka uses the session timeout.
+        rebalance_timeout = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+        coordinator().join_group(
+            body.group_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None) if version >= 5 else None,
+            version >= 4,
+            request.header.client_id or "",
+            _client_host(connection),
+            rebalance_timeout,
+            body.session_timeout_ms,
+            body.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in body.protocols],
+            respond,
+        )
+        return d
+
+    def sync_group(request: Any, connection: Any) -> defer.Deferred:
+        body = request.body
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(r: SyncResult) -> None:
+            d.callback({"throttle_time_ms": 0, "error_code": r.error, "assignment": r.assignment})
+
+        coordinator().sync_group(
+            body.group_id,
+            body.generation_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None) if request.header.api_version >= 3 else None,
+            {a.member_id: bytes(a.assignment) for a in body.assignments},
+            respond,
+        )
+        return d
+
+    def heartbeat(request: Any, connection: Any) -> dict[str, Any]:
+        body = request.body
+        error = coordinator().heartbeat(
+            body.group_id,
+            body.member_id,
+            getattr(body, "group_instance_id", None) if request.header.api_version >= 3 else None,
+            body.generation_id,
+        )
+        return {"throttle_time_ms": 0, "error_code": error}
+
+    def leave_group(request: Any, connection: Any) -> dict[str, Any]:
+        body = request.body
+        top, members = coordinator().leave_group(body.group_id, [(body.member_id, None)])
+        # v0–2 carry one member: its error is the response's error.
+        error = top if top != ErrorCode.NONE else next((e for _, _, e in members if e != ErrorCode.NONE), ErrorCode.NONE)
+        return {"throttle_time_ms": 0, "error_code": error}
+
+    def offset_commit(request: Any, connection: Any) -> defer.Deferred:
+        body = request.body
+        cache = broker.metadata_cache
+        now = int(broker.reactor.seconds() * 1000)
+        retention = body.retention_time_ms
+        expire = None if retention == -1 else now + retention
+        results: dict[tuple[str, int], int] = {}
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for topic in body.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if cache.partition(topic.name, p.partition_index) is None:
+                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    offsets[tp] = OffsetAndMetadata(
+                        p.committed_offset, -1, p.committed_metadata or "", now, expire
+                    )
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(errors: dict[tuple[str, int], int]) -> None:
+            results.update(errors)
+            d.callback({
+                "throttle_time_ms": 0,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": p.partition_index, "error_code": results[(topic.name, p.partition_index)]}
+                            for p in topic.partitions
+                        ],
+                    }
+                    for topic in body.topics
+                ],
+            })
+
+        if offsets:
+            coordinator().commit_offsets(
+                body.group_id, body.member_id, None, body.generation_id_or_member_epoch, offsets, respond
+            )
+        else:
+            respond({})
+        return d
+
+    def offset_fetch(request: Any, connection: Any) -> dict[str, Any]:
+        body = request.body
+        version = request.header.api_version
+        wanted = None if body.topics is None else [
+            (t.name, i) for t in body.topics for i in t.partition_indexes
+        ]
+        error, entries = coordinator().fetch_offsets(body.group_id, wanted)
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        if error != ErrorCode.NONE:
+            if version < 2:  # no top-level error: every partition carries it
+                for topic, index in wanted or []:
+                    by_topic.setdefault(topic, []).append(_fetched(index, -1, "", error))
+        else:
+            for (topic, index), e in entries.items():
+                by_topic.setdefault(topic, []).append(_fetched(index, e.offset, e.metadata, e.error))
+        return {
+            "throttle_time_ms": 0,
+            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            "error_code": error,
+        }
+
+    def describe_groups(request: Any, connection: Any) -> dict[str, Any]:
+        groups = []
+        for group_id in request.body.groups:
+            error, summary = coordinator().describe_group(group_id)
+            groups.append({
+                "error_code": error,
+                "group_id": group_id,
+                "group_state": summary.state,
+                "protocol_type": summary.protocol_type,
+                "protocol_data": summary.protocol,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata,
+                        "member_assignment": m.assignment,
+                    }
+                    for m in summary.members
+                ],
+                "authorized_operations": _OPERATIONS_OMITTED,
+            })
+        return {"throttle_time_ms": 0, "groups": groups}
+
+    def list_groups(request: Any, connection: Any) -> dict[str, Any]:
+        error, groups = coordinator().list_groups()
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error,
+            "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type} for g in groups],
+        }
+
+    def delete_groups(request: Any, connection: Any) -> defer.Deferred:
+        names = list(request.body.groups_names)
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(results: dict[str, int]) -> None:
+            d.callback({
+                "throttle_time_ms": 0,
+                "results": [{"group_id": g, "error_code": results[g]} for g in dict.fromkeys(names)],
+            })
+
+        coordinator().delete_groups(list(dict.fromkeys(names)), respond)
+        return d
+
+    return {
+        OFFSET_COMMIT: offset_commit,
+        OFFSET_FETCH: offset_fetch,
+        JOIN_GROUP: join_group,
+        HEARTBEAT: heartbeat,
+        LEAVE_GROUP: leave_group,
+        SYNC_GROUP: sync_group,
+        DESCRIBE_GROUPS: describe_groups,
+        LIST_GROUPS: list_groups,
+        DELETE_GROUPS: delete_groups,
+    }
+
+
+def _fetched(index: int, offset: int, metadata: str, error: int) -> dict[str, Any]:
+    return {"partition_index": index, "committed_offset": offset, "metadata": metadata, "error_code": error}
