@@ -1,9 +1,8 @@
-"""The CLI tools against a real 3-broker cluster: ``mafka topics``, ``console-producer``, ``console-consumer``.
+"""The CLI tools against a real 3-broker cluster: ``mafka topics``, ``console-producer``, ``console-consumer``,
+``consumer-groups``.
 
 One :class:`LocalCluster` for the module.  Each tool runs as its own process
 (``python -m mafka.cli.main …``), as a user would run it; every wait is bounded.
-Produce/consume topics use replication factor 1 (follower replication is not
-there yet, so with more replicas the high watermark would not move).
 """
 
 from __future__ import annotations
@@ -163,3 +162,93 @@ def test_kcat_output_readable_by_console_consumer(cluster: LocalCluster, tmp_pat
     r = mafka(cluster, "console-consumer", "--topic", "from-kcat", "--from-beginning", "--max-messages", "2",
               "--property", "print.key=true", "--timeout-ms", "10000")
     assert r.stdout.splitlines() == ["a\t1", "b\t2"], r
+
+
+KAFKA_OFFSETS_HEADER = [
+    "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID",
+]
+
+
+def _table(stdout: str) -> tuple[list[str], list[list[str]]]:
+    """Kafka's consumer-groups tables: a blank line, a header line, one row per line."""
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    header = lines[0].split()
+    return header, [line.split() for line in lines[1:]]
+
+
+def test_consumer_groups_describe_reset_delete(cluster: LocalCluster) -> None:
+    """``mafka consumer-groups`` over a group consumed by confluent-kafka: Kafka's columns, lag, reset, delete."""
+    from confluent_kafka import Consumer, Producer
+
+    create(cluster, "cg-topic", 3, rf=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(30):
+        producer.produce("cg-topic", str(i).encode(), partition=i % 3)
+    assert producer.flush(30) == 0
+    consumer = Consumer({
+        "bootstrap.servers": cluster.bootstrap, "group.id": "cg", "client.id": "cg-client",
+        "auto.offset.reset": "earliest", "enable.auto.commit": False,
+    })
+    try:
+        consumer.subscribe(["cg-topic"])
+        seen: Counter[int] = Counter()
+        deadline = time.monotonic() + 30
+        # Take everything of partitions 0 and 1 only, so partition 2 stays uncommitted.
+        while (seen[0] < 10 or seen[1] < 10) and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                seen[m.partition()] += 1
+        assert seen[0] == 10 and seen[1] == 10
+        from confluent_kafka import TopicPartition
+
+        consumer.commit(offsets=[TopicPartition("cg-topic", 0, 10), TopicPartition("cg-topic", 1, 7)], asynchronous=False)
+
+        r = mafka(cluster, "consumer-groups", "--list")
+        assert r.returncode == 0 and "cg" in r.stdout.split(), r
+        r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg")
+        assert r.returncode == 0, r
+        header, rows = _table(r.stdout)
+        assert header == KAFKA_OFFSETS_HEADER
+        by_partition = {int(row[2]): row for row in rows}
+        assert sorted(by_partition) == [0, 1, 2]
+        member = by_partition[0][6]
+        assert member.startswith("cg-client-")
+        assert by_partition[0][:6] == ["cg", "cg-topic", "0", "10", "10", "0"]
+        assert by_partition[1][:6] == ["cg", "cg-topic", "1", "7", "10", "3"]
+        assert by_partition[2][:6] == ["cg", "cg-topic", "2", "-", "10", "-"]
+        assert all(row[6:] == [member, "/127.0.0.1", "cg-client"] for row in rows)
+
+        r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg", "--state")
+        header, rows = _table(r.stdout)
+        assert header == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        assert rows[0][0] == "cg" and rows[0][-3:] == ["range", "Stable", "1"], rows
+
+        r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg", "--members")
+        header, rows = _table(r.stdout)
+        assert header == ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        assert rows == [["cg", member, "/127.0.0.1", "cg-client", "3"]]
+
+        # A live group refuses resets, as Kafka does.
+        r = mafka(cluster, "consumer-groups", "--reset-offsets", "--group", "cg", "--all-topics", "--to-earliest", "--execute")
+        assert "inactive, but the current state is Stable" in r.stdout + r.stderr
+    finally:
+        consumer.close()
+
+    r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg")
+    header, rows = _table(r.stdout)
+    assert header == KAFKA_OFFSETS_HEADER
+    assert [row[2:] for row in rows] == [["0", "10", "10", "0", "-", "-", "-"], ["1", "7", "10", "3", "-", "-", "-"]]
+    assert "Consumer group 'cg' has no active members." in r.stderr
+
+    r = mafka(cluster, "consumer-groups", "--reset-offsets", "--group", "cg", "--topic", "cg-topic:0,1", "--shift-by", "-5", "--execute")
+    assert r.returncode == 0, r
+    header, rows = _table(r.stdout)
+    assert header == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
+    assert sorted(rows) == [["cg", "cg-topic", "0", "5"], ["cg", "cg-topic", "1", "2"]]
+    r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg")
+    assert [row[3:6] for row in _table(r.stdout)[1]] == [["5", "10", "5"], ["2", "10", "8"]]
+
+    r = mafka(cluster, "consumer-groups", "--delete", "--group", "cg")
+    assert r.returncode == 0 and "Deletion of requested consumer groups ('cg') was successful." in r.stdout, r
+    r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg")
+    assert "Consumer group 'cg' does not exist." in r.stdout + r.stderr
