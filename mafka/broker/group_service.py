@@ -28,6 +28,7 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
+from mafka.group.consumer_protocol import decode_subscription
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.state import GroupMetadata
 from mafka.topics import GROUP_METADATA_TOPIC
@@ -217,14 +218,10 @@ def _subscribed_topics(group: GroupMetadata) -> set[str] | None:
     """The topics a Stable consumer group subscribes to (None if unknown), for KIP-211 expiry."""
     if group.protocol_type != "consumer" or group.protocol_name is None:
         return None
-    try:
-        from mafka.group.consumer_protocol import decode_subscription
-    except ImportError:
-        return None
     topics: set[str] = set()
     for member in group.all_member_metadata():
         try:
             topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
-        except (ValueError, AttributeError):
+        except ValueError:
             return None
     return topics
