@@ -160,6 +160,8 @@ class OffsetFetchEntry:
 
 
 DEAD_SUMMARY = GroupSummary("Dead", "", "", [])
+#: Kafka's ``GroupCoordinator.EmptyGroup``: what DescribeGroups carries beside an error.
+EMPTY_SUMMARY = GroupSummary("", "", "", [])
 
 JoinCallback = Callable[[JoinResult], None]
 SyncCallback = Callable[[SyncResult], None]
@@ -186,11 +188,12 @@ def _store_error(error: int) -> int:
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.NOT_ENOUGH_REPLICAS,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-        ErrorCode.REQUEST_TIMED_OUT,
     ):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
         return ErrorCode.NOT_COORDINATOR
+    if error == ErrorCode.REQUEST_TIMED_OUT:
+        return ErrorCode.REBALANCE_IN_PROGRESS
     if error in (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return error
@@ -205,10 +208,18 @@ def _log_failed_append(partition: int) -> Callable[[int, int | None], None]:
 
 
 def _commit_error(error: int) -> int:
-    """Kafka's mapping of an offset-commit append error."""
+    """Kafka's mapping of an offset-commit append error (REQUEST_TIMED_OUT passes through)."""
+    if error in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
     if error in (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
         return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return _store_error(error)
+    return error
 
 
 class GroupCoordinator:
@@ -276,6 +287,10 @@ class GroupCoordinator:
             if old is not None:
                 self._unload_entry(old)
             self._groups[group_id] = entry
+            if len(entry.group.members) > self.config.max_size:
+                # Kafka's onGroupLoaded: let the members of an over-capacity group rejoin
+                # (the last ones to rejoin are refused) and commit meanwhile.
+                self._prepare_rebalance(entry, f"Freshly-loaded group is over capacity ({self.config.max_size})")
             for member in entry.group.all_member_metadata():
                 self._schedule_heartbeat(entry, member)
         self._loading.discard(partition)
@@ -409,10 +424,14 @@ class GroupCoordinator:
                 return respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             entry = self._add_group(group_id)
         group = entry.group
-        if not self._accepts_joining_member(group, member_id):
-            return respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id))
         args = (client_id, client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols)
-        if unknown:
+        if not self._accepts_joining_member(group, member_id):
+            if group.has(member_id):
+                # Kafka drops a known member that rejoins too late into a full group.
+                self._cancel_heartbeat(entry, member_id)
+                group.remove(member_id)
+            respond(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
+        elif unknown:
             self._join_unknown(entry, group_instance_id, require_known_member_id, args, respond)
         else:
             self._join_known(entry, member_id, group_instance_id, args, respond)
@@ -420,11 +439,16 @@ class GroupCoordinator:
             self._check_join(entry)
 
     def _accepts_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
+        """Kafka's ``acceptJoiningMember``: while rebalancing, count the members that
+        already rejoined (so the last ones to rejoin a shrunken group are kicked out);
+        otherwise existing members are accepted and new ones up to the max size."""
         if group.state in (GroupState.EMPTY, GroupState.DEAD):
             return True
-        if group.has(member_id) or group.is_pending_member(member_id):
-            return True
-        return len(group.members) + len(group.pending_members) < self.config.max_size
+        if group.state is GroupState.PREPARING_REBALANCE:
+            if group.has(member_id) and group.get(member_id).awaiting_join:
+                return True
+            return group.num_awaiting_join() < self.config.max_size
+        return group.has(member_id) or len(group.members) < self.config.max_size
 
     def _add_group(self, group_id: str) -> _Entry:
         entry = _Entry(
@@ -684,8 +708,10 @@ class GroupCoordinator:
 
     def _propagate_assignment(self, entry: _Entry, error: int) -> None:
         group = entry.group
+        ok = error == ErrorCode.NONE
         for member in group.all_member_metadata():
-            result = SyncResult(error, member.assignment, group.protocol_type, group.protocol_name)
+            result = SyncResult(error, member.assignment, group.protocol_type if ok else None,
+                                group.protocol_name if ok else None)
             if self._invoke_sync(entry, member, result):
                 # Expiry was ignored while the member waited for its assignment; restart it.
                 self._schedule_heartbeat(entry, member)
@@ -792,6 +818,10 @@ class GroupCoordinator:
     ) -> None:
         error = self._status_error(group_id)
         if error is not None:
+            # Loading: the rebalance state is lost, so have the member rejoin (older
+            # clients do not expect COORDINATOR_LOAD_IN_PROGRESS here), as Kafka does.
+            if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                error = ErrorCode.REBALANCE_IN_PROGRESS
             return respond(SyncResult(error))
         entry = self._groups.get(group_id)
         if entry is None:
@@ -953,7 +983,11 @@ class GroupCoordinator:
     def _store_offsets(self, entry: _Entry, offsets: Mapping[TopicPartition, OffsetAndMetadata],
                        respond: Callable[[dict[TopicPartition, int]], None]) -> None:
         limit = self.config.offset_metadata_max_bytes
-        valid = {tp: om for tp, om in offsets.items() if om.metadata is None or len(om.metadata.encode()) <= limit}
+        # Kafka compares Java's String.length(): UTF-16 code units, not UTF-8 bytes.
+        valid = {
+            tp: om for tp, om in offsets.items()
+            if om.metadata is None or len(om.metadata.encode("utf-16-le", "surrogatepass")) // 2 <= limit
+        }
         results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp in offsets if tp not in valid}
         if not valid:
             return respond(results)
@@ -1001,9 +1035,9 @@ class GroupCoordinator:
     def list_groups(self) -> tuple[int, list[GroupOverview]]:
         if not self.active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        if self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
-        return ErrorCode.NONE, [
+        # While a partition loads Kafka reports the error *and* the groups it already has.
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._loading else ErrorCode.NONE
+        return error, [
             GroupOverview(gid, e.group.protocol_type or "", e.group.state.value)
             for gid, e in sorted(self._groups.items())
             if e.group.state is not GroupState.DEAD
@@ -1012,7 +1046,7 @@ class GroupCoordinator:
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._status_error(group_id, allow_empty_id=True)
         if error is not None:
-            return error, DEAD_SUMMARY
+            return error, EMPTY_SUMMARY
         entry = self._groups.get(group_id)
         if entry is None:
             return ErrorCode.NONE, DEAD_SUMMARY
@@ -1034,7 +1068,7 @@ class GroupCoordinator:
         """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
         results: dict[str, int] = {}
         eligible: list[_Entry] = []
-        for gid in group_ids:
+        for gid in dict.fromkeys(group_ids):  # a group named twice is handled once (Kafka takes a set)
             error = self._status_error(gid, allow_empty_id=True)
             if error is not None:
                 results[gid] = error
@@ -1062,6 +1096,12 @@ class GroupCoordinator:
             self._unload_entry(entry)
             store = self._stores.get(entry.partition)
             tombstones = store.delete_group(gid) if store is not None else [(encode_key(GroupMetadataKey(gid)), None)]
+            if entry.group.generation_id == 0:
+                # Kafka writes no group tombstone for a group that only stored offsets.
+                tombstones = [t for t in tombstones if t[0] != encode_key(GroupMetadataKey(gid))]
+            if not tombstones:
+                one_done(gid, ErrorCode.NONE)
+                continue
             self._log.append(entry.partition, tombstones, lambda err, _o, gid=gid: one_done(gid, err))
 
     def expire_offsets(self, subscribed_topics: Callable[[GroupMetadata], set[str] | None] | None = None) -> int:
@@ -1095,7 +1135,9 @@ class GroupCoordinator:
                 if entry.group.state is GroupState.EMPTY and gid not in store.groups:
                     entry.group.transition_to(GroupState.DEAD)
                     del self._groups[gid]
-                    tombstones.append((encode_key(GroupMetadataKey(gid)), None))
+                    if entry.group.generation_id > 0:
+                        # Generation 0: the group only stored offsets, no metadata record exists.
+                        tombstones.append((encode_key(GroupMetadataKey(gid)), None))
                     log.info("Group %s transitioned to Dead in generation %d", gid, entry.group.generation_id)
             if tombstones:
                 self._log.append(partition, tombstones, _log_failed_append(partition))
