@@ -239,7 +239,8 @@ class GroupCoordinator:
         self._groups: dict[str, _Entry] = {}
         self._stores: dict[int, OffsetStore] = {}
         self._epochs: dict[int, int] = {}
-        self._loading: set[int] = set()
+        #: partition → the leader epoch its running load started at
+        self._loading: dict[int, int] = {}
         self._owned: set[int] = set()
         self.active = True
 
@@ -260,12 +261,12 @@ class GroupCoordinator:
         current = self._epochs.get(partition)
         if current is not None and current > epoch:
             return False
-        if partition in self._owned and current == epoch:
-            return False
-        if partition in self._owned:
-            self._unload(partition)
         self._epochs[partition] = epoch
-        self._loading.add(partition)
+        if partition in self._owned or partition in self._loading:
+            # Still the leader, at a new epoch: nothing to reload (Kafka reloads only
+            # when a replica becomes leader, not when it stays leader).
+            return False
+        self._loading[partition] = epoch
         return True
 
     def complete_load(
@@ -275,7 +276,7 @@ class GroupCoordinator:
 
         False (and nothing changes) if leadership moved on since :meth:`on_elected`.
         """
-        if partition not in self._loading or self._epochs.get(partition) != epoch:
+        if self._loading.get(partition) != epoch:
             return False
         store = OffsetStore()
         values = store.load(records)
@@ -293,7 +294,7 @@ class GroupCoordinator:
                 self._prepare_rebalance(entry, f"Freshly-loaded group is over capacity ({self.config.max_size})")
             for member in entry.group.all_member_metadata():
                 self._schedule_heartbeat(entry, member)
-        self._loading.discard(partition)
+        del self._loading[partition]
         self._owned.add(partition)
         log.info(
             "Finished loading offsets and group metadata from __consumer_offsets-%d (epoch %d): %d groups",
@@ -303,8 +304,8 @@ class GroupCoordinator:
 
     def fail_load(self, partition: int, epoch: int) -> None:
         """A load could not read the partition: stop claiming it (clients see NOT_COORDINATOR)."""
-        if self._epochs.get(partition) == epoch:
-            self._loading.discard(partition)
+        if self._loading.get(partition) == epoch:
+            del self._loading[partition]
 
     def on_resigned(self, partition: int, epoch: int | None = None) -> None:
         """Leadership of ``partition`` moved away (or the partition is gone)."""
@@ -313,7 +314,7 @@ class GroupCoordinator:
             return
         if epoch is not None:
             self._epochs[partition] = epoch
-        self._loading.discard(partition)
+        self._loading.pop(partition, None)
         if partition in self._owned:
             self._owned.discard(partition)
             self._unload(partition)
