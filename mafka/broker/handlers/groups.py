@@ -59,11 +59,12 @@ def handlers(broker: Any) -> dict[int, Any]:
 
         # v0 has no rebalance timeout: Kafka uses the session timeout.
         rebalance_timeout = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+        instance_id = body.group_instance_id if version >= 5 else None
         coordinator().join_group(
             body.group_id,
             body.member_id,
-            getattr(body, "group_instance_id", None) if version >= 5 else None,
-            version >= 4,
+            instance_id,
+            version >= 4 and instance_id is None,  # KIP-394 applies to dynamic members only
             request.header.client_id or "",
             _client_host(connection),
             rebalance_timeout,

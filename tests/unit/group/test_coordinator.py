@@ -347,6 +347,31 @@ def test_stale_epochs_are_ignored():
     assert not h.c.complete_load(h.p, 5, [])
 
 
+def test_a_leader_that_stays_leader_at_a_new_epoch_keeps_its_groups():
+    """LeaderAndIsr bumps the epoch (e.g. an ISR change by the controller): no unload, no reload."""
+    h = H()
+    member, generation = h.single_stable()
+    parked = h.join(client_id="newcomer")  # a join parked in the rebalance this starts
+    assert not h.c.on_elected(h.p, 2)
+    assert not parked.done
+    assert h.p in h.c.owned_partitions()
+    assert h.hb(member, generation) == E.REBALANCE_IN_PROGRESS  # still the same group, mid-rebalance
+    h.c.on_resigned(h.p, 1)  # a resignation older than the new epoch is stale
+    assert h.p in h.c.owned_partitions()
+
+
+def test_a_load_started_at_one_epoch_completes_after_an_epoch_bump():
+    h = H(load=False)
+    assert h.c.on_elected(h.p, 3)
+    assert not h.c.on_elected(h.p, 4)  # still loading: the running load stands
+    assert h.c.is_loading()
+    assert not h.c.complete_load(h.p, 4, [])  # only the load that was started completes
+    assert h.c.complete_load(h.p, 3, [])
+    assert h.p in h.c.owned_partitions()
+    h.c.on_resigned(h.p, 3)  # stale: the partition is at epoch 4 now
+    assert h.p in h.c.owned_partitions()
+
+
 def test_failed_load_stops_claiming_the_partition():
     h = H(load=False)
     assert h.c.on_elected(h.p, 1)
