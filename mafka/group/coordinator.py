@@ -999,7 +999,9 @@ class GroupCoordinator:
         def appended(error: int, base_offset: int | None) -> None:
             ok = error == ErrorCode.NONE
             if self._stores.get(entry.partition) is store:
-                store.complete_commit(group_id, valid, ok, base_offset)
+                # A group deleted (or unloaded) meanwhile must not get its offsets back.
+                live = self._groups.get(group_id) is entry
+                store.complete_commit(group_id, valid, ok and live, base_offset)
             mapped = ErrorCode.NONE if ok else _commit_error(error)
             if not ok:
                 log.warning("Offset commit of group %s failed: %s", group_id, ErrorCode(error).name)

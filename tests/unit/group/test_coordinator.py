@@ -1542,3 +1542,18 @@ def test_results_are_plain_dataclasses():
     j = h.join()
     h.timers.advance(DELAY)
     assert isinstance(j.value, JoinResult)
+
+
+def test_a_commit_completing_after_its_group_was_deleted_does_not_resurrect_offsets():
+    h = H()
+    h.log.auto = False
+    box = h.commit("", -1, {("t", 0): om(5)})
+    assert not box.done
+    h.log.auto = True
+    deleted = []
+    h.c.delete_groups([GROUP], deleted.append)
+    h.log.release(E.NONE, index=0)  # the commit's append completes after the deletion
+    assert box.value == {("t", 0): E.NONE}
+    assert deleted == [{GROUP: E.NONE}]
+    assert h.fetch() == (E.NONE, {})
+    assert GROUP not in h.c._stores[h.p].groups  # no empty leftover that would outlive the group
