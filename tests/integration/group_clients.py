@@ -241,7 +241,7 @@ class Member:
 
 
 class KcatMember(Member):
-    """``kcat -G group topic -o beginning -f '%p %o %s\\n'`` (auto-commit) as a member."""
+    """``kcat -G group topic -f '%p %o %s\\n' -X auto.offset.reset=earliest`` (auto-commit) as a member."""
 
     REBALANCE = re.compile(rb"^% Group (\S+) rebalanced \(memberid ([^)]*)\): (assigned|revoked): ?(.*)$")
     PARTITION = re.compile(rb"\[(\d+)\]")
@@ -282,21 +282,26 @@ def make_member(client: str, name: str, bootstrap: str, group: str, topic: str, 
     if client == "kcat":
         if instance_id:
             raise ValueError("kcat members are dynamic here")
-        argv = ["kcat", "-b", bootstrap, "-G", group, topic, "-o", "beginning", "-u",
+        # No "-o beginning": in -G mode kcat 1.7 sets every assigned partition's start offset to
+        # the -o value in its rebalance callback, so each rebalance would re-read from the start
+        # and ignore the committed offsets.  auto.offset.reset=earliest is for a fresh group.
+        argv = ["kcat", "-b", bootstrap, "-G", group, topic, "-u",
                 "-f", "%p %o %s\n",
+                "-X", "auto.offset.reset=earliest",
                 "-X", f"session.timeout.ms={session_timeout_ms}",
                 "-X", f"heartbeat.interval.ms={heartbeat_interval_ms}",
                 "-X", f"partition.assignment.strategy={assignor}",
                 "-X", "auto.commit.interval.ms=500",
                 "-X", "fetch.wait.max.ms=100",
-                "-X", "topic.metadata.refresh.interval.ms=2000"]
+                "-X", "topic.metadata.refresh.interval.ms=2000",
+                "-d", "cgrp"]  # librdkafka's group log, into the member's log file
         env = {"LD_LIBRARY_PATH": kcat_library_path()} if kcat_library_path() else None
         return KcatMember(name, argv, log_path, client, env=env)
     if client not in PYTHON_CLIENTS:
         raise ValueError(f"unknown client {client!r}")
     argv = [sys.executable, str(DRIVER), "--client", client, "--bootstrap", bootstrap, "--group", group,
             "--topic", topic, "--session-timeout-ms", str(session_timeout_ms),
-            "--heartbeat-interval-ms", str(heartbeat_interval_ms), "--assignor", assignor]
+            "--heartbeat-interval-ms", str(heartbeat_interval_ms), "--assignor", assignor, "--debug"]
     if instance_id:
         argv += ["--group-instance-id", instance_id]
     if commit:
@@ -404,4 +409,5 @@ class Group:
 def kcat_version() -> str:
     out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10,
                          env=dict(os.environ, **({"LD_LIBRARY_PATH": kcat_library_path()} if kcat_library_path() else {})))
-    return " ".join((out.stdout + out.stderr).split()[:12])
+    text = out.stdout + out.stderr
+    return next((line.strip() for line in text.splitlines() if line.startswith("Version")), text.strip()[:200])

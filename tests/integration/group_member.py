@@ -2,7 +2,7 @@
 
     python tests/integration/group_member.py --client {confluent,kafka-python,aiokafka} \\
         --bootstrap HOST:PORT --group G --topic T [--group-instance-id X] \\
-        [--session-timeout-ms N] [--heartbeat-interval-ms N] [--assignor roundrobin] [--commit]
+        [--session-timeout-ms N] [--heartbeat-interval-ms N] [--assignor roundrobin] [--commit] [--debug]
 
 It subscribes to one topic and prints one JSON object per line on stdout, flushed
 at once; ``t`` is ``time.monotonic()`` (CLOCK_MONOTONIC, comparable between
@@ -103,6 +103,8 @@ def run_confluent(args: argparse.Namespace) -> None:
     }
     if args.group_instance_id:
         conf["group.instance.id"] = args.group_instance_id
+    if args.debug:
+        conf["debug"] = "cgrp"  # librdkafka logs to stderr
     consumer = Consumer(conf)
 
     def generation() -> tuple[int, str | None]:
@@ -314,7 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000)
     parser.add_argument("--assignor", choices=["roundrobin", "range"], default="roundrobin")
     parser.add_argument("--commit", action="store_true", help="commit offset+1 synchronously after each message")
+    parser.add_argument("--debug", action="store_true",
+                        help="the client's group protocol log on stderr (librdkafka debug=cgrp; INFO logging)")
     args = parser.parse_args(argv)
+    if args.debug:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)
     try:
