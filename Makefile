@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication system-deps clean
+.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication bench-groups system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -35,6 +35,10 @@ bench-log: $(STAMP)
 
 bench-replication: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_replication.py
+
+# PEER=127.0.0.1:29092 measures a running peer broker (../shared/bench/peer-tansu.sh) alongside.
+bench-groups: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_groups.py $(if $(PEER),--peer $(PEER))
 
 system-deps:
 	@scripts/install-system-deps.sh
