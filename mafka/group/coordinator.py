@@ -182,21 +182,36 @@ class _Entry:
     initial_remaining_ms: int | None = None
 
 
-def _store_error(error: int) -> int:
-    """Kafka's mapping of a group-metadata append error to the error a member sees."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ):
+_COORDINATOR_UNAVAILABLE = (
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+)
+_NOT_COORDINATOR = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR)
+_TOO_LARGE = (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE)
+
+
+def _append_error(error: int, *, timed_out: int, too_large: int) -> int:
+    """Kafka's mapping of a ``__consumer_offsets`` append error to what a member sees."""
+    if error in _COORDINATOR_UNAVAILABLE:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+    if error in _NOT_COORDINATOR:
         return ErrorCode.NOT_COORDINATOR
     if error == ErrorCode.REQUEST_TIMED_OUT:
-        return ErrorCode.REBALANCE_IN_PROGRESS
-    if error in (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.UNKNOWN_SERVER_ERROR
+        return timed_out
+    if error in _TOO_LARGE:
+        return too_large
     return error
+
+
+def _store_error(error: int) -> int:
+    """A group-metadata append (``storeGroup``): a timeout means the rebalance must be redone."""
+    return _append_error(error, timed_out=ErrorCode.REBALANCE_IN_PROGRESS, too_large=ErrorCode.UNKNOWN_SERVER_ERROR)
+
+
+def _commit_error(error: int) -> int:
+    """An offset-commit append (``storeOffsets``): REQUEST_TIMED_OUT passes through."""
+    return _append_error(error, timed_out=ErrorCode.REQUEST_TIMED_OUT, too_large=ErrorCode.INVALID_COMMIT_OFFSET_SIZE)
 
 
 def _log_failed_append(partition: int) -> Callable[[int, int | None], None]:
@@ -205,21 +220,6 @@ def _log_failed_append(partition: int) -> Callable[[int, int | None], None]:
             log.warning("Failed to write tombstones to __consumer_offsets-%d: %s", partition, ErrorCode(error).name)
 
     return done
-
-
-def _commit_error(error: int) -> int:
-    """Kafka's mapping of an offset-commit append error (REQUEST_TIMED_OUT passes through)."""
-    if error in (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-    ):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if error in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
-        return ErrorCode.NOT_COORDINATOR
-    if error in (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_FETCH_SIZE):
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    return error
 
 
 class GroupCoordinator:
