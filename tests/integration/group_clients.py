@@ -219,6 +219,20 @@ class Member:
                 current = [p for p in current if p not in e["partitions"]]
         return current
 
+    def consumed_unassigned(self) -> list[Event]:
+        """Messages this member printed from a partition it did not hold at that moment (by the
+        order of its events; only meaningful where one stream carries both, not for kcat)."""
+        current: set[int] = set()
+        out = []
+        for e in self.snapshot():
+            if e["event"] == "assigned":
+                current = set(e["partitions"])
+            elif e["event"] in ("revoked", "lost"):
+                current -= set(e["partitions"])
+            elif e["event"] == "consumed" and e["partition"] not in current:
+                out.append(e)
+        return out
+
     def last_assigned(self) -> Event | None:
         events = self.snapshot("assigned")
         return events[-1] if events else None

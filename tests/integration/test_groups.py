@@ -1,22 +1,34 @@
 """Consumer groups on a real cluster, driven by real third-party clients in separate processes.
 
-One 3-broker cluster for the module (real ZooKeeper, real broker processes,
-``group.initial.rebalance.delay.ms=300`` because only the last test is about
-the delay, which gets a cluster of its own with Kafka's default 3000 ms).
-Topics have 6 partitions and RF 3; an idempotent acks=all confluent-kafka
-producer (:class:`~.chaos.ContinuousProducer`) writes unique values while the
-members run.  Members are processes (:mod:`.group_clients`):
-``group_member.py`` over confluent-kafka, kafka-python or aiokafka, which
-commits offset+1 synchronously after printing each message (at-least-once),
-or ``kcat -G`` (auto-commit).  Every member uses the eager round-robin
-assignor, so 6 partitions over 3 members are 2 each, and a fourth member
-changes every member's assignment.  session.timeout.ms is 6000 (the broker
-minimum) where a member is killed, heartbeats every second.
+:class:`TestGroups` (tests 1-4) shares one 3-broker cluster (real ZooKeeper,
+real broker processes, ``group.initial.rebalance.delay.ms=300`` since those
+tests are not about the delay); :class:`TestInitialRebalanceDelay` (test 5)
+gets a cluster of its own with Kafka's default 3000 ms.  Topics have 6
+partitions and RF 3; an idempotent acks=all confluent-kafka producer
+(:class:`~.chaos.ContinuousProducer`) writes unique values while the members
+run.  Members are processes (:mod:`.group_clients`): ``group_member.py`` over
+confluent-kafka, kafka-python or aiokafka, which commits offset+1
+synchronously after printing each message (at-least-once), or ``kcat -G``
+(librdkafka auto-commit; its assignments come from the rebalance lines it
+prints on stderr).  Every member uses the eager round-robin assignor, so 6
+partitions over 3 members are 2 each and a fourth member changes every
+member's assignment.  session.timeout.ms is 6000 (the broker minimum),
+heartbeats every second.
+
+1. three members share the partitions, a fourth rebalances them, a SIGKILLed
+   member's partitions reach the survivors within session timeout + 5 s, and
+   every acknowledged value is consumed (no gap) — per client, kcat included;
+2. after every member stopped, consumption resumes exactly at the committed offsets;
+3. a SIGKILL of the group coordinator: the group carries on, commits never go back;
+4. a static member (group.instance.id) restarted within its session timeout
+   causes no rebalance;
+5. a fresh one-member group gets its first message within the initial delay + 1 s.
 
 Figures (join time, rebalance after a SIGKILL, coordinator failover,
 subscribe→first message) are printed: run with ``-s``.  Broker logs are in
-the cluster directory a failure names (``broker-N/server.log``); member logs
-next to it.
+the cluster directory a failure names (``broker-N/server.log``); each
+member's log (its events and its client's group-protocol log) is in the
+test's tmp dir.  The file takes about two minutes.
 """
 
 from __future__ import annotations
@@ -107,6 +119,10 @@ def check_at_least_once(group: Group, producer: ContinuousProducer) -> dict[int,
         ends[p] = end
     for (p, o), value in acked.items():
         assert seen.get((p, o)) == value, f"{p}@{o}: acknowledged {value!r}, consumed {seen.get((p, o))!r}"
+    for m in group.history:
+        if m.client != "kcat":  # kcat's stdout and stderr are two streams: no order between them
+            stray = m.consumed_unassigned()
+            assert not stray, f"{m.name} consumed from partitions it did not hold: {stray[:3]}\n{m.tail()}"
     duplicates = len(group.consumed()) - len(seen)
     print(f"  at-least-once: {len(acked)} acknowledged values all consumed, {duplicates} redeliveries")
     return ends
