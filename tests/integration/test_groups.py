@@ -19,7 +19,9 @@ heartbeats every second.
    member's partitions reach the survivors within session timeout + 5 s, and
    every acknowledged value is consumed (no gap) — per client, kcat included;
 2. after every member stopped, consumption resumes exactly at the committed offsets;
-3. a SIGKILL of the group coordinator: the group carries on, commits never go back;
+3. a SIGKILL of the group coordinator: the group carries on, commits never go back
+   (plus a strict xfail pinning a broker bug found here: a broker restarted within
+   its crashed session answers clients from an empty metadata cache);
 4. a static member (group.instance.id) restarted within its session timeout
    causes no rebalance;
 5. a fresh one-member group gets its first message within the initial delay + 1 s.
@@ -93,18 +95,19 @@ def where(cluster: LocalCluster, group: Group | None = None) -> str:
     return text
 
 
-def acked_values(producer: ContinuousProducer, after: float | None = None) -> dict[tuple[int, int], str]:
+def acked_values(*producers: ContinuousProducer, after: float | None = None) -> dict[tuple[int, int], str]:
     """(partition, offset) → value of every acknowledged attempt (acknowledged after ``after``)."""
-    return {(a.partition, a.offset): a.value.decode() for a in producer.attempts
+    return {(a.partition, a.offset): a.value.decode() for producer in producers for a in producer.attempts
             if a.offset is not None and a.acked_at is not None and (after is None or a.acked_at > after)}
 
 
-def check_at_least_once(group: Group, producer: ContinuousProducer) -> dict[int, int]:
+def check_at_least_once(group: Group, *producers: ContinuousProducer) -> dict[int, int]:
     """Every acknowledged value was consumed at its offset, and per partition the consumed
     offsets have no gap from 0 to the end; returns the end offset of each partition."""
-    acked = acked_values(producer)
+    acked = acked_values(*producers)
     assert acked, "nothing was acknowledged"
-    assert producer.counts()["failed"] == 0, f"produce failures: {producer.errors[-3:]}"
+    for producer in producers:
+        assert producer.counts()["failed"] == 0, f"produce failures: {producer.errors[-3:]}"
     group.wait_consumed(acked.values(), timeout=60)
     seen: dict[tuple[int, int], str] = {}
     for e in group.consumed():
@@ -167,6 +170,21 @@ def described_coordinator(bootstrap: str, group: str) -> int:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     description = admin.describe_consumer_groups([group], request_timeout=15)[group].result(timeout=20)
     return description.coordinator.id
+
+
+def probe_metadata(host: str, port: int, topic: str) -> str:
+    """One Metadata v4 request for ``topic`` to exactly ``host:port``: what it answered, or why not."""
+    from mafka.client.blocking import METADATA, BlockingClient
+
+    body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
+    try:
+        with BlockingClient(f"{host}:{port}", client_id="probe", timeout_s=2) as client:
+            md = client.send_once((host, port), METADATA, 4, body, 2.0)
+    except OSError as exc:
+        return f"no answer ({exc})"
+    topics = [(t.name, t.error_code) for t in md.topics]
+    return f"answered brokers {sorted(b.node_id for b in md.brokers)} topics {topics}" + "".join(
+        f" error {code}" for _, code in topics if code)
 
 
 def no_group_change(members: list[Member], after: float) -> list[dict]:
@@ -269,30 +287,43 @@ class TestGroups:
         except TimeoutError as exc:
             pytest.fail(f"{exc}\n{where(cluster, g)}")
 
-
-    @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+    @pytest.mark.parametrize("client", ALL_CLIENTS)
     def test_consumption_resumes_at_the_committed_offsets_after_every_member_stopped(self, cluster, groups, client):
         topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
         g = groups(cluster, client, topic)
+        before = ContinuousProducer(cluster.bootstrap, topic, partitions=PARTITIONS, rate=60)
+        after = ContinuousProducer(cluster.bootstrap, topic, partitions=PARTITIONS, rate=60)
         try:
-            with ContinuousProducer(cluster.bootstrap, topic, partitions=PARTITIONS, rate=60) as producer:
-                producer.wait_acks(12, 30)
+            with before:
+                before.wait_acks(12, 30)
                 first = [g.add(name) for name in "abc"]
                 g.wait_balanced(timeout=45)
-                g.wait_consumed(acked_values(producer).values(), timeout=30)
-                # stop every member while the producer goes on: each finishes (and commits) the
-                # message in hand, then closes the consumer (LeaveGroup)
+                g.wait_consumed(acked_values(before).values(), timeout=30)
+                if client == "kcat":
+                    # kcat drops the message in hand when SIGTERM interrupts its poll (consume_cb
+                    # returns at once once conf.run is 0) although librdkafka has already stored its
+                    # offset, which the close then commits: stop it idle, everything consumed.
+                    before.stop()
+                    g.wait_consumed(acked_values(before).values(), timeout=30)
+                # Stop every member (with the producer still going, but for kcat): each finishes
+                # and commits the message in hand, then closes the consumer (LeaveGroup; kcat
+                # commits its stored offsets at close).
                 for m in first:
                     m.proc.send_signal(signal.SIGTERM)
                 for m in first:
                     assert m.wait_exit(30) == 0, f"{m} did not exit cleanly\n{m.tail()}"
-                stopped = time.monotonic()
+            stopped = time.monotonic()
+            broker_view = read_committed(cluster.bootstrap, g.group, topic)
+            failed = [e for m in first for e in m.snapshot("commit_failed")]
+            if client == "kcat":  # librdkafka's auto-commit (and its commit at close) reports nothing
+                committed = broker_view
+                assert all(o >= 0 for o in committed.values()), f"OffsetFetch after kcat closed: {committed}"
+            else:
                 committed = g.last_committed()
-                failed = [e for m in first for e in m.snapshot("commit_failed")]
                 assert sorted(committed) == list(range(PARTITIONS)), f"commits reported: {committed}"
-                broker_view = read_committed(cluster.bootstrap, g.group, topic)
                 assert broker_view == committed, f"OffsetFetch {broker_view} != last commits reported {committed}"
-                producer.wait_acks(PARTITIONS * 2, 30, after=stopped)
+            with after:
+                after.wait_acks(PARTITIONS * 2, 30)
                 second = [g.add(name) for name in "abc"]
                 firsts: dict[int, int] = {}
 
@@ -305,15 +336,15 @@ class TestGroups:
                 wait_until(every_partition_consumed, 45,
                            lambda: f"after the restart only partitions {sorted(firsts)} were consumed\n{g.explain()}")
                 resumed = min(e["t"] for m in second for e in m.consumed()) - min(m.spawned_at for m in second)
-            print(f"{client}: stopped at committed offsets {committed}; after the restart the first offsets are "
-                  f"{dict(sorted(firsts.items()))}; first message {resumed:.2f} s after the first restart"
+            print(f"{client}: stopped at committed offsets {dict(sorted(committed.items()))}; after the restart the "
+                  f"first offsets are {dict(sorted(firsts.items()))}; first message {resumed:.2f} s after the first "
+                  f"restart, {resumed + second[0].spawned_at - stopped:.2f} s after the stop"
                   + (f"; {len(failed)} commits failed during the shutdown" if failed else ""))
             assert firsts == committed, (f"first offsets after the restart {firsts} != committed {committed}; "
                                          f"failed commits {failed}\n{where(cluster, g)}")
-            check_at_least_once(g, producer)
+            check_at_least_once(g, before, after)
         except TimeoutError as exc:
             pytest.fail(f"{exc}\n{where(cluster, g)}")
-
 
     def test_the_group_survives_a_sigkill_of_its_coordinator_and_commits_never_go_back(self, cluster, groups):
         topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
@@ -329,8 +360,10 @@ class TestGroups:
                 coordinator = coordinator_of(chaos, g.group)
                 described = described_coordinator(cluster.bootstrap, g.group)
                 assert described == coordinator, f"describe_consumer_groups says {described}, ZooKeeper {coordinator}"
+                # The broker stays down until the end (the fixture-style heal restarts it once its
+                # old session expired): restarting it within that session trips over the broker
+                # bug the next test pins down.
                 killed = chaos.kill(coordinator)
-                restarted = chaos.restart_soon(coordinator, after=3.0)
                 successor = chaos.wait_leader("__consumer_offsets", offsets_partition_for(g.group),
                                               timeout=SESSION_TIMEOUT_S + 20, not_in=[coordinator])
                 elected = time.monotonic() - killed
@@ -340,7 +373,6 @@ class TestGroups:
                 producer.wait_acks(60, 60, after=first_commit)
                 after_kill = acked_values(producer, after=killed + 0.5)
                 described_after = described_coordinator(cluster.bootstrap, g.group)
-                restarted(60)
             print(f"SIGKILL of coordinator {coordinator}: broker {successor} leads __consumer_offsets-"
                   f"{offsets_partition_for(g.group)} after {elected:.2f} s; first successful commit "
                   f"{first_commit - killed:.2f} s after the kill")
@@ -375,6 +407,48 @@ class TestGroups:
             finally:
                 chaos.close()
 
+    @pytest.mark.xfail(strict=True, reason=(
+        "broker bug: a broker restarted while its crashed session still holds /brokers/ids/<id> listens "
+        "and answers clients before it registers (mafka.broker.server startup: listeners, then _register "
+        "waits up to the session timeout), from an empty metadata cache: Metadata lists no brokers and "
+        "existing topics as UNKNOWN_TOPIC_OR_PARTITION, OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION. "
+        "Kafka 2.8 processes requests only after registering (SocketServer.startProcessingRequests at the "
+        "end of KafkaServer.startup). librdkafka 2.16 then revokes its assignment (subscribed topic gone) "
+        "or drops every known broker (absent from Metadata) and hangs in a synchronous commit"))
+    def test_a_broker_restarted_within_its_old_session_answers_no_client_from_an_empty_cache(self, cluster):
+        topic = create_topic(cluster, partitions=1, rf=3)
+        chaos = Chaos(cluster)
+        answers: list[str] = []
+        try:
+            chaos.heal()
+            victim = next(b for b in chaos.broker_ids if b != chaos.controller())
+            info = cluster.broker(victim)
+            old_owner = chaos.registration_owner(victim)
+            chaos.kill(victim)
+            chaos.restart(victim, min_down=0.5, wait_registered=False, wait_expiry=False)
+            restarted = time.monotonic()
+
+            def registered_anew() -> bool:
+                owner = chaos.registration_owner(victim)
+                return owner is not None and owner != old_owner
+
+            bad: list[str] = []
+            # Ask the restarted process itself (no client-side failover) until it has registered.
+            while not registered_anew() and time.monotonic() - restarted < 2 * SESSION_TIMEOUT_S + 10:
+                answers.append(probe_metadata(info["host"], info["port"], topic))
+                if answers[-1].startswith("answered"):
+                    if "brokers []" in answers[-1] or "error 3" in answers[-1]:
+                        bad.append(f"+{time.monotonic() - restarted:.2f} s {answers[-1]}")
+                time.sleep(0.25)
+            print(f"broker {victim} restarted within its old session: {len(answers)} Metadata probes before it "
+                  f"registered; {len(bad)} answered from an empty cache (first: {bad[:1]})")
+            assert not bad, (f"broker {victim} answered Metadata before registering: {bad[:3]}\n"
+                             f"{where(cluster)}")
+        finally:
+            try:
+                chaos.heal()
+            finally:
+                chaos.close()
 
     @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
     def test_a_static_member_restarted_within_its_session_timeout_causes_no_rebalance(self, cluster, groups, client):
