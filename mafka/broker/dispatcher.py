@@ -47,12 +47,54 @@ def collect_handlers(broker: Any) -> dict[int, Handler]:
 
 
 class Dispatcher:
-    """Routes decoded requests to handlers and encodes what they answer."""
+    """Routes decoded requests to handlers and encodes what they answer.
 
-    def __init__(self, handlers: Mapping[int, Handler]) -> None:
+    A dispatcher created with ``hold=True`` parks requests until it is told
+    otherwise: :meth:`admit` lets some api keys through (a broker admits the
+    controller's requests once it is registered), :meth:`open` releases
+    everything, parked requests first, in arrival order.  A broker listens
+    before it registers (it must know its ports), but like Kafka's
+    ``startProcessingRequests`` it answers clients only once it is part of the
+    cluster — and, beyond Kafka, only once the controller's first
+    UpdateMetadata has filled its metadata cache, so a restarted broker never
+    tells a client that the cluster has no brokers and no topics.
+    """
+
+    def __init__(self, handlers: Mapping[int, Handler], *, hold: bool = False) -> None:
         self.handlers = dict(handlers)
+        self._held: list[tuple[defer.Deferred, Request, Connection]] | None = [] if hold else None
+        self._admitted: frozenset[int] = frozenset()
+
+    @property
+    def is_open(self) -> bool:
+        return self._held is None
+
+    def admit(self, api_keys: frozenset[int] | set[int]) -> None:
+        """While holding, let requests with these api keys through (parked ones included)."""
+        if self._held is None:
+            return
+        self._admitted = frozenset(api_keys)
+        waiting, self._held = self._held, []
+        for entry in waiting:
+            if entry[1].header.api_key in self._admitted:
+                self._release(*entry)
+            else:
+                self._held.append(entry)
+
+    def open(self) -> None:
+        """Answer everything from now on; requests parked so far are dispatched in arrival order."""
+        held, self._held = self._held or [], None
+        for entry in held:
+            self._release(*entry)
+
+    def _release(self, d: defer.Deferred, request: Request, connection: Connection) -> None:
+        defer.maybeDeferred(self.dispatch, request, connection).chainDeferred(d)
 
     def dispatch(self, request: Request, connection: Connection) -> Any:
+        if self._held is not None and request.header.api_key not in self._admitted:
+            d: defer.Deferred = defer.Deferred()
+            self._held.append((d, request, connection))
+            return d
         header = request.header
         if request.body is None:  # ApiVersions newer than ours: v0 body with error 35
             return encode_response_chunks(header, unsupported_api_versions_body())

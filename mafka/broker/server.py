@@ -50,6 +50,10 @@ __all__ = ["KafkaServer"]
 
 log = logging.getLogger("mafka.broker.server")
 
+#: LeaderAndIsr, StopReplica, UpdateMetadata, ControlledShutdown: served as soon as the
+#: broker is registered (clients wait for the first UpdateMetadata).
+_CONTROLLER_APIS = frozenset({4, 5, 6, 7})
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -88,6 +92,8 @@ class KafkaServer:
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.group_service: GroupService | None = None
+        self._dispatcher: Dispatcher | None = None
+        self._open_timer: Any = None
 
     # ================================================================== facts handlers use
 
@@ -127,7 +133,8 @@ class KafkaServer:
         return threads.deferToThread(fn, *args)
 
     def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
-        """Called after each UpdateMetadata (nothing to do yet beyond the cache)."""
+        """Called after each UpdateMetadata: the first one lets clients in."""
+        self._open_to_clients("metadata received")
 
     def auto_create_topic(self, name: str) -> None:
         """Writes a new topic's znodes (Kafka 2.8 ZK mode: any broker may); the controller does the rest."""
@@ -185,7 +192,7 @@ class KafkaServer:
         self.group_service = GroupService(self)
         self.replica_manager.leadership_listener = self.group_service.on_leadership
 
-        dispatcher = Dispatcher(collect_handlers(self))
+        dispatcher = Dispatcher(collect_handlers(self), hold=True)
         for endpoint in config.listener_endpoints:
             factory = KafkaServerFactory(
                 dispatcher,
@@ -210,6 +217,7 @@ class KafkaServer:
         )
         self.broker_epoch = yield defer.ensureDeferred(self._register(registration))
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
+        self._admit_clients_when_cluster_known(dispatcher)
 
         if self.controller_factory is not None:
             self.controller = self.controller_factory(self)
@@ -217,6 +225,26 @@ class KafkaServer:
         self.topic_configs.start()
         self._start_background_tasks()
         log.info("broker %d started", self.broker_id)
+
+    def _admit_clients_when_cluster_known(self, dispatcher: Dispatcher) -> None:
+        """Registered: serve the controller now, clients once the first UpdateMetadata arrived.
+
+        Bounded by ``zookeeper.session.timeout.ms``: without a controller to
+        send metadata the broker answers anyway, as Kafka does.
+        """
+        dispatcher.admit(_CONTROLLER_APIS)
+        self._dispatcher = dispatcher
+        self._open_timer = self.reactor.callLater(
+            self.config.zookeeper_session_timeout_ms / 1000, self._open_to_clients, "no UpdateMetadata yet"
+        )
+
+    def _open_to_clients(self, why: str) -> None:
+        if self._open_timer is not None and self._open_timer.active():
+            self._open_timer.cancel()
+        self._open_timer = None
+        if self._dispatcher is not None and not self._dispatcher.is_open:
+            log.info("answering clients (%s)", why)
+            self._dispatcher.open()
 
     async def _register(self, registration: BrokerRegistration) -> int:
         """Registers ``/brokers/ids/<id>``; waits out the znode of this broker's previous, crashed session.
@@ -303,6 +331,8 @@ class KafkaServer:
                 drained = yield channel.drained(2.0)
                 if not drained:
                     log.info("controller requests still queued at shutdown; the next controller resends the state")
+        if self._open_timer is not None and self._open_timer.active():
+            self._open_timer.cancel()
         for loop in self._loops:
             if loop.running:
                 loop.stop()

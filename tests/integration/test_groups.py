@@ -20,8 +20,8 @@ heartbeats every second.
    every acknowledged value is consumed (no gap) — per client, kcat included;
 2. after every member stopped, consumption resumes exactly at the committed offsets;
 3. a SIGKILL of the group coordinator: the group carries on, commits never go back
-   (plus a strict xfail pinning a broker bug found here: a broker restarted within
-   its crashed session answers clients from an empty metadata cache);
+   (plus: a broker restarted within its crashed session answers no client before
+   it is registered and has the controller's metadata — a bug these tests found);
 4. a static member (group.instance.id) restarted within its session timeout
    causes no rebalance;
 5. a fresh one-member group gets its first message within the initial delay + 1 s.
@@ -407,14 +407,6 @@ class TestGroups:
             finally:
                 chaos.close()
 
-    @pytest.mark.xfail(strict=True, reason=(
-        "broker bug: a broker restarted while its crashed session still holds /brokers/ids/<id> listens "
-        "and answers clients before it registers (mafka.broker.server startup: listeners, then _register "
-        "waits up to the session timeout), from an empty metadata cache: Metadata lists no brokers and "
-        "existing topics as UNKNOWN_TOPIC_OR_PARTITION, OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION. "
-        "Kafka 2.8 processes requests only after registering (SocketServer.startProcessingRequests at the "
-        "end of KafkaServer.startup). librdkafka 2.16 then revokes its assignment (subscribed topic gone) "
-        "or drops every known broker (absent from Metadata) and hangs in a synchronous commit"))
     def test_a_broker_restarted_within_its_old_session_answers_no_client_from_an_empty_cache(self, cluster):
         topic = create_topic(cluster, partitions=1, rf=3)
         chaos = Chaos(cluster)
