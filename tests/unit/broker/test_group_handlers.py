@@ -10,8 +10,6 @@ advertised and decoded is exercised (``kafka-protocol.md`` §2).
 
 from __future__ import annotations
 
-import heapq
-from collections import defaultdict
 from types import SimpleNamespace
 
 import pytest
@@ -25,15 +23,14 @@ from mafka.group.offsets_records import (
     GroupMetadataValue,
     OffsetKey,
     OffsetValue,
-    decode_record,
 )
 from mafka.wire.codec import decode_request, decode_response, encode_request
 from mafka.wire.errors import UnsupportedVersion
+from tests.unit.group.fakes import T0, Clock, FakeLog, Timers
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN, HEARTBEAT, LEAVE, SYNC = 8, 9, 11, 12, 13, 14
 DESCRIBE, LIST, DELETE = 15, 16, 42
 
-T0 = 1_700_000_000_000  # whole seconds: reactor.seconds() * 1000 is exact
 DELAY = 50
 SESSION = 10_000
 REBALANCE = 20_000
@@ -56,76 +53,6 @@ DELETE_VERSIONS = range(0, 2)
 
 
 # ------------------------------------------------------------------ fakes
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> int:
-        return self.now
-
-
-class Handle:
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class Timers:
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.heap: list = []
-        self.seq = 0
-
-    def call_later(self, delay_ms, fn):
-        handle = Handle()
-        self.seq += 1
-        heapq.heappush(self.heap, (self.clock.now + delay_ms, self.seq, fn, handle))
-        return handle
-
-    def advance(self, ms: int) -> None:
-        target = self.clock.now + ms
-        while self.heap and self.heap[0][0] <= target:
-            deadline, _, fn, handle = heapq.heappop(self.heap)
-            if not handle.cancelled:
-                self.clock.now = max(self.clock.now, deadline)
-                fn()
-        self.clock.now = target
-
-
-class FakeLog:
-    """Appends complete at once (``auto``) or wait for :meth:`release`."""
-
-    def __init__(self) -> None:
-        self.auto = True
-        self.appends: list[tuple[int, list]] = []
-        self.held: list = []
-        self.next_offset: dict[int, int] = defaultdict(int)
-
-    def append(self, partition, records, done):
-        self.appends.append((partition, list(records)))
-        if self.auto:
-            self._complete(partition, records, done, E.NONE)
-        else:
-            self.held.append((partition, records, done))
-
-    def _complete(self, partition, records, done, error):
-        if error == E.NONE:
-            base = self.next_offset[partition]
-            self.next_offset[partition] += len(records)
-            done(E.NONE, base)
-        else:
-            done(error, None)
-
-    def release(self, error=E.NONE):
-        partition, records, done = self.held.pop(0)
-        self._complete(partition, records, done, error)
-
-    def decoded(self, since: int = 0):
-        return [decode_record(k, v) for _, records in self.appends[since:] for k, v in records]
 
 
 class MetadataCache:

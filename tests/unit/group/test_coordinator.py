@@ -8,9 +8,6 @@ written and reloaded, ListGroups/DescribeGroups/DeleteGroups and offset expiry.
 
 from __future__ import annotations
 
-import heapq
-from collections import defaultdict
-
 import pytest
 
 from mafka.errors import ErrorCode as E
@@ -21,10 +18,9 @@ from mafka.group.offsets_records import (
     GroupMetadataValue,
     OffsetKey,
     OffsetValue,
-    decode_record,
 )
+from tests.unit.group.fakes import T0, Clock, FakeLog, Timers
 
-T0 = 1_700_000_000_000
 GROUP = "groupId"
 DELAY = 50
 SESSION = 500
@@ -44,89 +40,6 @@ BASE_CONFIG = {
 
 
 # ------------------------------------------------------------------ fakes
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-class Handle:
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-class Timers:
-    """A heap of (deadline, seq, fn); advance() fires due timers at their deadline."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.heap: list = []
-        self.seq = 0
-
-    def call_later(self, delay_ms, fn):
-        assert delay_ms >= 0
-        handle = Handle()
-        self.seq += 1
-        heapq.heappush(self.heap, (self.clock.now + delay_ms, self.seq, fn, handle))
-        return handle
-
-    def advance(self, ms: int) -> None:
-        target = self.clock.now + ms
-        while self.heap and self.heap[0][0] <= target:
-            deadline, _, fn, handle = heapq.heappop(self.heap)
-            if handle.cancelled:
-                continue
-            self.clock.now = max(self.clock.now, deadline)
-            fn()
-        self.clock.now = target
-
-    def live(self) -> int:
-        return sum(1 for entry in self.heap if not entry[3].cancelled)
-
-
-class FakeLog:
-    """Records every append; completes it at once (auto) or holds it for release()."""
-
-    def __init__(self) -> None:
-        self.auto = True
-        self.appends: list[tuple[int, list]] = []
-        self.held: list[tuple[int, list, object]] = []
-        self.durable: dict[int, list] = defaultdict(list)
-        self.next_offset: dict[int, int] = defaultdict(int)
-
-    def append(self, partition, records, done):
-        records = list(records)
-        self.appends.append((partition, records))
-        if self.auto:
-            self._complete(partition, records, done, E.NONE)
-        else:
-            self.held.append((partition, records, done))
-
-    def _complete(self, partition, records, done, error):
-        if error == E.NONE:
-            base = self.next_offset[partition]
-            self.next_offset[partition] += len(records)
-            self.durable[partition].extend(records)
-            done(E.NONE, base)
-        else:
-            done(error, None)
-
-    def release(self, error=E.NONE, index=0):
-        partition, records, done = self.held.pop(index)
-        self._complete(partition, records, done, error)
-
-    def decoded(self, since: int = 0):
-        return [decode_record(k, v) for _, records in self.appends[since:] for k, v in records]
-
-    def group_values(self, since: int = 0):
-        return [v for k, v in self.decoded(since) if isinstance(k, GroupMetadataKey)]
 
 
 class Box:
