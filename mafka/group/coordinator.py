@@ -70,6 +70,8 @@ log = logging.getLogger("mafka.group.coordinator")
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 INVALID_OFFSET = -1
+#: How many replaced static member ids a group remembers (to fence them, see ``_fenced``).
+_REPLACED_STATIC_KEPT = 64
 #: Kafka's ``GroupCoordinator.NewMemberJoinTimeoutMs``: a new member's join expires after 5 min.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
@@ -178,6 +180,9 @@ class _Entry:
     heartbeat_timers: dict[str, TimerHandle] = field(default_factory=dict)
     pending_timers: dict[str, TimerHandle] = field(default_factory=dict)
     join_timer: TimerHandle | None = None
+    #: member ids replaced by a newer instance of the same static member → its group.instance.id
+    #: (bounded): requests that carry no instance id (OffsetCommit v3) are still told FENCED.
+    replaced_static: dict[str, str] = field(default_factory=dict)
     #: Set while an initial (delayed) join is scheduled: the rebalance time still allowed.
     initial_remaining_ms: int | None = None
 
@@ -496,7 +501,7 @@ class GroupCoordinator:
             if group_instance_id is not None:
                 return respond(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return self._add_member_and_rebalance(entry, member_id, None, args, respond)
-        if group.is_static_member_fenced(member_id, group_instance_id):
+        if self._fenced(entry, member_id, group_instance_id):
             return respond(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
         instance_unknown = group_instance_id is not None and not group.has_static_member(group_instance_id)
         if not group.has(member_id) or instance_unknown:
@@ -559,6 +564,19 @@ class GroupCoordinator:
         self._park_join(entry, member, respond)
         self._maybe_prepare_rebalance(entry, f"Updating metadata for member {member.member_id}")
 
+    def _fenced(self, entry: _Entry, member_id: str, group_instance_id: str | None) -> bool:
+        """Kafka's ``isStaticMemberFenced``, plus: a member id replaced by a newer instance of
+        its static member is fenced even when the request carries no instance id."""
+        group = entry.group
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return True
+        return member_id not in group.members and member_id in entry.replaced_static
+
+    def _note_replaced(self, entry: _Entry, old_id: str, instance_id: str) -> None:
+        entry.replaced_static[old_id] = instance_id
+        while len(entry.replaced_static) > _REPLACED_STATIC_KEPT:
+            del entry.replaced_static[next(iter(entry.replaced_static))]
+
     def _update_static_member(self, entry: _Entry, instance_id: str, old_id: str, new_id: str,
                               protocols: Protocols, respond: JoinCallback) -> None:
         group = entry.group
@@ -568,6 +586,7 @@ class GroupCoordinator:
         self._invoke_sync(entry, old_member, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         self._cancel_heartbeat(entry, old_id)
         member = group.replace_static_member(instance_id, old_id, new_id)
+        self._note_replaced(entry, old_id, instance_id)
         self._schedule_heartbeat(entry, member)
         old_protocols = list(member.supported_protocols)
         group.update_member(member, protocols)
@@ -579,6 +598,10 @@ class GroupCoordinator:
                 assignment = {m.member_id: m.assignment for m in group.all_member_metadata()}
 
                 def stored(error: int) -> None:
+                    if group.members.get(new_id) is not member:
+                        # A newer instance replaced this one meanwhile (and fenced its
+                        # join); that replacement answers for itself.
+                        return
                     if error != ErrorCode.NONE:
                         log.warning("Failed to persist static member %s of group %s: %s",
                                     instance_id, group.group_id, ErrorCode(error).name)
@@ -586,6 +609,7 @@ class GroupCoordinator:
                         self._join_callbacks_drop(entry, member)
                         self._cancel_heartbeat(entry, new_id)
                         restored = group.replace_static_member(instance_id, new_id, old_id)
+                        entry.replaced_static.pop(old_id, None)
                         self._schedule_heartbeat(entry, restored)
                         respond(JoinResult(error, UNKNOWN_MEMBER_ID, group.generation_id, group.protocol_type,
                                            group.protocol_name, current_leader))
@@ -830,7 +854,7 @@ class GroupCoordinator:
         group = entry.group
         if group.state is GroupState.DEAD:
             return respond(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-        if group.is_static_member_fenced(member_id, group_instance_id):
+        if self._fenced(entry, member_id, group_instance_id):
             return respond(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         if not group.has(member_id):
             return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -885,7 +909,7 @@ class GroupCoordinator:
         group = entry.group
         if group.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(member_id, group_instance_id):
+        if self._fenced(entry, member_id, group_instance_id):
             return ErrorCode.FENCED_INSTANCE_ID
         if not group.has(member_id):
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -925,7 +949,7 @@ class GroupCoordinator:
             elif group.is_pending_member(member_id):
                 self._remove_pending_member(entry, member_id)
                 results.append((member_id, instance_id, ErrorCode.NONE))
-            elif group.is_static_member_fenced(member_id, instance_id):
+            elif self._fenced(entry, member_id, instance_id):
                 results.append((member_id, instance_id, ErrorCode.FENCED_INSTANCE_ID))
             elif group.has(member_id):
                 self._remove_current_member(entry, member_id)
@@ -967,7 +991,7 @@ class GroupCoordinator:
         group = entry.group
         if group.state is GroupState.DEAD:
             return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(member_id, group_instance_id):
+        if self._fenced(entry, member_id, group_instance_id):
             return all_(ErrorCode.FENCED_INSTANCE_ID)
         if generation_id < 0 and group.state is GroupState.EMPTY:
             return self._store_offsets(entry, offsets, respond)

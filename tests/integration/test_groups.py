@@ -486,6 +486,36 @@ class TestGroups:
             pytest.fail(f"{exc}\n{where(cluster, g)}")
 
 
+    def test_a_second_live_instance_with_the_same_group_instance_id_fences_the_first(self, cluster, groups):
+        """KIP-345: the newer process takes the static member's place (same generation and
+        assignment, no rebalance); the older one is told FENCED_INSTANCE_ID, which librdkafka
+        treats as fatal."""
+        topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
+        g = groups(cluster, "confluent", topic)
+        try:
+            with ContinuousProducer(cluster.bootstrap, topic, partitions=PARTITIONS, rate=30) as producer:
+                producer.wait_acks(6, 30)
+                first = g.add("first", instance_id=f"{g.group}-dup")
+                other = g.add("other", instance_id=f"{g.group}-other")
+                before = g.wait_balanced(timeout=45)
+                first.wait_event("consumed", 30, after=first.last_assigned()["t"])
+                generation = first.last_assigned()["generation"]
+                started = time.monotonic()
+                second = g.add("second", instance_id=f"{g.group}-dup")
+                taken = second.wait_event("assigned", 30)
+                fenced = first.wait_event("error", SESSION_TIMEOUT_S + 5, predicate=lambda e: "fenced" in e["error"].lower())
+                second.wait_event("consumed", 30, after=taken["t"])
+            print(f"duplicate group.instance.id: the second instance got {taken['partitions']} in generation "
+                  f"{taken['generation']} after {taken['t'] - started:.2f} s; the first was told {fenced['error']!r} "
+                  f"after {fenced['t'] - started:.2f} s")
+            assert taken["partitions"] == before["first"], (taken, before)
+            assert taken["generation"] == generation, f"generation moved: {generation} -> {taken['generation']}"
+            assert taken["member_id"] != first.last_assigned()["member_id"]
+            assert not no_group_change([other], started), "the other member saw a rebalance"
+        except TimeoutError as exc:
+            pytest.fail(f"{exc}\n{where(cluster, g)}")
+
+
 class TestInitialRebalanceDelay:
     """Test 5 on a cluster of its own with the default 3000 ms delay."""
 

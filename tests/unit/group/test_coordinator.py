@@ -978,6 +978,43 @@ def test_static_follower_rejoin_in_stable():
     assert h.hb(follower, gen, instance="follower-i") == E.FENCED_INSTANCE_ID
 
 
+def test_a_replaced_static_member_id_is_fenced_even_without_an_instance_id():
+    """OffsetCommit v3 and Heartbeat v0-2 carry no group.instance.id: the replaced id still hears
+    FENCED_INSTANCE_ID, not UNKNOWN_MEMBER_ID (which would make the old process rejoin and
+    replace the new one in turn)."""
+    h = H()
+    leader, follower, gen = h.pair_stable("leader-i", "follower-i")
+    r = h.join(instance="follower-i").value
+    assert r.error == E.NONE
+    assert h.commit(follower, gen, {TP: om(1)}).value == {TP: E.FENCED_INSTANCE_ID}
+    assert h.hb(follower, gen) == E.FENCED_INSTANCE_ID
+    assert h.sync(follower, gen).value.error == E.FENCED_INSTANCE_ID
+    assert h.join(member_id=follower).value.error == E.FENCED_INSTANCE_ID
+    assert h.hb("never-a-member", gen) == E.UNKNOWN_MEMBER_ID  # other unknown ids are unchanged
+    assert h.commit(r.member_id, gen, {TP: om(2)}).value == {TP: E.NONE}
+
+
+def test_two_instances_racing_for_one_static_member_the_last_one_wins():
+    """Two processes with the same group.instance.id rejoin while the first replacement's
+    group record is still being written: the first is fenced, the second keeps the member,
+    and no join is answered twice."""
+    h = H()
+    leader, follower, gen = h.pair_stable("leader-i", "follower-i")
+    h.log.auto = False
+    first = h.join(instance="follower-i")
+    second = h.join(instance="follower-i")
+    assert first.value.error == E.FENCED_INSTANCE_ID  # fenced by the second replacement at once
+    h.log.release(E.NONE, index=0)  # the first replacement's write lands late: ignored
+    assert not second.done
+    h.log.release(E.NONE, index=0)
+    r = second.value
+    assert (r.error, r.generation_id, r.leader_id) == (E.NONE, gen, leader)
+    assert r.member_id != first.value.member_id
+    assert h.sync(r.member_id, gen, instance="follower-i").value.assignment == b"F"
+    assert h.hb(first.value.member_id, gen) == E.FENCED_INSTANCE_ID
+    assert {m.member_id for m in h.describe().members} == {leader, r.member_id}
+
+
 def test_static_rejoin_store_failure_restores_old_member():
     h = H()
     leader, follower, gen = h.pair_stable("leader-i", "follower-i")
