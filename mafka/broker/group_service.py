@@ -156,7 +156,7 @@ class GroupService:
         assert leader_epoch is not None
         if not self.coordinator.on_elected(index, leader_epoch):
             return
-        log.info("loading groups of %s-%d (leader epoch %d)", topic, index, leader_epoch)
+        log.debug("loading groups of %s-%d (leader epoch %d)", topic, index, leader_epoch)
         partition = self.broker.replica_manager.partitions.get((topic, index))
         if partition is None:
             self.coordinator.fail_load(index, leader_epoch)
@@ -166,8 +166,8 @@ class GroupService:
 
         def loaded(records: list) -> None:
             if self.coordinator.complete_load(index, leader_epoch, records):
-                log.info("loaded %d records of %s-%d in %.0f ms", len(records), topic, index,
-                         (time.monotonic() - started) * 1000)
+                log.debug("read %d records of %s-%d in %.0f ms", len(records), topic, index,
+                          (time.monotonic() - started) * 1000)
 
         def failed(failure: Any) -> None:
             log.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage())

@@ -337,7 +337,7 @@ class GroupCoordinator:
                 del self._groups[group_id]
                 self._unload_entry(entry)
         self._stores.pop(partition, None)
-        log.info("Unloaded groups of __consumer_offsets-%d", partition)
+        log.debug("Unloaded groups of __consumer_offsets-%d", partition)
 
     def _unload_entry(self, entry: _Entry) -> None:
         group = entry.group

@@ -429,3 +429,26 @@ def test_ensure_offsets_topic_does_nothing_when_it_exists(creations):
     broker.metadata_cache.topics.add(TOPIC)
     GroupService(broker).ensure_offsets_topic()
     assert creations == []
+
+
+def test_subscribed_topics_come_from_the_members_consumer_subscriptions():
+    """KIP-211 expiry asks which topics a Stable consumer group subscribes to."""
+    from mafka.broker.group_service import _subscribed_topics
+    from mafka.group.consumer_protocol import Subscription, encode_subscription
+    from mafka.group.state import GroupMetadata, MemberMetadata
+
+    def member(member_id: str, metadata: bytes, protocol_type: str = "consumer") -> MemberMetadata:
+        return MemberMetadata(member_id, None, "c", "/h", 1000, 10000, protocol_type, [("range", metadata)])
+
+    group = GroupMetadata("g", protocol_name="range")
+    group.add(member("a", encode_subscription(Subscription(topics=["t1", "t2"]))))
+    group.add(member("b", encode_subscription(Subscription(topics=["t3"]))))
+    assert _subscribed_topics(group) == {"t1", "t2", "t3"}
+
+    broken = GroupMetadata("g", protocol_name="range")
+    broken.add(member("a", b"\x00"))  # not a subscription: nothing may expire on a guess
+    assert _subscribed_topics(broken) is None
+
+    connect = GroupMetadata("g", protocol_name="range")
+    connect.add(member("a", b"whatever", protocol_type="connect"))
+    assert _subscribed_topics(connect) is None
