@@ -126,9 +126,14 @@ class LocalCluster:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        for b in self.info.get("brokers", []):
+        # Whatever `cluster up` could not stop in time (it was killed): brokers, then ZooKeeper.
+        pids = [b["pid"] for b in self.info.get("brokers", [])]
+        pids.append(self.info.get("zookeeper", {}).get("pid"))
+        for pid in pids:
+            if pid is None:
+                continue
             try:
-                os.kill(b["pid"], signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         if hasattr(self, "log"):
