@@ -126,12 +126,14 @@ class LocalCluster:
                 self.proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-        # Whatever `cluster up` could not stop in time (it was killed): brokers, then ZooKeeper.
-        pids = [b["pid"] for b in self.info.get("brokers", [])]
-        pids.append(self.info.get("zookeeper", {}).get("pid"))
-        for pid in pids:
-            if pid is None:
-                continue
+                # `cluster up` was killed before it stopped its ZooKeeper: do it here.
+                zk_pid = self.info.get("zookeeper", {}).get("pid")
+                if zk_pid is not None:
+                    try:
+                        os.kill(zk_pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+        for pid in [b["pid"] for b in self.info.get("brokers", [])]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
