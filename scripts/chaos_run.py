@@ -16,12 +16,28 @@ an idempotent acks=all confluent-kafka producer for ``--duration`` seconds
   ZooKeeper session timeout — a zombie;
 * ``terminate``  SIGTERM (controlled shutdown) a random broker, then restart it.
 
+Meanwhile a consumer group (``tests/integration/group_chaos.py``; 3
+confluent-kafka members by default, ``--group-client`` for kafka-python or
+aiokafka, each committing offset+1 synchronously after every message,
+session.timeout.ms 6000) consumes the topic; member processes that exit or get
+stuck are restarted.  ``--no-group`` runs without it.  Two more faults aim at
+the group's coordinator (the leader of its ``__consumer_offsets`` partition),
+only when named in ``--faults``: ``kill-coordinator`` (as kill-leader) and
+``pause-coordinator`` (SIGSTOP past the session timeout).
+
 After each fault it heals (SIGCONT / restart) and waits, bounded, for the ISR
 to be full again.  At the end it heals everything, lets the producer drain,
 reads every partition from offset 0 to its high watermark and runs the
 checkers (``tests/integration/checker.py``): lost / duplicated / reordered
 acknowledged writes, offsets that differ from the acknowledged ones,
-unexpected values, and byte identity of every partition's replicas.  Prints a
+unexpected values, and byte identity of every partition's replicas.  Then it
+waits until the group consumed every acknowledged value and committed the end
+of every partition, and checks the group: at-least-once (every acknowledged
+(partition, offset, value) consumed at that offset with that value), the commit
+floor (no successful commit below the highest commit acknowledged before the
+committer was assigned the partition) and the committed offsets read back
+(OffsetFetch) equal to the partition ends; with figures (rebalances, longest
+time a partition was unowned, re-deliveries, commit failures by error).  Prints a
 summary; exits 1 on any violation (0 otherwise, 2 if the cluster could not be
 set up).
 
@@ -42,11 +58,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.chaos import Chaos, ContinuousProducer, create_topic, drain  # noqa: E402
-from tests.integration.checker import check_delivery  # noqa: E402
+from tests.integration.chaos import Chaos, ContinuousProducer, Drain, create_topic, drain  # noqa: E402
+from tests.integration.checker import ACKED, check_delivery  # noqa: E402
 from tests.integration.cluster import LocalCluster  # noqa: E402
+from tests.integration.group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed  # noqa: E402
 
 FAULTS = ("kill-leader", "kill-controller", "kill-any", "pause-short", "pause-long", "terminate")
+#: only when named in --faults (and with a group)
+GROUP_FAULTS = ("kill-coordinator", "pause-coordinator")
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -59,17 +79,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3),
                    help="of the topic (default 3; min.insync.replicas is min(2, RF))")
     p.add_argument("--rate", type=float, default=200.0, help="messages per second (default 200)")
-    p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated subset of {','.join(FAULTS)}")
+    p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated subset of {','.join(FAULTS)} (default: all of these), "
+                        f"plus {','.join(GROUP_FAULTS)} (the group's coordinator; only when named)")
     p.add_argument("--session-timeout-ms", type=int, default=6000)
     p.add_argument("--replica-lag-time-max-ms", type=int, default=10000)
     p.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a temporary one)")
     p.add_argument("--keep", action="store_true", help="keep the cluster directory (always kept on failure)")
     p.add_argument("--verbose", action="store_true", help="show librdkafka's connection log")
+    p.add_argument("--no-group", action="store_true", help="run without the consumer group")
+    p.add_argument("--group-client", choices=("confluent", "kafka-python", "aiokafka"), default="confluent",
+                   help="client of the group members (default confluent)")
+    p.add_argument("--group-members", type=int, default=3, help="live group members to keep (default 3)")
+    p.add_argument("--group-session-timeout-ms", type=int, default=6000)
+    p.add_argument("--group-stuck", type=float, default=45.0, metavar="SECONDS",
+                   help="restart a member holding a partition with acknowledged values unconsumed this long "
+                        "(default 45)")
+    p.add_argument("--group-timeout", type=float, default=300.0,
+                   help="seconds to wait after the run for the group to consume and commit everything (default 300)")
     args = p.parse_args(argv)
     args.faults = [f for f in args.faults.split(",") if f]
-    unknown = set(args.faults) - set(FAULTS)
+    unknown = set(args.faults) - set(FAULTS) - set(GROUP_FAULTS)
     if unknown:
         p.error(f"unknown faults {sorted(unknown)}")
+    if args.no_group and set(args.faults) & set(GROUP_FAULTS):
+        p.error(f"{sorted(set(args.faults) & set(GROUP_FAULTS))} need the group")
     return args
 
 
@@ -83,6 +116,13 @@ class Run:
         self.log: list[str] = []
         self.t0 = time.monotonic()
         self.unhealed: list[str] = []
+        #: the group's __consumer_offsets partition (None without a group)
+        self.offsets_partition: int | None = None
+
+    def coordinator(self) -> int:
+        assert self.offsets_partition is not None
+        c = self.chaos.leader(OFFSETS_TOPIC, self.offsets_partition)
+        return c if c > 0 else self.pick_broker()
 
     def say(self, text: str) -> None:
         line = f"[{time.monotonic() - self.t0:7.1f}s] {text}"
@@ -127,6 +167,15 @@ class Run:
             ch.pause(b)
             time.sleep(secs)
             ch.resume(b)
+        elif name == "kill-coordinator":
+            self.kill_restart(self.coordinator(), name)
+        elif name == "pause-coordinator":
+            b = self.coordinator()
+            secs = ch.session_timeout_s + self.rng.uniform(2.0, 4.0)
+            self.say(f"{name}: SIGSTOP broker {b} for {secs:.1f} s (past the session timeout)")
+            ch.pause(b)
+            time.sleep(secs)
+            ch.resume(b)
         elif name == "terminate":
             b = self.pick_broker()
             self.say(f"{name}: SIGTERM broker {b} (controlled shutdown), then restart")
@@ -137,6 +186,8 @@ class Run:
         try:
             self.chaos.heal(timeout=90)
             self.chaos.wait_full_isr(self.topic, range(self.args.partitions), timeout=90)
+            if self.offsets_partition is not None:
+                self.chaos.wait_full_isr(OFFSETS_TOPIC, [self.offsets_partition], timeout=90)
         except TimeoutError as exc:
             self.unhealed.append(f"{time.monotonic() - self.t0:.0f}s: {exc}")
             self.say(f"not healed in time: {exc}")
@@ -168,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     chaos = Chaos(cluster)
     failed = True
+    group: GroupUnderChaos | None = None
     try:
         topic = create_topic(cluster, partitions=args.partitions, rf=args.replication_factor, chaos=chaos,
                              configs={"min.insync.replicas": str(min(2, args.replication_factor)),
@@ -178,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             producer.wait_acks(min(100, int(args.rate)), 60)
             run.say(f"topic {topic}: producing at {args.rate:.0f} msg/s")
+            if not args.no_group:
+                group = start_group(args, run, producer, base / "group")
             end = time.monotonic() + args.duration
             while time.monotonic() < end:
                 name = run.rng.choice(args.faults)
@@ -187,7 +241,9 @@ def main(argv: list[str] | None = None) -> int:
                 except TimeoutError as exc:
                     run.say(f"{name} did not complete: {exc}")
                 run.heal()
-                run.say(f"healed; acked so far {producer.acked()}")
+                run.say(f"healed; acked so far {producer.acked()}"
+                        + (f"; group consumed {len(group.group.consumed())}, live members "
+                           f"{len(group.group.live())}" if group else ""))
                 time.sleep(min(max(0.0, end - time.monotonic()), run.rng.uniform(*args.interval)))
             run.heal()
         finally:
@@ -196,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         report = check_delivery(producer.attempts, got.records)
         replicas = {p: chaos.wait_replicas_identical(topic, p, timeout=60) for p in range(args.partitions)}
         gaps = {p: producer.max_gap(run.t0, producer.stopped_at or time.monotonic(), partition=p) for p in range(args.partitions)}
+        group_report = finish_group(args, run, group, producer, got) if group is not None else None
 
         print("\n==== chaos run summary ====")
         print(f"seed {args.seed}; faults: {', '.join(f'{k} ×{v}' for k, v in counts.items())}")
@@ -211,13 +268,67 @@ def main(argv: list[str] | None = None) -> int:
             print(f"not healed: {line}")
         failed = (not report.ok or not got.complete or producer.fatal is not None
                   or not all(r.identical for r in replicas.values()))
+        if group_report is not None:
+            print("\n==== consumer group ====")
+            print(group_report.summary(run.t0))
+            print("GROUP:", "PASS" if group_report.ok else "FAIL",
+                  f"(member logs in {base / 'group'})" if not group_report.ok or args.keep else "")
+            failed = failed or not group_report.ok
         print("RESULT:", "FAIL" if failed else "PASS", f"(cluster dir {base}/cluster)" if failed or args.keep else "")
         return 1 if failed else 0
     finally:
+        if group is not None:
+            group.close()
         chaos.close()
         cluster.stop()
         if not failed and not args.keep and args.dir is None:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def start_group(args: argparse.Namespace, run: Run, producer: ContinuousProducer, log_dir: Path) -> GroupUnderChaos:
+    """Creates __consumer_offsets (an OffsetFetch), waits for the group's offsets partition, starts the members."""
+    from mafka.group.offsets_records import offsets_partition_for
+
+    log_dir.mkdir(parents=True, exist_ok=True)
+    group = GroupUnderChaos(args.group_client, run.cluster.bootstrap, run.topic, args.partitions, log_dir,
+                            members=args.group_members, session_timeout_ms=args.group_session_timeout_ms,
+                            stuck_s=args.group_stuck, acks=lambda: list(producer.acks), say=run.say)
+    read_committed(run.cluster.bootstrap, group.name, run.topic, args.partitions, timeout=90)
+    run.offsets_partition = offsets_partition_for(group.name, int(run.cluster.settings.get(
+        "offsets.topic.num.partitions", "50")))
+    run.chaos.wait_leader(OFFSETS_TOPIC, run.offsets_partition, timeout=60)
+    run.chaos.wait_full_isr(OFFSETS_TOPIC, [run.offsets_partition], timeout=60)
+    group.start()
+    try:
+        balanced = group.wait_balanced(60)
+        run.say(f"group {group.name} ({args.group_client}, coordinator broker {run.coordinator()}, "
+                f"{OFFSETS_TOPIC}-{run.offsets_partition}): {balanced}")
+    except TimeoutError as exc:
+        run.say(f"group {group.name}: not balanced within 60 s: {str(exc).splitlines()[0]}")
+    return group
+
+
+def finish_group(args: argparse.Namespace, run: Run, group: GroupUnderChaos, producer: ContinuousProducer,
+                 got: Drain) -> GroupReport:
+    """Waits for the group to consume every acknowledged value and commit every partition's end, stops the
+    members, reads the committed offsets back and checks everything."""
+    acked = {(a.partition, a.offset): a.value for a in producer.attempts if a.status == ACKED}
+    ends = dict(got.high_watermarks)
+    started = time.monotonic()
+    run.say(f"group: waiting (up to {args.group_timeout:.0f} s) to consume {len(acked)} acknowledged values and "
+            f"commit the ends {ends}")
+    done = group.wait_done(acked, ends, args.group_timeout)
+    end = time.monotonic()
+    run.say(f"group: {'caught up' if done else 'NOT caught up'} after {end - started:.1f} s; "
+            f"missing {len(group.missing(acked))}, last commits reported {group.last_committed()}")
+    group.stop()
+    final: dict[int, int] | None = None
+    error: str | None = None
+    try:
+        final = read_committed(run.cluster.bootstrap, group.name, run.topic, args.partitions, timeout=60)
+    except TimeoutError as exc:
+        error = str(exc)
+    return check_group(group, producer.attempts, got.records, ends, final, error, done, run.t0, end)
 
 
 if __name__ == "__main__":
