@@ -53,7 +53,8 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -83,14 +84,18 @@ def process_state(pid: int) -> str | None:
         return None
 
 
-def _wait(predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
+def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str],
+               interval: float = 0.1) -> T:
+    """Polls ``predicate`` until it returns something truthy (returned) or ``timeout`` passes
+    (TimeoutError naming ``what``, which may be a callable building the text then)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise TimeoutError(f"{what} (waited {timeout:.0f} s)")
+            text = what() if callable(what) else what
+            raise TimeoutError(f"{text} (waited {timeout:.1f} s)")
         time.sleep(interval)
 
 
@@ -220,7 +225,7 @@ class Chaos:
     # -- waits ------------------------------------------------------------------------------
 
     def wait_until(self, predicate: Callable[[], T], timeout: float, what: str, interval: float = 0.1) -> T:
-        return _wait(predicate, timeout, what, interval)
+        return wait_until(predicate, timeout, what, interval)
 
     def wait_leader(self, topic: str, partition: int, timeout: float = 30.0,
                     not_in: Iterable[int] = ()) -> int:
@@ -636,7 +641,7 @@ class ContinuousProducer:
             return times[n - 1] if len(times) >= n else 0.0
 
         where = "" if partition is None else f" on partition {partition}"
-        return _wait(enough, timeout, f"{n} acknowledgements{where} (fatal: {self.fatal}; "
+        return wait_until(enough, timeout, f"{n} acknowledgements{where} (fatal: {self.fatal}; "
                                       f"last errors: {self.errors[-3:]})", interval=0.05)
 
     def first_ack_after(self, t: float, partition: int | None = None) -> float | None:
@@ -732,3 +737,17 @@ def raw_produce(host: str, port: int, topic: str, partition: int, values: list[b
         response = client.send_once((host, port), 0, 7, body, socket_timeout)
     part = response.responses[0].partition_responses[0]
     return part.error_code, part.base_offset
+
+
+@contextmanager
+def healed(cluster: Any) -> Iterator[Chaos]:
+    """A :class:`Chaos` for ``cluster`` with every broker running and registered on entry and on exit."""
+    ch = Chaos(cluster)
+    try:
+        ch.heal()
+        yield ch
+    finally:
+        try:
+            ch.heal()
+        finally:
+            ch.close()

@@ -36,6 +36,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .chaos import wait_until
+
 T = TypeVar("T")
 
 DRIVER = Path(__file__).with_name("group_member.py")
@@ -43,20 +45,6 @@ PYTHON_CLIENTS = ("confluent", "kafka-python", "aiokafka")
 ALL_CLIENTS = (*PYTHON_CLIENTS, "kcat")
 
 Event = dict[str, Any]
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str],
-               interval: float = 0.05) -> T:
-    """Polls ``predicate`` until it returns something truthy (returned) or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = what() if callable(what) else what
-            raise TimeoutError(f"{text} (waited {timeout:.1f} s)")
-        time.sleep(interval)
 
 
 class Member:

@@ -63,7 +63,7 @@ import pytest
 from mafka.errors import ErrorCode
 from mafka.group.offsets_records import offsets_partition_for
 
-from .chaos import Chaos, create_topic
+from .chaos import Chaos, create_topic, healed
 from .cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -479,15 +479,8 @@ def cluster(tmp_path_factory):
 @pytest.fixture
 def chaos(cluster):
     """A fault injector; every broker is running and registered before and after the test."""
-    ch = Chaos(cluster)
-    try:
-        ch.heal()
+    with healed(cluster) as ch:
         yield ch
-    finally:
-        try:
-            ch.heal()
-        finally:
-            ch.close()
 
 
 def coordinator(chaos: Chaos, group: str, timeout: float = 30.0) -> int:

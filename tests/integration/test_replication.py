@@ -28,7 +28,15 @@ import pytest
 
 from mafka.errors import ErrorCode
 
-from .chaos import Chaos, ContinuousProducer, create_topic, drain, process_state, raw_produce
+from .chaos import (
+    Chaos,
+    ContinuousProducer,
+    create_topic,
+    drain,
+    healed,
+    process_state,
+    raw_produce,
+)
 from .checker import ACKED, check_delivery, log_end_offset
 from .cluster import LocalCluster
 
@@ -75,15 +83,8 @@ def chaos(cluster):
     """A fault injector; every broker is running and registered before and after the test."""
     if cluster.replication_problem:
         pytest.fail(cluster.replication_problem)
-    ch = Chaos(cluster)
-    try:
-        ch.heal()
+    with healed(cluster) as ch:
         yield ch
-    finally:
-        try:
-            ch.heal()
-        finally:
-            ch.close()
 
 
 def explain(chaos: Chaos, topic: str, partitions: int = 1, producer: ContinuousProducer | None = None) -> str:
