@@ -135,6 +135,8 @@ class KafkaServer:
     def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
         """Called after each UpdateMetadata: the first one lets clients in."""
         self._open_to_clients("metadata received")
+        if self.group_service is not None:
+            self.group_service.on_metadata_update()
 
     def auto_create_topic(self, name: str) -> None:
         """Writes a new topic's znodes (Kafka 2.8 ZK mode: any broker may); the controller does the rest."""
@@ -289,6 +291,7 @@ class KafkaServer:
         self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
         self._every(2500, self._propagate_isr_changes)
         self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
+        self._every(100, self.group_service.tick)
 
     def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
         loop = task.LoopingCall(fn, *args)

@@ -257,6 +257,9 @@ class GroupCoordinator:
     def owned_partitions(self) -> set[int]:
         return set(self._owned)
 
+    def loading_partitions(self) -> set[int]:
+        return set(self._loading)
+
     def is_loading(self) -> bool:
         return bool(self._loading)
 

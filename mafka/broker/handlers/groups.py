@@ -37,7 +37,7 @@ def _client_host(connection: Any) -> str:
 
 def handlers(broker: Any) -> dict[int, Any]:
     def coordinator() -> Any:
-        return broker.group_service.coordinator
+        return broker.group_service.checked_coordinator()
 
     def join_group(request: Any, connection: Any) -> defer.Deferred:
         body = request.body

@@ -77,7 +77,7 @@ class Broker:
             self.timers,
             self.log,
         )
-        self.group_service = SimpleNamespace(coordinator=self.coordinator)
+        self.group_service = SimpleNamespace(coordinator=self.coordinator, checked_coordinator=lambda: self.coordinator)
         self.metadata_cache = MetadataCache()
         self.reactor = SimpleNamespace(seconds=lambda: self.clock.now / 1000)
         foreign = self.coordinator.partition_for(FOREIGN)

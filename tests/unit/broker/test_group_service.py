@@ -452,3 +452,66 @@ def test_subscribed_topics_come_from_the_members_consumer_subscriptions():
     connect = GroupMetadata("g", protocol_name="range")
     connect.add(member("a", b"whatever", protocol_type="connect"))
     assert _subscribed_topics(connect) is None
+
+
+def _stalled_service(tmp_path):
+    broker, service, p = service_with_partition(tmp_path, zookeeper_session_timeout_ms=6000)
+    broker.broker_id, broker.broker_epoch = 1, 100
+    service.on_leadership(TOPIC, p, True, 3)
+    run_load(broker)
+    partition = broker.replica_manager.partitions[(TOPIC, p)]
+    partition.is_leader, partition.leader_epoch = True, 3
+    broker.metadata_cache.partition = lambda topic, index: SimpleNamespace(leader=1) if index == p else None
+    service.tick()
+    assert service.checked_coordinator().fetch_offsets(GROUP, [("foo", 0)])[0] == E.NONE
+    broker.reactor.advance(7)  # frozen past the session: no tick ran
+    return broker, service, p
+
+
+def test_a_broker_frozen_past_its_session_stops_coordinating_until_it_is_confirmed_leader(tmp_path):
+    broker, service, p = _stalled_service(tmp_path)
+    assert fetch_checked(service)[0] == E.NOT_COORDINATOR  # the first request after waking is refused
+    service.on_metadata_update()  # metadata from before it registered again: not evidence
+    assert fetch_checked(service)[0] == E.NOT_COORDINATOR
+    broker.broker_epoch = 200  # registered again; the controller still names it leader
+    service.on_metadata_update()
+    run_load(broker)
+    assert fetch_checked(service) == (E.NONE, {("foo", 0): 42})
+
+
+def test_a_frozen_broker_that_lost_leadership_stays_resigned(tmp_path):
+    broker, service, p = _stalled_service(tmp_path)
+    assert fetch_checked(service)[0] == E.NOT_COORDINATOR
+    broker.broker_epoch = 200
+    broker.metadata_cache.partition = lambda topic, index: SimpleNamespace(leader=2)
+    service.on_metadata_update()
+    for _ in range(200):  # the fallback re-check finds nothing to take back either
+        service.tick()
+        broker.reactor.advance(0.1)
+    assert len(broker.loads) == 1
+    assert fetch_checked(service)[0] == E.NOT_COORDINATOR
+
+
+def test_a_broker_whose_session_survived_takes_its_partitions_back_after_twice_the_session(tmp_path):
+    broker, service, p = _stalled_service(tmp_path)
+    assert fetch_checked(service)[0] == E.NOT_COORDINATOR
+    for _ in range(125):  # running again, ticking; the registration never changed
+        service.tick()
+        broker.reactor.advance(0.1)
+    run_load(broker)
+    assert fetch_checked(service) == (E.NONE, {("foo", 0): 42})
+
+
+def test_regular_ticks_never_resign(tmp_path):
+    broker, service, p = service_with_partition(tmp_path, zookeeper_session_timeout_ms=6000)
+    service.on_leadership(TOPIC, p, True, 3)
+    run_load(broker)
+    for _ in range(200):
+        service.tick()
+        broker.reactor.advance(0.1)
+    assert fetch_checked(service) == (E.NONE, {("foo", 0): 42})
+
+
+def fetch_checked(service: GroupService):
+    error, entries = service.checked_coordinator().fetch_offsets(GROUP, [("foo", 0)])
+    return error, {tp: e.offset for tp, e in entries.items()}
