@@ -229,6 +229,19 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_after_sigcont(cluster, cha
 # -- c) ----------------------------------------------------------------------------------------
 
 
+def _leader_reports_isr(info: dict, topic: str) -> list[int] | None:
+    """The ISR of partition 0 as the broker ``info`` itself answers Metadata (the only live one)."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": f"{info['host']}:{info['port']}"})
+    try:
+        meta = admin.list_topics(topic, timeout=5)
+    except Exception:  # noqa: BLE001 - not answering yet
+        return None
+    partition = meta.topics[topic].partitions.get(0)
+    return sorted(partition.isrs) if partition is not None else None
+
+
 def test_only_the_leader_in_the_isr_refuses_acks_all_and_appends_nothing(cluster, chaos):
     from confluent_kafka import KafkaError, Producer
 
@@ -242,6 +255,10 @@ def test_only_the_leader_in_the_isr_refuses_acks_all_and_appends_nothing(cluster
         chaos.kill(f)
     with explained(chaos, topic):
         chaos.wait_isr(topic, 0, [leader], timeout=SESSION_TIMEOUT_S + 20)
+        # ZooKeeper shows the shrink before the leader has applied it (the controller's
+        # LeaderAndIsr may still be in flight): a produce in between would be appended and
+        # then answered NOT_ENOUGH_REPLICAS_AFTER_APPEND. Wait for the leader's own answer.
+        chaos.wait_until(lambda: _leader_reports_isr(info, topic) == [leader], 30, "the leader to apply the shrink")
     leo_before = log_end_offset(chaos.segment_bytes(leader, topic, 0))
 
     # the exact protocol answer, no client in between
