@@ -60,6 +60,7 @@ __all__ = [
     "iter_records",
     "build_batch",
     "build_control_batch",
+    "assemble_batch",
 ]
 
 #: The smallest encoded record: length, attributes, timestampDelta,
@@ -565,7 +566,7 @@ def _encode_record(
     out += body
 
 
-def _assemble(
+def assemble_batch(
     records_body: bytearray,
     *,
     attributes: int,
@@ -579,6 +580,13 @@ def _assemble(
     base_sequence: int,
     partition_leader_epoch: int,
 ) -> bytes:
+    """Wraps an encoded records body in a v2 batch header: compresses it per
+    ``attributes`` (codec bits), fills the header and computes the CRC-32C.
+
+    ``records_body`` is the concatenation of encoded records (what
+    :func:`build_batch` produces internally; clients that encode records
+    as they are appended call this directly).
+    """
     codec = attributes & 0x07
     payload = records_body if codec == CompressionType.NONE else compress(codec, records_body)
     out = bytearray(BATCH_HEADER_SIZE)
@@ -680,7 +688,7 @@ def build_batch(
         attributes |= TIMESTAMP_TYPE_MASK
     if is_transactional:
         attributes |= TRANSACTIONAL_FLAG_MASK
-    return _assemble(
+    return assemble_batch(
         body,
         attributes=attributes,
         record_count=count,
@@ -736,7 +744,7 @@ def build_control_batch(
         _END_TXN_VALUE.pack(0, coordinator_epoch),
         (),
     )
-    return _assemble(
+    return assemble_batch(
         body,
         attributes=TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK,
         record_count=1,

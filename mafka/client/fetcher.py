@@ -1,0 +1,508 @@
+"""The consumer's fetch side: positions, per-broker prefetch pipelines, offset resets.
+
+Mafka's consumer improvement (Meituan's per-broker prefetch): every broker
+that leads an assigned partition gets its **own** fetch loop on its own
+``"fetch"`` connection, fetching ahead into bounded per-partition buffers.
+One broker that is slow or frozen holds up only its own loop; ``poll()``
+keeps returning records of the others at their rate.  A broker's loop
+leaves out partitions whose buffer is full (``queued.max.messages.kbytes``
+spread over the assignment) or that are paused, so memory stays bounded
+whatever the application's pace.
+
+State per assigned partition (:class:`PartitionState`): ``position`` (the
+next offset the application gets), ``fetch_offset`` (the next offset to
+fetch, ahead of ``position`` by what is buffered), raw record sets waiting
+to be decoded, and an ``epoch`` bumped by every seek so that fetch
+responses started before it are dropped.  A partition without a position
+is reset — to its committed offset (the group's job: ``committed`` hook)
+or by ``auto.offset.reset`` through ListOffsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mafka.client.kafka_error import KafkaError
+from mafka.client.kernel import Kernel
+from mafka.client.message import Message
+from mafka.client.record_decoder import decode_records
+from mafka.errors import ErrorCode
+from mafka.wire.errors import ProtocolError
+
+__all__ = ["Fetcher", "PartitionState", "EARLIEST", "LATEST"]
+
+log = logging.getLogger("mafka.client.consumer")
+
+FETCH = 1
+LIST_OFFSETS = 2
+EARLIEST = -2
+LATEST = -1
+TP = tuple[str, int]
+
+_RESET = {
+    "smallest": EARLIEST, "earliest": EARLIEST, "beginning": EARLIEST,
+    "largest": LATEST, "latest": LATEST, "end": LATEST, "error": None,
+}
+
+
+class PartitionState:
+    """One assigned partition (see the module docstring)."""
+
+    __slots__ = (
+        "position", "fetch_offset", "paused", "chunks", "buffered", "epoch", "high_watermark",
+        "log_start", "last_stable", "eof_at", "resetting", "error", "leader_epoch", "reset_to",
+        "decoded",
+    )
+
+    def __init__(self, position: int | None) -> None:
+        self.position = position
+        self.fetch_offset = position
+        self.paused = False
+        self.chunks: deque[tuple[int, Any, Any]] = deque()  # (epoch, records, aborted)
+        self.decoded: deque[Message] = deque()  # decoded, not yet returned (position order)
+        self.buffered = 0
+        self.epoch = 0
+        self.high_watermark = -1
+        self.log_start = -1
+        self.last_stable = -1
+        self.eof_at = -1
+        self.resetting = False
+        self.error: KafkaError | None = None
+        self.leader_epoch = -1
+        # EARLIEST/LATEST after a seek to the beginning/end or an out-of-range reset (no
+        # committed-offset lookup then); None: committed offset, else auto.offset.reset.
+        self.reset_to: int | None = None
+
+
+class Fetcher:
+    """Assigned partitions and the per-broker fetch loops.
+
+    Thread model: the application thread (``poll``) and the loop thread
+    share :attr:`lock`; fetch loops run on the kernel's loop and signal
+    :attr:`ready` (a threading.Condition) when data arrives.
+
+    Args:
+        kernel: connections and metadata.
+        committed: ``async (tps) -> {tp: offset}`` giving committed offsets
+            (-1 = none), or None for a consumer without a group.
+    """
+
+    def __init__(self, kernel: Kernel,
+                 committed: Callable[[list[TP]], Awaitable[dict[TP, int]]] | None = None) -> None:
+        cfg = kernel.config
+        self.kernel = kernel
+        self.committed = committed
+        self.lock = threading.RLock()
+        self.ready = threading.Condition(self.lock)
+        self.partitions: dict[TP, PartitionState] = {}
+        self.reset_to = _RESET[cfg["auto.offset.reset"]]
+        self.max_wait_ms = cfg["fetch.wait.max.ms"]
+        self.min_bytes = cfg["fetch.min.bytes"]
+        self.max_bytes = cfg["fetch.max.bytes"]
+        self.partition_max_bytes = cfg["max.partition.fetch.bytes"]
+        self.queue_limit = cfg["queued.max.messages.kbytes"] * 1024
+        self.check_crcs = bool(cfg["check.crcs"])
+        self.read_committed = cfg["isolation.level"] == "read_committed"
+        self.partition_eof = bool(cfg["enable.partition.eof"])
+        self.backoff = cfg["retry.backoff.ms"] / 1000.0
+        self._loops: dict[int, asyncio.Task[None]] = {}
+        self._wake: dict[int, asyncio.Event] = {}
+        self._reset_event: asyncio.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.errors: deque[Message] = deque()
+        self.fetches = 0
+        #: Called on the loop whenever data or an error event becomes available (the asyncio face).
+        self.on_data: Callable[[], None] | None = None
+
+    # -- assignment (application thread) -------------------------------------------------
+
+    def assign(self, positions: dict[TP, int | None]) -> None:
+        """Replaces the assignment; partitions kept keep their state."""
+        with self.lock:
+            self.partitions = {tp: self.partitions.get(tp) or PartitionState(pos)
+                               for tp, pos in positions.items()}
+            for tp, pos in positions.items():
+                if pos is not None and pos >= 0:
+                    self._seek_locked(tp, pos)
+        self.kernel.metadata.want({tp[0] for tp in positions})
+        self.poke()
+
+    def add(self, positions: dict[TP, int | None]) -> None:
+        with self.lock:
+            for tp, pos in positions.items():
+                if tp not in self.partitions:
+                    self.partitions[tp] = PartitionState(None)
+                if pos is not None and pos >= 0:
+                    self._seek_locked(tp, pos)
+        self.kernel.metadata.want({tp[0] for tp in positions})
+        self.poke()
+
+    def remove(self, tps: list[TP]) -> None:
+        with self.lock:
+            for tp in tps:
+                self.partitions.pop(tp, None)
+
+    def seek(self, tp: TP, offset: int) -> None:
+        """Moves the position; offset -2/-1 means reset to earliest/latest."""
+        with self.lock:
+            if tp not in self.partitions:
+                raise KeyError(tp)
+            self._seek_locked(tp, offset)
+        self.poke()
+
+    def _seek_locked(self, tp: TP, offset: int) -> None:
+        state = self.partitions[tp]
+        state.epoch += 1
+        state.chunks.clear()
+        state.decoded.clear()
+        state.buffered = 0
+        state.eof_at = -1
+        state.error = None
+        if offset in (EARLIEST, LATEST):
+            state.position = state.fetch_offset = None
+            state.reset_to = offset
+        else:
+            state.position = state.fetch_offset = offset
+
+    def pause(self, tps: list[TP], paused: bool) -> None:
+        with self.lock:
+            for tp in tps:
+                if tp in self.partitions:
+                    self.partitions[tp].paused = paused
+        self.poke()
+
+    def poke(self) -> None:
+        """Wakes the loops (any thread)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._poke)
+
+    def _poke(self) -> None:
+        for ev in self._wake.values():
+            ev.set()
+        if self._reset_event is not None:
+            self._reset_event.set()
+
+    # -- draining (application thread) ---------------------------------------------------
+
+    def drain(self, max_records: int) -> list[Message]:
+        """Decodes buffered record sets into up to ``max_records`` messages, advancing positions."""
+        out: list[Message] = []
+        freed = False
+        with self.lock:
+            if self.errors:
+                out.append(self.errors.popleft())
+                return out
+            for tp, state in list(self.partitions.items()):
+                if state.paused:
+                    continue
+                while len(out) < max_records:
+                    decoded = state.decoded
+                    if decoded:
+                        room = max_records - len(out)
+                        if len(decoded) <= room:
+                            out.extend(decoded)
+                            decoded.clear()
+                        else:
+                            out.extend(decoded.popleft() for _ in range(room))
+                        state.position = out[-1]._offset + 1
+                        continue
+                    if not state.chunks:
+                        break
+                    epoch, records, aborted = state.chunks.popleft()
+                    state.buffered -= len(records)
+                    freed = True
+                    if epoch != state.epoch or state.position is None:
+                        continue
+                    try:
+                        result = decode_records(tp[0], tp[1], records, state.position,
+                                                check_crcs=self.check_crcs,
+                                                aborted=aborted if self.read_committed else None)
+                    except ProtocolError as exc:
+                        out.append(Message(tp[0], tp[1], state.position, None, None,
+                                           error=KafkaError(KafkaError._BAD_MSG, str(exc))))
+                        break
+                    decoded.extend(result.messages)
+                    if not result.messages:
+                        # Only control records or aborted data: skip past them.
+                        state.position = max(state.position, result.next_offset)
+                if (
+                    self.partition_eof and not state.chunks and not state.decoded
+                    and state.position is not None
+                    and state.position == state.high_watermark and state.eof_at != state.position
+                    and len(out) < max_records
+                ):
+                    state.eof_at = state.position
+                    out.append(Message(tp[0], tp[1], state.position, None, None,
+                                       error=KafkaError(KafkaError._PARTITION_EOF)))
+                if len(out) >= max_records:
+                    break
+        if freed:
+            self.poke()
+        return out
+
+    # -- loop side -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._reset_event = asyncio.Event()
+        self.kernel.spawn(self._supervise())
+        self.kernel.spawn(self._reset_loop())
+
+    async def _supervise(self) -> None:
+        """Keeps one fetch loop per leader of an assigned partition; refreshes metadata as needed."""
+        md = self.kernel.metadata
+        last_refresh = 0.0
+        while True:
+            with self.lock:
+                tps = list(self.partitions)
+            leaders = {md.leader(*tp) for tp in tps}
+            if -1 in leaders or md.need_update:
+                if time.monotonic() - last_refresh > self.backoff:
+                    last_refresh = time.monotonic()
+                    try:
+                        await self.kernel.refresh_metadata()
+                    except (TimeoutError, ConnectionError) as exc:
+                        log.debug("metadata refresh: %s", exc)
+                    continue
+            for node in leaders:
+                if node >= 0 and (node not in self._loops or self._loops[node].done()):
+                    self._wake[node] = asyncio.Event()
+                    self._loops[node] = self.kernel.spawn(self._fetch_loop(node))
+            await asyncio.sleep(max(self.backoff, 0.05))
+
+    def _fetchable(self, node: int) -> list[tuple[TP, PartitionState]]:
+        md = self.kernel.metadata
+        limit = max(self.partition_max_bytes, self.queue_limit // max(1, len(self.partitions)))
+        out = []
+        with self.lock:
+            for tp, state in self.partitions.items():
+                if (
+                    md.leader(*tp) == node and not state.paused and state.fetch_offset is not None
+                    and state.buffered < limit and state.error is None
+                ):
+                    out.append((tp, state))
+        return out
+
+    async def _fetch_loop(self, node: int) -> None:
+        """Fetches for the partitions ``node`` leads, one request at a time, until it leads none."""
+        wake = self._wake[node]
+        md = self.kernel.metadata
+        while True:
+            wake.clear()
+            with self.lock:
+                led = any(md.leader(*tp) == node for tp in self.partitions)
+            if not led:
+                self._loops.pop(node, None)
+                return
+            fetchable = self._fetchable(node)
+            if not fetchable:
+                try:
+                    await asyncio.wait_for(wake.wait(), 1.0)
+                except TimeoutError:
+                    pass
+                continue
+            sent = {tp: (state.epoch, state.fetch_offset) for tp, state in fetchable}
+            topics: dict[str, list[dict[str, Any]]] = {}
+            for (topic, partition), (_, offset) in sent.items():
+                topics.setdefault(topic, []).append({
+                    "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                    "log_start_offset": -1, "partition_max_bytes": self.partition_max_bytes,
+                })
+            body = {
+                "replica_id": -1, "max_wait_ms": self.max_wait_ms, "min_bytes": self.min_bytes,
+                "max_bytes": self.max_bytes, "isolation_level": 1 if self.read_committed else 0,
+                "session_id": 0, "session_epoch": -1,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                "forgotten_topics_data": [], "rack_id": self.kernel.config.get("client.rack") or "",
+            }
+            try:
+                response = await self.kernel.send(
+                    node, FETCH, body, channel="fetch",
+                    timeout=self.max_wait_ms / 1000.0 + self.kernel.config["request.timeout.ms"] / 1000.0,
+                )
+            except (TimeoutError, ConnectionError) as exc:
+                log.debug("fetch from %d failed: %s", node, exc)
+                md.request_update()
+                await asyncio.sleep(self.backoff)
+                continue
+            self.fetches += 1
+            if self._on_response(node, response, sent):
+                md.request_update()
+                await asyncio.sleep(self.backoff)
+
+    def _on_response(self, node: int, response: Any, sent: dict[TP, tuple[int, int]]) -> bool:
+        """Buffers fetched data; returns True if metadata should be refreshed."""
+        refresh = False
+        got_data = False
+        with self.lock:
+            for t in response.responses:
+                for p in t.partitions:
+                    tp = (t.topic, p.partition_index)
+                    state = self.partitions.get(tp)
+                    if state is None or tp not in sent or sent[tp][0] != state.epoch:
+                        continue  # unassigned or sought meanwhile
+                    code = p.error_code
+                    if code == ErrorCode.NONE:
+                        state.high_watermark = p.high_watermark
+                        state.last_stable = p.last_stable_offset
+                        state.log_start = p.log_start_offset
+                        records = p.records
+                        if records:
+                            # The next fetch offset comes from the batches' last offsets.
+                            nxt = _next_offset(records, state.fetch_offset)
+                            if nxt > state.fetch_offset:
+                                state.chunks.append((state.epoch, records, p.aborted_transactions))
+                                state.buffered += len(records)
+                                state.fetch_offset = nxt
+                                got_data = True
+                            elif len(records) >= self.partition_max_bytes:
+                                state.error = KafkaError(
+                                    KafkaError.MESSAGE_TOO_LARGE,
+                                    f"{tp[0]}-{tp[1]}: a batch at offset {state.fetch_offset} is larger "
+                                    f"than max.partition.fetch.bytes",
+                                )
+                        if self.partition_eof and state.fetch_offset == state.high_watermark:
+                            got_data = True
+                    elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                        if self.reset_to is None:
+                            state.error = KafkaError(code)
+                            self.errors.append(Message(tp[0], tp[1], state.fetch_offset, None, None,
+                                                       error=KafkaError(code)))
+                            got_data = True
+                        else:
+                            state.epoch += 1
+                            state.chunks.clear()
+                            state.decoded.clear()
+                            state.buffered = 0
+                            state.position = state.fetch_offset = None
+                            state.reset_to = self.reset_to
+                            if self._reset_event is not None:
+                                self._reset_event.set()
+                    else:
+                        try:
+                            if ErrorCode(code).invalid_metadata or ErrorCode(code).retriable:
+                                refresh = True
+                                continue
+                        except ValueError:
+                            pass
+                        state.error = KafkaError(code)
+                        self.errors.append(Message(tp[0], tp[1], state.fetch_offset, None, None,
+                                                   error=KafkaError(code)))
+                        got_data = True
+            if got_data:
+                self.ready.notify_all()
+        if got_data and self.on_data is not None:
+            self.on_data()
+        return refresh
+
+    async def _reset_loop(self) -> None:
+        """Gives a position to partitions without one: committed offset, else auto.offset.reset."""
+        assert self._reset_event is not None
+        while True:
+            self._reset_event.clear()
+            with self.lock:
+                todo = {tp: s for tp, s in self.partitions.items() if s.position is None and not s.resetting}
+                for s in todo.values():
+                    s.resetting = True
+            if todo:
+                try:
+                    await self._reset(todo)
+                except (TimeoutError, ConnectionError, Exception) as exc:  # noqa: BLE001
+                    log.debug("offset reset failed: %s", exc)
+                    await asyncio.sleep(self.backoff)
+                finally:
+                    with self.lock:
+                        for s in todo.values():
+                            s.resetting = False
+                self.poke()
+                continue
+            try:
+                await asyncio.wait_for(self._reset_event.wait(), 1.0)
+            except TimeoutError:
+                pass
+
+    async def _reset(self, todo: dict[TP, PartitionState]) -> None:
+        epochs = {tp: s.epoch for tp, s in todo.items()}
+        strategy = {tp: (self.reset_to if s.reset_to is None else s.reset_to) for tp, s in todo.items()}
+        found: dict[TP, int] = {}
+        if self.committed is not None:
+            wanted = [tp for tp, s in todo.items() if s.reset_to is None]
+            if wanted:
+                committed = await self.committed(wanted)
+                found = {tp: off for tp, off in committed.items() if off >= 0}
+        need = {tp: strategy[tp] for tp in todo if tp not in found}
+        missing = [tp for tp, how in need.items() if how is None]
+        for tp in missing:
+            with self.lock:
+                state = self.partitions.get(tp)
+                if state is not None and state.error is None:
+                    state.error = KafkaError(KafkaError._NO_OFFSET)  # auto.offset.reset=error
+                    self.errors.append(Message(tp[0], tp[1], -1001, None, None,
+                                               error=KafkaError(KafkaError.OFFSET_OUT_OF_RANGE)))
+                    self.ready.notify_all()
+        listed = await self.list_offsets({tp: how for tp, how in need.items() if how is not None})
+        found.update({tp: off for tp, off in listed.items() if off >= 0})
+        with self.lock:
+            for tp, offset in found.items():
+                state = self.partitions.get(tp)
+                if state is not None and state.epoch == epochs[tp] and state.position is None:
+                    state.position = state.fetch_offset = offset
+                    state.reset_to = None
+        for ev in self._wake.values():
+            ev.set()
+
+    async def list_offsets(self, request: dict[TP, int], isolation: int | None = None) -> dict[TP, int]:
+        """ListOffsets by leader: tp -> timestamp (-2 earliest, -1 latest, or ms) ⇒ tp -> offset (-1 none).
+
+        Partitions whose leader is unknown or answered an error are left out.
+        """
+        if not request:
+            return {}
+        md = self.kernel.metadata
+        if any(md.leader(*tp) < 0 for tp in request):
+            md.want({tp[0] for tp in request})
+            await self.kernel.refresh_metadata()
+        by_node: dict[int, dict[str, list[dict[str, int]]]] = {}
+        for (topic, partition), ts in request.items():
+            node = md.leader(topic, partition)
+            if node < 0:
+                continue
+            by_node.setdefault(node, {}).setdefault(topic, []).append(
+                {"partition_index": partition, "timestamp": ts})
+        level = (1 if self.read_committed else 0) if isolation is None else isolation
+
+        async def one(node: int, topics: dict[str, list[dict[str, int]]]) -> Any:
+            return await self.kernel.send(node, LIST_OFFSETS, {
+                "replica_id": -1, "isolation_level": level,
+                "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+            })
+
+        out: dict[TP, int] = {}
+        results = await asyncio.gather(*(one(n, t) for n, t in by_node.items()), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                md.request_update()
+                continue
+            for t in result.topics:
+                for p in t.partitions:
+                    if p.error_code == 0:
+                        out[(t.name, p.partition_index)] = p.offset
+                    else:
+                        md.request_update()
+        return out
+
+
+def _next_offset(records: Any, current: int) -> int:
+    """The offset after the last whole batch of a fetched record set."""
+    from mafka.wire.batch import iter_batches
+
+    nxt = current
+    for _, h in iter_batches(records):
+        nxt = max(nxt, h.base_offset + h.last_offset_delta + 1)
+    return nxt

@@ -1,0 +1,160 @@
+"""confluent-kafka-shaped errors: :class:`KafkaError` values and :class:`KafkaException`.
+
+A confluent-kafka user checks ``msg.error()`` and ``err.code()`` against
+constants such as ``KafkaError._PARTITION_EOF`` or
+``KafkaError.UNKNOWN_TOPIC_OR_PART``; this module keeps those names and
+numbers so that such code runs unchanged.  Broker error codes come from the
+single table in :mod:`mafka.errors` (Kafka's names, e.g.
+``KafkaError.NOT_LEADER_OR_FOLLOWER``, plus librdkafka's older spellings
+where they differ); client-local conditions use librdkafka's negative codes
+(``_MSG_TIMED_OUT`` = -192 …) because applications compare against them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mafka.errors import ErrorCode
+
+__all__ = ["KafkaError", "KafkaException", "LOCAL_ERRORS"]
+
+#: librdkafka's local (negative) error codes the client raises, name -> (code, description).
+LOCAL_ERRORS: dict[str, tuple[int, str]] = {
+    "_BAD_MSG": (-199, "Local: Bad message format"),
+    "_DESTROY": (-197, "Local: Broker handle destroyed"),
+    "_FAIL": (-196, "Local: Communication failure with broker"),
+    "_TRANSPORT": (-195, "Local: Broker transport failure"),
+    "_MSG_TIMED_OUT": (-192, "Local: Message timed out"),
+    "_PARTITION_EOF": (-191, "Broker: No more messages"),
+    "_UNKNOWN_PARTITION": (-190, "Local: Unknown partition"),
+    "_UNKNOWN_TOPIC": (-188, "Local: Unknown topic"),
+    "_ALL_BROKERS_DOWN": (-187, "Local: All broker connections are down"),
+    "_INVALID_ARG": (-186, "Local: Invalid argument or configuration"),
+    "_TIMED_OUT": (-185, "Local: Timed out"),
+    "_QUEUE_FULL": (-184, "Local: Queue full"),
+    "_ASSIGN_PARTITIONS": (-175, "Local: Assign partitions"),
+    "_REVOKE_PARTITIONS": (-174, "Local: Revoke partitions"),
+    "_STATE": (-172, "Local: Erroneous state"),
+    "_NO_OFFSET": (-168, "Local: No offset stored"),
+    "_UNSUPPORTED_FEATURE": (-165, "Local: Required feature not supported by broker"),
+    "_PURGE_QUEUE": (-152, "Local: Purged in queue"),
+    "_PURGE_INFLIGHT": (-151, "Local: Purged in flight"),
+    "_FATAL": (-150, "Local: Fatal error"),
+    "_MAX_POLL_EXCEEDED": (-147, "Local: Maximum application poll interval (max.poll.interval.ms) exceeded"),
+    "_ASSIGNMENT_LOST": (-142, "Local: Group partitions lost"),
+}
+
+_LOCAL_BY_CODE = {code: (name, text) for name, (code, text) in LOCAL_ERRORS.items()}
+
+# librdkafka spells a few broker codes differently; confluent-kafka users use these.
+_LIBRDKAFKA_ALIASES = {
+    "UNKNOWN_TOPIC_OR_PART": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    "NOT_LEADER_FOR_PARTITION": ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    "MSG_SIZE_TOO_LARGE": ErrorCode.MESSAGE_TOO_LARGE,
+    "OFFSET_OUT_OF_RANGE": ErrorCode.OFFSET_OUT_OF_RANGE,
+    "REQUEST_TIMED_OUT": ErrorCode.REQUEST_TIMED_OUT,
+    "NO_ERROR": ErrorCode.NONE,
+}
+
+
+class KafkaError:
+    """An error value: a code, its name, a message, and whether a retry may help.
+
+    Compares equal to its int code, as confluent-kafka's does, so
+    ``err.code() == KafkaError._PARTITION_EOF`` and ``err == KafkaError.X`` both work.
+    """
+
+    __slots__ = ("_code", "_reason", "_fatal", "_retriable", "_txn_requires_abort")
+
+    def __init__(
+        self,
+        code: int,
+        reason: str | None = None,
+        fatal: bool = False,
+        retriable: bool | None = None,
+        txn_requires_abort: bool = False,
+    ) -> None:
+        self._code = int(code)
+        self._fatal = fatal
+        self._txn_requires_abort = txn_requires_abort
+        if retriable is None:
+            try:
+                retriable = ErrorCode(self._code).retriable
+            except ValueError:
+                retriable = self._code in (-195, -192, -185, -187)
+        self._retriable = retriable
+        self._reason = reason if reason is not None else _default_text(self._code)
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        local = _LOCAL_BY_CODE.get(self._code)
+        if local is not None:
+            return local[0]
+        try:
+            return ErrorCode(self._code).name
+        except ValueError:
+            return f"ERR_{self._code}"
+
+    def str(self) -> str:
+        return self._reason
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def txn_requires_abort(self) -> bool:
+        return self._txn_requires_abort
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, KafkaError):
+            return self._code == other._code
+        if isinstance(other, int):
+            return self._code == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+    def __str__(self) -> str:
+        return self._reason
+
+    def __repr__(self) -> str:
+        return f'KafkaError{{code={self.name()},val={self._code},str="{self._reason}"}}'
+
+
+def _default_text(code: int) -> str:
+    local = _LOCAL_BY_CODE.get(code)
+    if local is not None:
+        return local[1]
+    try:
+        return f"Broker: {ErrorCode(code).description}"
+    except ValueError:
+        return f"Unknown error code {code}"
+
+
+for _name, (_code, _text) in LOCAL_ERRORS.items():
+    setattr(KafkaError, _name, _code)
+for _member in ErrorCode:
+    setattr(KafkaError, _member.name, int(_member))
+for _alias, _member in _LIBRDKAFKA_ALIASES.items():
+    setattr(KafkaError, _alias, int(_member))
+
+
+class KafkaException(Exception):
+    """Raised by client calls; ``args[0]`` is the :class:`KafkaError` (confluent-kafka's shape)."""
+
+    def __init__(self, error: KafkaError | int, reason: str | None = None) -> None:
+        if not isinstance(error, KafkaError):
+            error = KafkaError(error, reason)
+        super().__init__(error)
+
+    @property
+    def error(self) -> KafkaError:
+        return self.args[0]
+
+    def __str__(self) -> str:
+        return str(self.args[0])

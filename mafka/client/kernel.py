@@ -1,0 +1,260 @@
+"""The async heart shared by every client: connections, metadata, coordinator lookup.
+
+A :class:`Kernel` belongs to one client (producer, consumer or admin) and
+runs on one asyncio loop — the application's loop for the ``aio`` face, a
+private :class:`~mafka.client.loop_thread.LoopThread` for the synchronous
+face.  It owns:
+
+* connections, keyed by ``(node id, channel)``.  Channels keep traffic
+  that must not queue behind other traffic apart, since a broker answers
+  one connection's requests in order: a fetch long poll on ``"fetch"`` must
+  not delay a heartbeat on ``"group"`` nor a produce on ``"produce"``.
+  Bootstrap addresses are nodes ``-1, -2, …`` until metadata names them.
+* the :class:`~mafka.client.metadata.ClusterMetadata`, refreshed on demand
+  (one refresh at a time; callers wait on the same one) and every
+  ``topic.metadata.refresh.interval.ms``.
+
+Failures surface as exceptions from :mod:`mafka.errors` (broker codes) or
+``ConnectionError`` / ``asyncio.TimeoutError``; retry policy is the
+callers'.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from mafka.client.config import ClientConfig
+from mafka.client.metadata import ClusterMetadata
+from mafka.client.transport import BrokerConnection
+from mafka.errors import ErrorCode, raise_for_code
+
+__all__ = ["Kernel", "parse_bootstrap", "METADATA", "FIND_COORDINATOR"]
+
+log = logging.getLogger("mafka.client")
+
+METADATA = 3
+FIND_COORDINATOR = 10
+
+
+def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9093"`` → ``[("h1", 9092), ("h2", 9093)]``.
+
+    Raises:
+        ValueError: an entry without a valid ``host:port``, or none at all.
+    """
+    out = []
+    for entry in str(bootstrap).split(","):
+        entry = entry.strip()
+        if entry.startswith("PLAINTEXT://"):
+            entry = entry[len("PLAINTEXT://"):]
+        if not entry:
+            continue
+        host, sep, port = entry.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ValueError(f"Invalid url in bootstrap.servers: {entry}")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
+class Kernel:
+    """Connections and metadata for one client.  Create and use on one asyncio loop."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.client_id = config["client.id"]
+        self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
+        self.metadata = ClusterMetadata()
+        self._conns: dict[tuple[int, str], BrokerConnection] = {}
+        self._opening: dict[tuple[int, str], asyncio.Task[BrokerConnection]] = {}
+        self._retry_at: dict[int, float] = {}
+        self._failures: dict[int, int] = {}
+        self._refresh: asyncio.Task[None] | None = None
+        self._refresh_all = False
+        self._closed = False
+        self._next_bootstrap = 0
+        self._socket_timeout = config["socket.timeout.ms"] / 1000.0
+        self._request_timeout = config["request.timeout.ms"] / 1000.0
+        self._setup_timeout = config["socket.connection.setup.timeout.ms"] / 1000.0
+        self._background: set[asyncio.Task[Any]] = set()
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _address(self, node_id: int) -> tuple[str, int]:
+        if node_id < 0:
+            return self.bootstrap[(-node_id - 1) % len(self.bootstrap)]
+        broker = self.metadata.broker(node_id)
+        if broker is None:
+            raise ConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return broker.host, broker.port
+
+    async def connection(self, node_id: int, channel: str = "default") -> BrokerConnection:
+        """An open connection to ``node_id`` on ``channel``, opening one if needed.
+
+        Raises:
+            ConnectionError: the node is unknown, in reconnect backoff, or refused.
+        """
+        if self._closed:
+            raise ConnectionError("client closed")
+        key = (node_id, channel)
+        conn = self._conns.get(key)
+        if conn is not None and conn.connected:
+            return conn
+        task = self._opening.get(key)
+        if task is None:
+            wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            host, port = self._address(node_id)
+            task = asyncio.ensure_future(
+                BrokerConnection.open(node_id, host, port, self.client_id, self._setup_timeout)
+            )
+            self._opening[key] = task
+            try:
+                conn = await task
+            except (TimeoutError, OSError, ConnectionError) as exc:
+                self._note_failure(node_id)
+                raise ConnectionError(f"{host}:{port}/{node_id}: connect failed: {exc!r}") from exc
+            finally:
+                self._opening.pop(key, None)
+            self._failures.pop(node_id, None)
+            self._conns[key] = conn
+            return conn
+        return await asyncio.shield(task)
+
+    def _note_failure(self, node_id: int) -> None:
+        n = self._failures.get(node_id, 0) + 1
+        self._failures[node_id] = n
+        base = self.config["reconnect.backoff.ms"] / 1000.0
+        cap = self.config["reconnect.backoff.max.ms"] / 1000.0
+        self._retry_at[node_id] = time.monotonic() + min(cap, base * (2 ** (n - 1)))
+
+    def disconnect(self, node_id: int, channel: str | None = None) -> None:
+        """Drops connections to ``node_id`` (one channel or all); their requests fail."""
+        for key in [k for k in self._conns if k[0] == node_id and (channel is None or k[1] == channel)]:
+            self._conns.pop(key).close()
+
+    def is_ready(self, node_id: int, channel: str = "default") -> bool:
+        conn = self._conns.get((node_id, channel))
+        return conn is not None and conn.connected
+
+    async def send(self, node_id: int, api_key: int, body: Any, channel: str = "default",
+                   timeout: float | None = None, expect_response: bool = True,
+                   version: int | None = None) -> Any:
+        """Sends one request to ``node_id`` and returns the decoded response body.
+
+        Raises:
+            ConnectionError: could not connect, or the connection dropped.
+            asyncio.TimeoutError: no answer within ``timeout`` (default
+                ``request.timeout.ms``); the connection is then closed, as
+                its answers can no longer be matched safely.
+        """
+        conn = await self.connection(node_id, channel)
+        fut = conn.request(api_key, body, version=version, expect_response=expect_response)
+        try:
+            return await asyncio.wait_for(fut, self._request_timeout if timeout is None else timeout)
+        except TimeoutError:
+            conn.close()
+            raise
+
+    def version(self, node_id: int, api_key: int, channel: str = "default") -> int | None:
+        conn = self._conns.get((node_id, channel))
+        return None if conn is None else conn.versions.get(api_key)
+
+    def known_nodes(self) -> list[int]:
+        """Broker ids from metadata, or bootstrap pseudo-ids before any metadata."""
+        ids = list(self.metadata.brokers)
+        return ids if ids else [-(i + 1) for i in range(len(self.bootstrap))]
+
+    async def send_any(self, api_key: int, body: Any, timeout: float | None = None) -> Any:
+        """Sends to any reachable broker (connected ones first), trying each once."""
+        nodes = self.known_nodes()
+        connected = [n for n in nodes if self.is_ready(n)]
+        rest = [n for n in nodes if n not in connected]
+        start = self._next_bootstrap % max(1, len(rest))
+        self._next_bootstrap += 1
+        order = connected + rest[start:] + rest[:start]
+        if self.metadata.brokers:
+            order += [-(i + 1) for i in range(len(self.bootstrap))]
+        last: Exception | None = None
+        for node in order:
+            try:
+                return await self.send(node, api_key, body, timeout=timeout)
+            except (TimeoutError, ConnectionError) as exc:
+                last = exc
+        raise ConnectionError(f"no broker reachable: {last}")
+
+    # -- metadata ------------------------------------------------------------------------
+
+    async def refresh_metadata(self, all_topics: bool = False) -> ClusterMetadata:
+        """Refreshes metadata for the wanted topics (or all); concurrent callers share one refresh."""
+        if all_topics:
+            self._refresh_all = True
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.ensure_future(self._do_refresh())
+        await asyncio.shield(self._refresh)
+        return self.metadata
+
+    async def _do_refresh(self) -> None:
+        all_topics = self._refresh_all
+        self._refresh_all = False
+        topics = None if all_topics else [{"name": t} for t in sorted(self.metadata.wanted)]
+        body = {
+            "topics": topics,
+            "allow_auto_topic_creation": bool(self.config.get("allow.auto.create.topics", False)),
+        }
+        response = await self.send_any(METADATA, body)
+        self.metadata.update(response, time.monotonic(), all_topics=all_topics)
+
+    async def metadata_for(self, topics: Iterable[str], timeout: float) -> ClusterMetadata:
+        """Metadata refreshed once if any of ``topics`` is unknown or in error (e.g. a topic
+        being created still has no leader); the caller checks the result."""
+        topics = set(topics)
+        self.metadata.want(topics)
+        md = self.metadata
+        if md.need_update or any(md.partition_count(t) is None for t in topics):
+            async with asyncio.timeout(timeout):
+                await self.refresh_metadata()
+        return self.metadata
+
+    async def find_coordinator(self, key: str, key_type: int = 0) -> int:
+        """The node id of the group (0) or transaction (1) coordinator for ``key``.
+
+        Raises:
+            KafkaError subclasses: the broker's error (e.g. COORDINATOR_NOT_AVAILABLE).
+        """
+        response = await self.send_any(FIND_COORDINATOR, {"key": key, "key_type": key_type})
+        raise_for_code(response.error_code, response.error_message if hasattr(response, "error_message") else None)
+        if response.node_id not in self.metadata.brokers:
+            await self.refresh_metadata()
+        if response.node_id not in self.metadata.brokers:
+            raise_for_code(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return response.node_id
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Runs a background task owned by this kernel (cancelled by :meth:`close`)."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def close(self) -> None:
+        """Cancels background tasks and closes every connection."""
+        self._closed = True
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for task in list(self._opening.values()):
+            task.cancel()
+        for conn in self._conns.values():
+            conn.close()
+        self._conns.clear()

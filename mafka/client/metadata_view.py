@@ -1,0 +1,79 @@
+"""``list_topics()`` results shaped like confluent-kafka's ``ClusterMetadata``.
+
+Shared by the producer, the consumer and the admin client: brokers by id,
+topics by name (each with partitions by id), ``controller_id``,
+``cluster_id``, ``orig_broker_id`` / ``orig_broker_name``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mafka.client.kafka_error import KafkaError, KafkaException
+from mafka.client.metadata import BrokerInfo
+
+__all__ = ["ClusterMetadataView", "TopicMetadataView", "PartitionMetadataView", "list_topics"]
+
+
+@dataclass
+class PartitionMetadataView:
+    id: int
+    leader: int
+    replicas: list[int]
+    isrs: list[int]
+    error: KafkaError | None = None
+
+
+@dataclass
+class TopicMetadataView:
+    topic: str
+    partitions: dict[int, PartitionMetadataView] = field(default_factory=dict)
+    error: KafkaError | None = None
+
+
+@dataclass
+class ClusterMetadataView:
+    cluster_id: str | None = None
+    controller_id: int = -1
+    brokers: dict[int, BrokerInfo] = field(default_factory=dict)
+    topics: dict[str, TopicMetadataView] = field(default_factory=dict)
+    orig_broker_id: int = -1
+    orig_broker_name: str | None = None
+
+
+def _err(code: int) -> KafkaError | None:
+    return None if code == 0 else KafkaError(code)
+
+
+async def _fetch(kernel: Any, topic: str | None) -> ClusterMetadataView:
+    md = kernel.metadata
+    if topic is None:
+        await kernel.refresh_metadata(all_topics=True)
+        names = list(md.topics)
+    else:
+        md.want([topic])
+        await kernel.refresh_metadata()
+        names = [topic]
+    view = ClusterMetadataView(md.cluster_id, md.controller_id, dict(md.brokers))
+    for name in names:
+        info = md.topics.get(name)
+        if info is None:
+            view.topics[name] = TopicMetadataView(name, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        tv = TopicMetadataView(name, error=_err(info.error))
+        for p in info.partitions.values():
+            tv.partitions[p.id] = PartitionMetadataView(p.id, p.leader, list(p.replicas), list(p.isrs), _err(p.error))
+        view.topics[name] = tv
+    return view
+
+
+def list_topics(thread: Any, kernel: Any, topic: str | None, timeout: float) -> ClusterMetadataView:
+    """Runs a metadata request on ``thread``'s loop; KafkaException(_TIMED_OUT / _TRANSPORT) on failure."""
+    wait = None if timeout is None or timeout < 0 else timeout
+    try:
+        return thread.run(_fetch(kernel, topic), timeout=wait if wait is not None else 60.0)
+    except TimeoutError:
+        raise KafkaException(KafkaError._TIMED_OUT) from None
+    except ConnectionError as exc:
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, str(exc))) from None

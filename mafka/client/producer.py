@@ -1,0 +1,222 @@
+"""The synchronous producer, shaped like confluent-kafka's ``Producer``.
+
+``produce()`` encodes the record into its partition's open batch on the
+calling thread and returns; a private loop thread sends batches.  Delivery
+reports are queued and served — ``on_delivery(err, msg)`` called — on the
+application's thread inside :meth:`Producer.poll` and :meth:`Producer.flush`,
+as confluent-kafka does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+
+from mafka.client.config import parse_config
+from mafka.client.kafka_error import KafkaError, KafkaException
+from mafka.client.kernel import Kernel
+from mafka.client.loop_thread import LoopThread
+from mafka.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from mafka.client.metadata_view import ClusterMetadataView, list_topics
+from mafka.client.producer_batch import ProducerBatch, encoded_record_size
+from mafka.client.sender import ProducerEngine
+
+__all__ = ["Producer", "normalize_headers", "to_bytes"]
+
+
+def to_bytes(value: Any, what: str) -> bytes | None:
+    """bytes-like or str (UTF-8) or None, as confluent-kafka accepts for keys and values."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
+
+
+def normalize_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
+    """A dict or list of (str, bytes|str|None) pairs → list of (str, bytes|None)."""
+    if not headers:
+        return None
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out = []
+    for k, v in items:
+        if not isinstance(k, str):
+            raise TypeError(f"header key must be str, not {type(k).__name__}")
+        out.append((k, to_bytes(v, "header value")))
+    return out
+
+
+class Producer:
+    """``Producer(conf)``: confluent-kafka's producer API over Mafka's pure-Python core.
+
+    Raises:
+        ConfigError (a ValueError): an unknown key, a bad value (named in the message).
+    """
+
+    def __init__(self, conf: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        settings = dict(conf or {})
+        settings.update(kwargs)
+        self._config = parse_config("producer", settings)
+        self._default_cb = self._config.get("on_delivery")
+        self._only_errors = bool(self._config.get("delivery.report.only.error", False))
+        self._reports: deque[tuple[ProducerBatch, int, int, KafkaError | None]] = deque()
+        self._reported = threading.Condition()
+        self._closed = False
+        self._thread = LoopThread("mafka-producer")
+        self._kernel = Kernel(self._config)
+        self._engine = ProducerEngine(self._kernel, self._on_report)
+        self._thread.run(self._start(), timeout=10)
+
+    async def _start(self) -> None:
+        self._engine.start()
+
+    def _on_report(self, batch: ProducerBatch, base_offset: int, timestamp: int,
+                   error: KafkaError | None) -> None:
+        self._reports.append((batch, base_offset, timestamp, error))
+        with self._reported:
+            self._reported.notify_all()
+
+    # -- producing -------------------------------------------------------------------------
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
+                on_delivery: Any = None, timestamp: int = 0, headers: Any = None,
+                callback: Any = None) -> None:
+        """Queues one record for ``topic``.
+
+        Raises:
+            BufferError: the local queue is full (``queue.buffering.max.messages`` /
+                ``queue.buffering.max.kbytes``); call :meth:`poll` and try again.
+            KafkaException: MSG_SIZE_TOO_LARGE for a record over ``message.max.bytes``;
+                _UNKNOWN_PARTITION for a partition the topic does not have.
+            TypeError: key/value/headers of the wrong type.
+        """
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+        value = to_bytes(value, "value")
+        key = to_bytes(key, "key")
+        hdrs = normalize_headers(headers)
+        cb = on_delivery or callback or self._default_cb
+        engine = self._engine
+        if engine.buffer_full():
+            raise BufferError("Local: Queue full")
+        if encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
+            raise KafkaException(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+        if not timestamp:
+            timestamp = int(time.time() * 1000)
+        if partition < 0:
+            chosen = engine.choose_partition(topic, key)
+            if chosen is None:
+                chosen = self._wait_partition(topic, key)
+            partition = chosen
+        else:
+            count = self._kernel.metadata.partition_count(topic)
+            if count is not None and partition >= count:
+                raise KafkaException(KafkaError._UNKNOWN_PARTITION)
+        engine.append(topic, partition, timestamp, key, value, hdrs, cb)
+
+    def _wait_partition(self, topic: str, key: bytes | None) -> int:
+        """Blocks (bounded by the delivery timeout) until ``topic``'s partitions are known."""
+        deadline = time.monotonic() + min(10.0, self._engine.delivery_timeout)
+        while True:
+            try:
+                self._thread.run(self._kernel.metadata_for([topic], timeout=5.0), timeout=6.0)
+            except (ConnectionError, TimeoutError):
+                pass
+            chosen = self._engine.choose_partition(topic, key)
+            if chosen is not None:
+                return chosen
+            if time.monotonic() >= deadline:
+                code = self._kernel.metadata.topic_error(topic) or KafkaError._UNKNOWN_TOPIC
+                raise KafkaException(KafkaError(code))
+            time.sleep(0.1)
+
+    # -- delivery reports --------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = None) -> int:
+        """Serves queued delivery reports (calling ``on_delivery``); waits up to ``timeout`` for one.
+
+        Returns:
+            The number of reports served (records, as confluent-kafka counts events).
+        """
+        if not self._reports and timeout:
+            with self._reported:
+                if not self._reports:
+                    self._reported.wait(None if timeout < 0 else timeout)
+        return self._serve()
+
+    def _serve(self) -> int:
+        served = 0
+        reports = self._reports
+        only_errors = self._only_errors
+        while reports:
+            batch, base_offset, timestamp, error = reports.popleft()
+            ts_type = TIMESTAMP_LOG_APPEND_TIME if timestamp != -1 else TIMESTAMP_CREATE_TIME
+            topic, partition = batch.topic, batch.partition
+            for i, (cb, key, value, ts, hdrs) in enumerate(batch.records):
+                served += 1
+                if cb is None or (only_errors and error is None):
+                    continue
+                offset = base_offset + i if base_offset >= 0 else -1001
+                msg = Message(topic, partition, offset, key, value, hdrs, ts_type,
+                              timestamp if timestamp != -1 else ts, error)
+                cb(error, msg)
+        return served
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Sends everything queued and serves the reports; returns records still queued."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        self._thread.call_soon(self._engine.begin_flush)
+        try:
+            while True:
+                self._serve()
+                if self._engine.pending() == 0 and not self._reports:
+                    return 0
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return self._engine.pending()
+                with self._reported:
+                    if not self._reports:
+                        self._reported.wait(0.1 if left is None else min(0.1, left))
+        finally:
+            self._thread.call_soon(self._engine.end_flush)
+
+    def __len__(self) -> int:
+        return self._engine.pending() + sum(r[0].count for r in list(self._reports))
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Fails queued records with _PURGE_QUEUE (reports are served by the next poll)."""
+        self._engine.purge(in_queue)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadataView:
+        """Cluster metadata, confluent-kafka's ``ClusterMetadata`` shape."""
+        return list_topics(self._thread, self._kernel, topic, timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stops the loop thread and closes sockets (does not flush; call :meth:`flush` first)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._thread.run(self._kernel.close(), timeout=timeout)
+        except (TimeoutError, RuntimeError):
+            pass
+        self._thread.stop(timeout)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush(5.0)
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed:
+                self._thread.stop(1.0)
+        except Exception:  # noqa: BLE001 - interpreter teardown
+            pass
