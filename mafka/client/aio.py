@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mafka.client.aio_util import wait_event
 from mafka.client.config import parse_config
 from mafka.client.fetcher import Fetcher
 from mafka.client.group_member import GroupMember, RebalanceEvent
@@ -139,10 +140,7 @@ class AIOProducer:
                 while self._engine.pending():
                     self._space.clear()
                     self._engine.wake()
-                    try:
-                        await asyncio.wait_for(self._space.wait(), 0.1)
-                    except TimeoutError:
-                        pass
+                    await wait_event(self._space, 0.1)
         finally:
             self._engine.end_flush()
 
@@ -277,10 +275,7 @@ class AIOConsumer:
             if left <= 0:
                 return {}
             self._data.clear()
-            try:
-                await asyncio.wait_for(self._data.wait(), min(left, 0.2))
-            except TimeoutError:
-                pass
+            await wait_event(self._data, min(left, 0.2))
 
     async def getone(self) -> Message:
         while True:

@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mafka.client.aio_util import wait_event
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.message import Message
@@ -302,10 +303,7 @@ class Fetcher:
                 return
             fetchable = self._fetchable(node)
             if not fetchable:
-                try:
-                    await asyncio.wait_for(wake.wait(), 1.0)
-                except TimeoutError:
-                    pass
+                await wait_event(wake, 1.0)
                 continue
             sent = {tp: (state.epoch, state.fetch_offset) for tp, state in fetchable}
             topics: dict[str, list[dict[str, Any]]] = {}
@@ -422,10 +420,7 @@ class Fetcher:
                             s.resetting = False
                 self.poke()
                 continue
-            try:
-                await asyncio.wait_for(self._reset_event.wait(), 1.0)
-            except TimeoutError:
-                pass
+            await wait_event(self._reset_event, 1.0)
 
     async def _reset(self, todo: dict[TP, PartitionState]) -> None:
         epochs = {tp: s.epoch for tp, s in todo.items()}

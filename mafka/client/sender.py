@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mafka.client.accumulator import RecordAccumulator
+from mafka.client.aio_util import wait_event
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.partitioner import PARTITIONERS, StickyPartitioner
@@ -222,13 +223,10 @@ class ProducerEngine:
             timeout = None if next_at is None else max(0.0, next_at - time.monotonic())
             if unknown:
                 timeout = min(timeout if timeout is not None else 1.0, self.retry_backoff * 2)
-            try:
-                if not self._pid_ready.is_set():
-                    await asyncio.wait_for(self._pid_ready.wait(), 1.0)
-                else:
-                    await asyncio.wait_for(self._wake.wait(), timeout if timeout is not None else 1.0)
-            except TimeoutError:
-                pass
+            if not self._pid_ready.is_set():
+                await wait_event(self._pid_ready, 1.0)
+            else:
+                await wait_event(self._wake, timeout if timeout is not None else 1.0)
 
     async def _refresh(self) -> None:
         try:
