@@ -260,9 +260,14 @@ class AdminClient:
             async with asyncio.timeout(timeout):
                 await work
         except asyncio.CancelledError:
-            # close() cancelled us (or the loop is stopping): nobody will answer now.
-            for fut in futures:
-                _fail(fut, KafkaException(KafkaError._DESTROY))
+            if task.cancelling():
+                # close() cancelled us (or the loop is stopping): nobody will answer now.
+                for fut in futures:
+                    _fail(fut, KafkaException(KafkaError._DESTROY))
+            else:
+                # Not our cancellation: something we awaited was cancelled under us.
+                for fut in futures:
+                    _fail(fut, KafkaException(KafkaError(KafkaError._FAIL, "request cancelled")))
         except Exception as exc:  # noqa: BLE001 - every failure must reach the futures
             error = _exception(exc)
             for fut in futures:
@@ -1118,9 +1123,20 @@ class AdminClient:
         await self._kernel.close()
 
     def close(self, timeout: float = 5.0) -> None:
-        """Fails pending futures with _DESTROY, closes sockets and stops the thread (idempotent)."""
+        """Fails pending futures with _DESTROY, closes sockets and stops the thread (idempotent).
+
+        Raises:
+            RuntimeError: called from a future's done-callback, which runs on the
+                client's own thread and would wait for itself.
+        """
         if self._closed:
             return
+        try:
+            on_loop = asyncio.get_running_loop() is self._thread.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            raise RuntimeError("AdminClient.close() cannot be called from a future callback")
         self._closed = True
         try:
             self._thread.run(self._shutdown(), timeout=timeout)

@@ -129,7 +129,7 @@ class Fetcher:
             self.partitions = {tp: self.partitions.get(tp) or PartitionState(pos)
                                for tp, pos in positions.items()}
             for tp, pos in positions.items():
-                if pos is not None and pos >= 0:
+                if pos is not None:
                     self._seek_locked(tp, pos)
         self.kernel.metadata.want({tp[0] for tp in positions})
         self.poke()
@@ -139,7 +139,7 @@ class Fetcher:
             for tp, pos in positions.items():
                 if tp not in self.partitions:
                     self.partitions[tp] = PartitionState(None)
-                if pos is not None and pos >= 0:
+                if pos is not None:
                     self._seek_locked(tp, pos)
         self.kernel.metadata.want({tp[0] for tp in positions})
         self.poke()

@@ -22,9 +22,10 @@ callers'.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mafka.client.config import ClientConfig
@@ -96,36 +97,50 @@ class Kernel:
     async def connection(self, node_id: int, channel: str = "default") -> BrokerConnection:
         """An open connection to ``node_id`` on ``channel``, opening one if needed.
 
+        Concurrent callers share one connect attempt; cancelling one caller does
+        not cancel the attempt for the others.
+
         Raises:
             ConnectionError: the node is unknown, in reconnect backoff, or refused.
         """
-        if self._closed:
-            raise ConnectionError("client closed")
         key = (node_id, channel)
-        conn = self._conns.get(key)
-        if conn is not None and conn.connected:
-            return conn
-        task = self._opening.get(key)
-        if task is None:
-            wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            host, port = self._address(node_id)
-            task = asyncio.ensure_future(
-                BrokerConnection.open(node_id, host, port, self.client_id, self._setup_timeout)
-            )
-            self._opening[key] = task
+        while True:
+            if self._closed:
+                raise ConnectionError("client closed")
+            conn = self._conns.get(key)
+            if conn is not None and conn.connected:
+                return conn
+            task = self._opening.get(key)
+            if task is None:
+                wait = self._retry_at.get(node_id, 0.0) - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                    continue  # the world may have changed while sleeping: look again
+                host, port = self._address(node_id)
+                task = asyncio.ensure_future(
+                    BrokerConnection.open(node_id, host, port, self.client_id, self._setup_timeout)
+                )
+                self._opening[key] = task
+                # Registered before any waiter's, so the connection is stored before they resume.
+                task.add_done_callback(functools.partial(self._opened, key))
             try:
-                conn = await task
-            except (TimeoutError, OSError, ConnectionError) as exc:
-                self._note_failure(node_id)
-                raise ConnectionError(f"{host}:{port}/{node_id}: connect failed: {exc!r}") from exc
-            finally:
-                self._opening.pop(key, None)
-            self._failures.pop(node_id, None)
-            self._conns[key] = conn
-            return conn
-        return await asyncio.shield(task)
+                return await asyncio.shield(task)
+            except (OSError, TimeoutError, ConnectionError) as exc:
+                raise ConnectionError(f"broker {node_id}: connect failed: {exc!r}") from exc
+
+    def _opened(self, key: tuple[int, str], task: asyncio.Task[BrokerConnection]) -> None:
+        self._opening.pop(key, None)
+        if task.cancelled():
+            return
+        if task.exception() is not None:
+            self._note_failure(key[0])
+            return
+        conn = task.result()
+        if self._closed:
+            conn.close()
+            return
+        self._failures.pop(key[0], None)
+        self._conns[key] = conn
 
     def _note_failure(self, node_id: int) -> None:
         n = self._failures.get(node_id, 0) + 1
@@ -138,6 +153,32 @@ class Kernel:
         """Drops connections to ``node_id`` (one channel or all); their requests fail."""
         for key in [k for k in self._conns if k[0] == node_id and (channel is None or k[1] == channel)]:
             self._conns.pop(key).close()
+
+    def ready_connection(self, node_id: int, channel: str,
+                         on_ready: Callable[[], None] | None = None) -> BrokerConnection | None:
+        """The open connection to ``node_id`` on ``channel`` now, or None while one is opened
+        in the background (``on_ready`` is called when that attempt ends, either way).
+
+        For senders whose requests must reach the broker in the order they were
+        built (an idempotent producer's sequences): they write synchronously on
+        a ready connection instead of awaiting :meth:`connection` in a task,
+        where a later task could write first.
+        """
+        conn = self._conns.get((node_id, channel))
+        if conn is not None and conn.connected:
+            return conn
+        if (node_id, channel) not in self._opening and not self._closed:
+            async def open_then_notify() -> None:
+                try:
+                    await self.connection(node_id, channel)
+                except (ConnectionError, TimeoutError) as exc:
+                    log.debug("connect to %d: %s", node_id, exc)
+                finally:
+                    if on_ready is not None:
+                        on_ready()
+
+            self.spawn(open_then_notify())
+        return None
 
     def is_ready(self, node_id: int, channel: str = "default") -> bool:
         conn = self._conns.get((node_id, channel))

@@ -79,7 +79,7 @@ class ProducerBatch:
         self.sent_at = 0.0
         self.retry_at = 0.0
         self._built: bytes | None = None
-        self._built_for: tuple[int, int, int] | None = None
+        self._built_for: tuple[int, int, int, bool] | None = None
 
     def try_append(self, timestamp: int, key: bytes | None, value: bytes | None,
                    headers: Any, on_delivery: Any) -> bool:
@@ -142,7 +142,7 @@ class ProducerBatch:
     def build(self, producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
               transactional: bool = False) -> bytes:
         """The batch bytes for these producer fields (cached while they do not change)."""
-        key = (producer_id, producer_epoch, base_sequence)
+        key = (producer_id, producer_epoch, base_sequence, transactional)
         if self._built is None or self._built_for != key:
             attributes = self.compression | (0x10 if transactional else 0)
             self._built = assemble_batch(

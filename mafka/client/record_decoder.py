@@ -83,7 +83,11 @@ def decode_records(
         end = pos + h.batch_length + 12
         codec = attributes & 0x07
         if codec:
-            body = decompress(codec, memoryview(data)[start:end])
+            try:
+                body = decompress(codec, memoryview(data)[start:end])
+            except ProtocolError as exc:
+                raise CorruptRecordBatch(
+                    f"{topic}-{partition} batch at offset {h.base_offset}: {exc}") from exc
             p, e = 0, len(body)
         else:
             body = data

@@ -31,6 +31,7 @@ from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.partitioner import PARTITIONERS, StickyPartitioner
 from mafka.client.producer_batch import ProducerBatch
+from mafka.client.transport import BrokerConnection
 from mafka.errors import ErrorCode
 from mafka.wire.compression import CompressionType
 
@@ -218,8 +219,11 @@ class ProducerEngine:
                 self.kernel.spawn(self._refresh())
             if self._pid_ready.is_set():
                 for node in nodes:
-                    if self._in_flight_requests.get(node, 0) < self.max_in_flight:
-                        self._send_to(node, now)
+                    if self._in_flight_requests.get(node, 0) >= self.max_in_flight:
+                        continue
+                    conn = self.kernel.ready_connection(node, "produce", self.wake)
+                    if conn is not None:
+                        self._send_to(node, conn, now)
             timeout = None if next_at is None else max(0.0, next_at - time.monotonic())
             if unknown:
                 timeout = min(timeout if timeout is not None else 1.0, self.retry_backoff * 2)
@@ -235,7 +239,9 @@ class ProducerEngine:
             log.debug("metadata refresh failed: %s", exc)
         self.wake()
 
-    def _send_to(self, node: int, now: float) -> None:
+    def _send_to(self, node: int, conn: BrokerConnection, now: float) -> None:
+        """Drains ``node``'s ready batches into one Produce request, written now on ``conn``
+        (so requests, and each partition's sequences, reach the broker in drain order)."""
         md = self.kernel.metadata
         partitions = [tp for tp in self.accumulator.queues if md.leader(*tp) == node]
         batches = self.accumulator.drain(partitions, self.message_max * 4, now)
@@ -268,16 +274,16 @@ class ProducerEngine:
         }
         self._in_flight_requests[node] = self._in_flight_requests.get(node, 0) + 1
         self.in_flight_batches += len(batches)
-        self.kernel.spawn(self._produce(node, body, batches))
+        future = conn.request(PRODUCE, body, expect_response=self.acks != 0)
+        self.kernel.spawn(self._produce(node, conn, future, batches))
 
-    async def _produce(self, node: int, body: dict[str, Any], batches: list[ProducerBatch]) -> None:
+    async def _produce(self, node: int, conn: BrokerConnection, future: asyncio.Future[Any],
+                       batches: list[ProducerBatch]) -> None:
         try:
-            response = await self.kernel.send(
-                node, PRODUCE, body, channel="produce",
-                timeout=self.request_timeout + 5.0, expect_response=self.acks != 0,
-            )
+            response = await asyncio.wait_for(future, self.request_timeout + 5.0)
         except (TimeoutError, ConnectionError) as exc:
             response = None
+            conn.close()  # later answers on it can no longer be matched to batches safely
             log.debug("produce to %d failed: %s", node, exc)
         finally:
             self._in_flight_requests[node] -= 1
@@ -313,6 +319,9 @@ class ProducerEngine:
 
     def _handle(self, batch: ProducerBatch, p: Any, now: float) -> None:
         code = p.error_code
+        if code:
+            log.debug("%s-%d: batch seq %d (%d records, attempt %d) failed: %s", batch.topic, batch.partition,
+                      batch.base_sequence, batch.count, batch.attempts, ErrorCode(code).name)
         if code == ErrorCode.NONE or code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER:
             self._done_in_flight(batch)
             state = self.accumulator.state((batch.topic, batch.partition))
