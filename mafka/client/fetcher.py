@@ -58,7 +58,7 @@ class PartitionState:
     __slots__ = (
         "position", "fetch_offset", "paused", "chunks", "buffered", "epoch", "high_watermark",
         "log_start", "last_stable", "eof_at", "resetting", "error", "leader_epoch", "reset_to",
-        "decoded",
+        "decoded", "decoded_end",
     )
 
     def __init__(self, position: int | None) -> None:
@@ -67,6 +67,8 @@ class PartitionState:
         self.paused = False
         self.chunks: deque[tuple[int, Any, Any]] = deque()  # (epoch, records, aborted)
         self.decoded: deque[Message] = deque()  # decoded, not yet returned (position order)
+        # The offset after the chunk ``decoded`` came from (past trailing control/aborted batches).
+        self.decoded_end = -1
         self.buffered = 0
         self.epoch = 0
         self.high_watermark = -1
@@ -209,9 +211,12 @@ class Fetcher:
                         if len(decoded) <= room:
                             out.extend(decoded)
                             decoded.clear()
+                            # The chunk is used up: past any control/aborted batches after its
+                            # last record too (a transaction's marker), as Kafka's consumer.
+                            state.position = max(out[-1]._offset + 1, state.decoded_end)
                         else:
                             out.extend(decoded.popleft() for _ in range(room))
-                        state.position = out[-1]._offset + 1
+                            state.position = out[-1]._offset + 1
                         continue
                     if not state.chunks:
                         break
@@ -229,6 +234,7 @@ class Fetcher:
                                            error=KafkaError(KafkaError._BAD_MSG, str(exc))))
                         break
                     decoded.extend(result.messages)
+                    state.decoded_end = result.next_offset
                     if not result.messages:
                         # Only control records or aborted data: skip past them.
                         state.position = max(state.position, result.next_offset)

@@ -488,6 +488,8 @@ class ContinuousProducer:
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
     config: dict[str, Any] = field(default_factory=dict)
     max_outstanding: int = 20000
+    #: the producer class: confluent-kafka's, or one with its API (``mafka.client.Producer``)
+    factory: Any = None
     attempts: list[Attempt] = field(default_factory=list)
     #: (monotonic time, partition, offset) of each acknowledgement, in arrival order
     acks: list[tuple[float, int, int]] = field(default_factory=list)
@@ -529,7 +531,10 @@ class ContinuousProducer:
             self.stop()
 
     def _run(self) -> None:
-        from confluent_kafka import Producer
+        if self.factory is not None:
+            Producer = self.factory  # noqa: N806 - a class
+        else:
+            from confluent_kafka import Producer
 
         conf = {
             "bootstrap.servers": self.bootstrap,
@@ -595,6 +600,9 @@ class ContinuousProducer:
                 producer.purge(in_queue=True, in_flight=True)
                 producer.poll(1.0)
         finally:
+            close = getattr(producer, "close", None)  # mafka.client's producer stops its thread
+            if close is not None:
+                close()
             del producer
             self._stopped.set()
 

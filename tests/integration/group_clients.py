@@ -41,7 +41,7 @@ from .chaos import wait_until
 T = TypeVar("T")
 
 DRIVER = Path(__file__).with_name("group_member.py")
-PYTHON_CLIENTS = ("confluent", "kafka-python", "aiokafka")
+PYTHON_CLIENTS = ("confluent", "kafka-python", "aiokafka", "mafka")
 ALL_CLIENTS = (*PYTHON_CLIENTS, "kcat")
 
 Event = dict[str, Any]

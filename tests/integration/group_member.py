@@ -1,6 +1,6 @@
 """One consumer-group member driven through a real third-party client, as a standalone process.
 
-    python tests/integration/group_member.py --client {confluent,kafka-python,aiokafka} \\
+    python tests/integration/group_member.py --client {confluent,kafka-python,aiokafka,mafka} \\
         --bootstrap HOST:PORT --group G --topic T [--group-instance-id X] \\
         [--session-timeout-ms N] [--heartbeat-interval-ms N] [--assignor roundrobin] [--commit] [--debug]
 
@@ -17,7 +17,9 @@ processes on one host):
   confluent-kafka: ``consumer_group_metadata()`` (librdkafka's serialized
   ``CGMDv2`` blob: group id, int32 generation id, member id, instance id);
   kafka-python: ``consumer._coordinator._generation``;
-  aiokafka: ``consumer._coordinator.generation`` / ``.member_id``
+  aiokafka: ``consumer._coordinator.generation`` / ``.member_id``;
+  mafka (``mafka.client``, driven by the confluent-kafka loop since its API is the same):
+  ``consumer._member.generation`` / ``.member_id``
 * ``{"event": "consumed", "partition", "offset", "value", "t"}``
 * ``{"event": "committed", "offsets": {partition: offset}, "t"}`` after a
   successful synchronous commit (``--commit``: offset + 1 of each message,
@@ -86,6 +88,33 @@ def run_confluent(args: argparse.Namespace) -> None:
 
     emit("started", client="confluent", version=confluent_kafka.version()[0],
          librdkafka=confluent_kafka.libversion()[0], pid=os.getpid())
+    consumer = Consumer(_confluent_conf(args, debug={"debug": "cgrp"}))  # librdkafka logs to stderr
+
+    def generation() -> tuple[int, str | None]:
+        try:
+            return parse_cgmd(consumer.consumer_group_metadata())
+        except Exception:  # noqa: BLE001 - not in a group yet
+            return -1, None
+
+    _run_confluent_shaped(args, consumer, generation, KafkaException, TopicPartition)
+
+
+def run_mafka(args: argparse.Namespace) -> None:
+    """mafka.client's Consumer: confluent-kafka's API, so the same loop drives it."""
+    import mafka
+    from mafka.client import Consumer, KafkaException, TopicPartition
+
+    emit("started", client="mafka", version=getattr(mafka, "__version__", "dev"), pid=os.getpid())
+    consumer = Consumer(_confluent_conf(args, debug={}))
+
+    def generation() -> tuple[int, str | None]:
+        member = consumer._member  # the generation is not part of confluent-kafka's public API
+        return (member.generation, member.member_id or None) if member is not None else (-1, None)
+
+    _run_confluent_shaped(args, consumer, generation, KafkaException, TopicPartition)
+
+
+def _confluent_conf(args: argparse.Namespace, debug: dict[str, str]) -> dict[str, Any]:
     conf: dict[str, Any] = {
         "bootstrap.servers": args.bootstrap,
         "group.id": args.group,
@@ -104,15 +133,12 @@ def run_confluent(args: argparse.Namespace) -> None:
     if args.group_instance_id:
         conf["group.instance.id"] = args.group_instance_id
     if args.debug:
-        conf["debug"] = "cgrp"  # librdkafka logs to stderr
-    consumer = Consumer(conf)
+        conf.update(debug)
+    return conf
 
-    def generation() -> tuple[int, str | None]:
-        try:
-            return parse_cgmd(consumer.consumer_group_metadata())
-        except Exception:  # noqa: BLE001 - not in a group yet
-            return -1, None
 
+def _run_confluent_shaped(args: argparse.Namespace, consumer: Any, generation: Any,
+                          KafkaException: Any, TopicPartition: Any) -> None:  # noqa: N803 - the client's classes
     def on_assign(c: Any, partitions: list[Any]) -> None:
         gen, member = generation()
         emit("assigned", partitions=sorted(p.partition for p in partitions), generation=gen, member_id=member)
@@ -302,7 +328,7 @@ async def _aiokafka(args: argparse.Namespace) -> None:
         emit("closed")
 
 
-CLIENTS = {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}
+CLIENTS = {"confluent": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "mafka": run_mafka}
 
 
 def main(argv: list[str] | None = None) -> int:

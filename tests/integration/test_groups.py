@@ -7,7 +7,7 @@ gets a cluster of its own with Kafka's default 3000 ms.  Topics have 6
 partitions and RF 3; an idempotent acks=all confluent-kafka producer
 (:class:`~.chaos.ContinuousProducer`) writes unique values while the members
 run.  Members are processes (:mod:`.group_clients`): ``group_member.py`` over
-confluent-kafka, kafka-python or aiokafka, which commits offset+1
+confluent-kafka, kafka-python, aiokafka or Mafka's own ``mafka.client``, which commits offset+1
 synchronously after printing each message (at-least-once), or ``kcat -G``
 (librdkafka auto-commit; its assignments come from the rebalance lines it
 prints on stderr).  Every member uses the eager round-robin assignor, so 6
@@ -442,7 +442,7 @@ class TestGroups:
             finally:
                 chaos.close()
 
-    @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka"])
+    @pytest.mark.parametrize("client", ["confluent", "kafka-python", "aiokafka", "mafka"])
     def test_a_static_member_restarted_within_its_session_timeout_causes_no_rebalance(self, cluster, groups, client):
         session_ms = SESSION_TIMEOUT_MS  # a restart takes well under a second; the test waits it out once
         topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
