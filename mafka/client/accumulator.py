@@ -93,7 +93,8 @@ class RecordAccumulator:
             before = 0
         self.queued_records += 1
         self.queued_bytes += batch.payload - before
-        full = batch.is_full() or batch.count >= self.batch_messages or len(queue) > 1
+        # Ready now: this record filled its batch (a new batch means the last one was full).
+        full = new_batch and len(queue) > 1 or batch.is_full() or batch.count >= self.batch_messages
         return new_batch, full
 
     # -- draining (sender thread) ----------------------------------------------------------

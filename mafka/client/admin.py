@@ -54,6 +54,7 @@ from mafka.client.admin_types import (
     ConsumerGroupType,
     DeletedRecords,
     DescribeClusterResult,
+    ElectionType,
     GroupMember,
     GroupMetadata,
     IsolationLevel,
@@ -64,6 +65,7 @@ from mafka.client.admin_types import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    PartitionReassignment,
     ResourceType,
 )
 from mafka.client.config import parse_config
@@ -92,6 +94,7 @@ __all__ = [
     "ConsumerGroupType",
     "DeletedRecords",
     "DescribeClusterResult",
+    "ElectionType",
     "GroupMember",
     "GroupMetadata",
     "IsolationLevel",
@@ -102,6 +105,7 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "PartitionReassignment",
     "ResourceType",
 ]
 
@@ -123,6 +127,9 @@ ALTER_CONFIGS = 33
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
 INCREMENTAL_ALTER_CONFIGS = 44
+ELECT_LEADERS = 43
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 
 # Errors after which a group request is resent to a (re-)looked-up coordinator.
 _COORDINATOR_RETRY = frozenset({
@@ -1094,6 +1101,215 @@ class AdminClient:
 
         self._run(futures.values(), work, request_timeout)
         return futures
+
+    # -- groups of any protocol type --------------------------------------------------------------
+
+    def _group_metadata(self, g: Any, node: int) -> GroupMetadata:
+        meta = GroupMetadata()
+        meta.broker = self._kernel.metadata.brokers.get(node)
+        meta.id = g.group_id
+        meta.error = KafkaError(g.error_code) if g.error_code else None
+        meta.state = g.group_state
+        meta.protocol_type = g.protocol_type
+        meta.protocol = g.protocol_data
+        for m in g.members:
+            member = GroupMember()
+            member.id = m.member_id
+            member.group_instance_id = getattr(m, "group_instance_id", None) or None
+            member.client_id = m.client_id
+            member.client_host = m.client_host
+            member.metadata = bytes(m.member_metadata)
+            member.assignment = bytes(m.member_assignment)
+            meta.members.append(member)
+        return meta
+
+    def describe_groups(self, group_ids: list[str], request_timeout: float | None = None
+                        ) -> dict[str, Future[GroupMetadata]]:
+        """{group: Future(GroupMetadata)}: DescribeGroups at each group's coordinator, as the broker
+        answers it, whatever the group's protocol type (``consumer``, ``connect``, ``""`` …).
+
+        The legacy :meth:`list_groups` shape: ``broker`` is the coordinator, ``state`` the
+        broker's string, ``protocol_type`` and ``protocol`` as sent, members with their raw
+        ``metadata`` / ``assignment`` bytes and ``group_instance_id``.  What tools such as
+        ``kafka-consumer-groups`` need beyond :meth:`describe_consumer_groups` (which decodes
+        assignments and reports only consumer groups' details).  A group that does not
+        exist is described with state ``Dead``; coordinator errors are retried.
+        """
+        _check_list(group_ids, "group_ids", str, "group ids")
+        _no_duplicates(group_ids, "group id")
+        futures = {g: _new_future() for g in group_ids}
+
+        async def describe(group: str) -> GroupMetadata:
+            async def call(node: int) -> GroupMetadata:
+                response = await self._kernel.send(node, DESCRIBE_GROUPS, {"groups": [group]})
+                for g in response.groups:
+                    if g.group_id == group:
+                        raise_for_code(g.error_code)
+                        return self._group_metadata(g, node)
+                raise_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"group {group} missing from the response")
+                raise AssertionError("unreachable")
+
+            return await self._coordinated(group, call)
+
+        async def work(deadline: float | None) -> None:
+            await self._each(futures, describe)
+
+        self._run(futures.values(), work, request_timeout)
+        return futures
+
+    # -- leaders and reassignments (answered by the controller) ----------------------------------
+
+    async def _controller_request(self, api_key: int, body: Callable[[], dict[str, Any]],
+                                  deadline: float | None, not_controller: Callable[[Any], bool]) -> Any:
+        """The controller's answer to ``body()``, sent again to the controller named by fresh
+        metadata after a lost connection or while ``not_controller(response)`` (it moved)."""
+        fresh = False
+        while True:
+            node = await self._controller(fresh)
+            try:
+                response = await self._kernel.send(node, api_key, body(),
+                                                   timeout=self._left(deadline, self._request_timeout))
+            except (ConnectionError, TimeoutError) as exc:
+                log.debug("controller %s: %s; retrying", node, exc)
+            else:
+                if not not_controller(response):
+                    return response
+                log.debug("broker %s is no longer the controller; retrying", node)
+            fresh = True
+            await asyncio.sleep(self._backoff)
+
+    @staticmethod
+    def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in partitions:
+            by_topic[tp.topic].append(tp.partition)
+        return by_topic
+
+    def elect_leaders(self, election_type: ElectionType, partitions: list[TopicPartition] | None = None,
+                      request_timeout: float | None = None, operation_timeout: float | None = None
+                      ) -> Future[dict[TopicPartition, KafkaException | None]]:
+        """Elects the preferred (or, UNCLEAN, any live) replica leader of ``partitions``
+        (None: every partition of the cluster), at the controller; confluent-kafka's.
+
+        Future({TopicPartition: None if elected, else KafkaException}) — e.g.
+        ELECTION_NOT_NEEDED when the preferred replica already leads,
+        PREFERRED_LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION.  The future itself
+        fails only for an error of the whole request.  ``operation_timeout`` is how long
+        the controller may wait for the elections to complete.
+        """
+        if not isinstance(election_type, ElectionType):
+            raise TypeError("Expected 'election_type' to be of type 'ElectionType'")
+        if partitions is not None:
+            if not isinstance(partitions, list):
+                raise TypeError(f"Expected 'partitions' to be a list, got '{type(partitions).__name__}'")
+            for tp in partitions:
+                _check_partition(tp, "'partitions'")
+            _no_duplicates(partitions, "partition")
+        topic_partitions = None if partitions is None else [
+            {"topic": t, "partitions": ps} for t, ps in self._by_topic(partitions).items()]
+        fut: Future[Any] = _new_future()
+
+        def not_controller(r: Any) -> bool:
+            return getattr(r, "error_code", 0) == ErrorCode.NOT_CONTROLLER or any(
+                p.error_code == ErrorCode.NOT_CONTROLLER for t in r.replica_election_results for p in t.partition_result)
+
+        async def work(deadline: float | None) -> None:
+            response = await self._controller_request(
+                ELECT_LEADERS,
+                lambda: {"election_type": election_type.value, "topic_partitions": topic_partitions,
+                         "timeout_ms": self._op_timeout_ms(operation_timeout, deadline)},
+                deadline, not_controller)
+            code = getattr(response, "error_code", 0)  # v1+
+            if code:
+                _fail(fut, _error(code))
+                return
+            results: dict[TopicPartition, KafkaException | None] = {}
+            for t in response.replica_election_results:
+                for p in t.partition_result:
+                    results[TopicPartition(t.topic, p.partition_id)] = (
+                        _error(p.error_code, p.error_message) if p.error_code else None)
+            _resolve(fut, results)
+
+        self._run([fut], work, request_timeout)
+        return fut
+
+    def alter_partition_reassignments(self, reassignments: dict[TopicPartition, list[int] | None],
+                                      request_timeout: float | None = None) -> dict[TopicPartition, Future[None]]:
+        """Starts (or changes) the reassignment of each partition to its list of target
+        replicas, or cancels it for None, at the controller (Java's ``alterPartitionReassignments``):
+        {TopicPartition: Future(None)}, failing with the partition's error
+        (UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS …)."""
+        if not isinstance(reassignments, dict):
+            raise TypeError("Expected 'reassignments' to be a dict of [TopicPartition, list of broker ids or None]")
+        if not reassignments:
+            raise ValueError("Expected non-empty dict of reassignments")
+        for tp, replicas in reassignments.items():
+            _check_partition(tp, "'reassignments'")
+            if replicas is not None:
+                if not isinstance(replicas, list) or not all(isinstance(b, int) for b in replicas):
+                    raise TypeError("Target replicas must be a list of broker ids (int) or None")
+        targets = dict(reassignments)
+        futures: dict[TopicPartition, Future[Any]] = {tp: _new_future() for tp in targets}
+        by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for tp, replicas in targets.items():
+            by_topic[tp.topic].append({"partition_index": tp.partition,
+                                       "replicas": None if replicas is None else list(replicas)})
+
+        async def work(deadline: float | None) -> None:
+            response = await self._controller_request(
+                ALTER_PARTITION_REASSIGNMENTS,
+                lambda: {"timeout_ms": self._op_timeout_ms(None, deadline),
+                         "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]},
+                deadline, lambda r: r.error_code == ErrorCode.NOT_CONTROLLER)
+            if response.error_code:
+                error = _error(response.error_code, response.error_message)
+                for f in futures.values():
+                    _fail(f, error)
+                return
+            for t in response.responses:
+                for p in t.partitions:
+                    f = futures.get(TopicPartition(t.name, p.partition_index))
+                    if f is None:
+                        continue
+                    if p.error_code:
+                        _fail(f, _error(p.error_code, p.error_message))
+                    else:
+                        _resolve(f, None)
+
+        self._run(futures.values(), work, request_timeout)
+        return futures
+
+    def list_partition_reassignments(self, partitions: list[TopicPartition] | None = None,
+                                     request_timeout: float | None = None
+                                     ) -> Future[dict[TopicPartition, PartitionReassignment]]:
+        """The reassignments in flight, of ``partitions`` or (None) of the whole cluster, at the
+        controller (Java's ``listPartitionReassignments``):
+        Future({TopicPartition: PartitionReassignment}); partitions not moving are left out."""
+        if partitions is not None:
+            if not isinstance(partitions, list):
+                raise TypeError(f"Expected 'partitions' to be a list, got '{type(partitions).__name__}'")
+            for tp in partitions:
+                _check_partition(tp, "'partitions'")
+        topics = None if partitions is None else [
+            {"name": t, "partition_indexes": ps} for t, ps in self._by_topic(partitions).items()]
+        fut: Future[Any] = _new_future()
+
+        async def work(deadline: float | None) -> None:
+            response = await self._controller_request(
+                LIST_PARTITION_REASSIGNMENTS,
+                lambda: {"timeout_ms": self._op_timeout_ms(None, deadline), "topics": topics},
+                deadline, lambda r: r.error_code == ErrorCode.NOT_CONTROLLER)
+            if response.error_code:
+                _fail(fut, _error(response.error_code, response.error_message))
+                return
+            _resolve(fut, {
+                TopicPartition(t.name, p.partition_index):
+                    PartitionReassignment(list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
+                for t in response.topics for p in t.partitions
+            })
+
+        self._run([fut], work, request_timeout)
+        return fut
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ __all__ = [
     "ConsumerGroupType",
     "DeletedRecords",
     "DescribeClusterResult",
+    "ElectionType",
     "GroupMember",
     "GroupMetadata",
     "IsolationLevel",
@@ -48,6 +49,7 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "PartitionReassignment",
     "ResourceType",
 ]
 
@@ -388,6 +390,9 @@ class GroupMember:
         self.metadata: bytes | None = None
         self.assignment: bytes | None = None
 
+    #: The member's static id (KIP-345), set by :meth:`AdminClient.describe_groups`; None if dynamic.
+    group_instance_id: str | None = None
+
 
 class GroupMetadata:
     """A group as the legacy :meth:`AdminClient.list_groups` reports it.
@@ -533,3 +538,35 @@ class DescribeClusterResult:
 
     def __repr__(self) -> str:
         return f"DescribeClusterResult(cluster_id={self.cluster_id!r}, controller={self.controller}, nodes={len(self.nodes)})"
+
+
+# -- leaders and reassignments -----------------------------------------------------------------
+
+
+class ElectionType(_Ordered):
+    """What :meth:`AdminClient.elect_leaders` elects (the wire's ``election_type``), confluent-kafka's."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+class PartitionReassignment:
+    """A reassignment in flight (Java's ``PartitionReassignment``), from list_partition_reassignments:
+    ``replicas`` (the full set while moving), ``adding_replicas`` and ``removing_replicas``."""
+
+    def __init__(self, replicas: list[int], adding_replicas: list[int], removing_replicas: list[int]) -> None:
+        self.replicas = list(replicas)
+        self.adding_replicas = list(adding_replicas)
+        self.removing_replicas = list(removing_replicas)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PartitionReassignment):
+            return NotImplemented
+        return (self.replicas, self.adding_replicas, self.removing_replicas) == (
+            other.replicas, other.adding_replicas, other.removing_replicas)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"PartitionReassignment(replicas={self.replicas}, adding_replicas={self.adding_replicas}, "
+                f"removing_replicas={self.removing_replicas})")

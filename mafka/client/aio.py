@@ -26,8 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from mafka.client.aio_util import wait_event
 from mafka.client.config import parse_config
@@ -50,9 +49,8 @@ __all__ = ["AIOProducer", "AIOConsumer", "RecordMetadata"]
 TP = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
-    """Where a record was written (aiokafka's ``RecordMetadata`` fields)."""
+class RecordMetadata(NamedTuple):
+    """Where a record was written (aiokafka's ``RecordMetadata`` fields; a tuple, built per record)."""
 
     topic: str
     partition: int
@@ -103,12 +101,16 @@ class AIOProducer:
         Raises:
             KafkaException: MSG_SIZE_TOO_LARGE, unknown topic or partition.
         """
-        await self.start()
-        value = to_bytes(value, "value")
-        key = to_bytes(key, "key")
-        hdrs = normalize_headers(headers)
+        if not self._started:
+            await self.start()
+        if type(value) is not bytes:
+            value = to_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            key = to_bytes(key, "key")
+        hdrs = normalize_headers(headers) if headers else None
         engine = self._engine
-        if encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
+        if (len(value) if value else 0) + (len(key) if key else 0) > engine.message_max - 200 and \
+                encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
             raise KafkaException(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
         while engine.buffer_full():
             self._space.clear()
@@ -264,13 +266,16 @@ class AIOConsumer:
                 raise KafkaException(error.error())
             msgs = self._fetcher.drain(limit)
             if msgs:
-                out: dict[TopicPartition, list[Message]] = {}
+                out: dict[TP, list[Message]] = {}
                 for m in msgs:
                     if m._error is not None:
                         raise KafkaException(m._error)
-                    self._stored[(m._topic, m._partition)] = m._offset + 1
-                    out.setdefault(TopicPartition(m._topic, m._partition), []).append(m)
-                return out
+                    key = (m._topic, m._partition)
+                    if key not in out:
+                        out[key] = []
+                    out[key].append(m)
+                self._stored.update(self._fetcher.drained)
+                return {TopicPartition(t, p): ms for (t, p), ms in out.items()}
             left = deadline - time.monotonic()
             if left <= 0:
                 return {}

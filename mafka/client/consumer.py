@@ -186,10 +186,7 @@ class Consumer:
             msgs = fetcher.drain(num_messages)
             if msgs:
                 if self._auto_store:
-                    stored = self._stored
-                    for m in msgs:
-                        if m._error is None:
-                            stored[(m._topic, m._partition)] = m._offset + 1
+                    self._stored.update(fetcher.drained)
                 return msgs
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:

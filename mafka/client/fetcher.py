@@ -120,6 +120,9 @@ class Fetcher:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.errors: deque[Message] = deque()
         self.fetches = 0
+        #: tp -> offset after the last message the latest :meth:`drain` returned for it.
+        self.drained: dict[TP, int] = {}
+        self._next_start = 0
         #: Called on the loop whenever data or an error event becomes available (the asyncio face).
         self.on_data: Callable[[], None] | None = None
 
@@ -194,16 +197,26 @@ class Fetcher:
     # -- draining (application thread) ---------------------------------------------------
 
     def drain(self, max_records: int) -> list[Message]:
-        """Decodes buffered record sets into up to ``max_records`` messages, advancing positions."""
+        """Decodes buffered record sets into up to ``max_records`` messages, advancing positions;
+        :attr:`drained` tells, per partition, the offset after the last one returned."""
         out: list[Message] = []
         freed = False
         with self.lock:
             if self.errors:
                 out.append(self.errors.popleft())
                 return out
-            for tp, state in list(self.partitions.items()):
+            self.drained = drained = {}
+            items = list(self.partitions.items())
+            if items:
+                # Start at a different partition each call, so a small max_records cannot
+                # starve the partitions behind one that keeps refilling (Java rotates too).
+                k = self._next_start % len(items)
+                self._next_start += 1
+                items = items[k:] + items[:k]
+            for tp, state in items:
                 if state.paused:
                     continue
+                before = len(out)
                 while len(out) < max_records:
                     decoded = state.decoded
                     if decoded:
@@ -238,6 +251,8 @@ class Fetcher:
                     if not result.messages:
                         # Only control records or aborted data: skip past them.
                         state.position = max(state.position, result.next_offset)
+                if len(out) > before and out[-1]._error is None:
+                    drained[tp] = out[-1]._offset + 1
                 if (
                     self.partition_eof and not state.chunks and not state.decoded
                     and state.position is not None

@@ -75,6 +75,7 @@ class ClusterMetadata:
         self.need_update = False
         self.updated_at = float("-inf")
         self.version = 0
+        self._available: dict[str, list[int]] = {}
 
     def request_update(self) -> None:
         self.need_update = True
@@ -116,6 +117,7 @@ class ClusterMetadata:
         self.need_update = False
         self.updated_at = now
         self.version += 1
+        self._available = {}
 
     # -- queries -------------------------------------------------------------------------
 
@@ -139,11 +141,17 @@ class ClusterMetadata:
         return -1 if p is None else p.leader
 
     def available_partitions(self, topic: str) -> list[int]:
-        """Partitions of ``topic`` that have a live leader."""
+        """Partitions of ``topic`` that have a live leader (cached until the next :meth:`update`;
+        the producer asks for every unkeyed record)."""
+        cached = self._available.get(topic)
+        if cached is not None:
+            return cached
         info = self.topics.get(topic)
         if info is None:
             return []
-        return [p.id for p in info.partitions.values() if p.leader >= 0 and p.leader in self.brokers]
+        found = [p.id for p in info.partitions.values() if p.leader >= 0 and p.leader in self.brokers]
+        self._available[topic] = found
+        return found
 
     def broker(self, node_id: int) -> BrokerInfo | None:
         return self.brokers.get(node_id)

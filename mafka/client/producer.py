@@ -97,14 +97,17 @@ class Producer:
         """
         if self._closed:
             raise RuntimeError("Producer has been closed")
-        value = to_bytes(value, "value")
-        key = to_bytes(key, "key")
-        hdrs = normalize_headers(headers)
+        if type(value) is not bytes:
+            value = to_bytes(value, "value")
+        if key is not None and type(key) is not bytes:
+            key = to_bytes(key, "key")
+        hdrs = normalize_headers(headers) if headers else None
         cb = on_delivery or callback or self._default_cb
         engine = self._engine
         if engine.buffer_full():
             raise BufferError("Local: Queue full")
-        if encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
+        if (len(value) if value else 0) + (len(key) if key else 0) > engine.message_max - 200 and \
+                encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
             raise KafkaException(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
         if not timestamp:
             timestamp = int(time.time() * 1000)

@@ -29,6 +29,18 @@ def _zigzag(out: bytearray, value: int) -> None:
     out.append(u)
 
 
+def _zigzag_bytes(value: int) -> bytes:
+    out = bytearray()
+    _zigzag(out, value)
+    return bytes(out)
+
+
+#: Zigzag varints of 0 .. 16383 (timestamp deltas, offset deltas and lengths are nearly
+#: always in this range): one list index instead of a loop per field of every record.
+_SMALL = 16384
+_VARINTS = [_zigzag_bytes(v) for v in range(_SMALL)]
+
+
 def encoded_record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
     """An upper bound of one record's encoded size (for size checks before appending)."""
     size = _RECORD_OVERHEAD_MAX + (len(key) if key else 0) + (len(value) if value else 0)
@@ -93,22 +105,41 @@ class ProducerBatch:
         """
         if self.count == 0:
             self.base_ts = self.max_ts = timestamp
+        varints = _VARINTS
         rec = bytearray(b"\x00")  # attributes
-        _zigzag(rec, timestamp - self.base_ts)
-        _zigzag(rec, self.count)
+        delta = timestamp - self.base_ts
+        if 0 <= delta < _SMALL:
+            rec += varints[delta]
+        else:
+            _zigzag(rec, delta)
+        count = self.count
+        if count < _SMALL:
+            rec += varints[count]
+        else:
+            _zigzag(rec, count)
         if key is None:
             rec.append(1)
         else:
-            _zigzag(rec, len(key))
+            n = len(key)
+            if n < _SMALL:
+                rec += varints[n]
+            else:
+                _zigzag(rec, n)
             rec += key
         if value is None:
             rec.append(1)
         else:
-            _zigzag(rec, len(value))
+            n = len(value)
+            if n < _SMALL:
+                rec += varints[n]
+            else:
+                _zigzag(rec, n)
             rec += value
         if headers:
             _zigzag(rec, len(headers))
             for h_key, h_value in headers:
+                if not isinstance(h_key, str):
+                    raise TypeError(f"header key must be str, not {type(h_key).__name__}")
                 encoded = h_key.encode("utf-8")
                 _zigzag(rec, len(encoded))
                 rec += encoded
@@ -125,7 +156,10 @@ class ProducerBatch:
         added = length + (1 if length < 64 else 2 if length < 8192 else 3 if length < 1048576 else 5)
         if self.count and self.size + added > self.limit:
             return False
-        _zigzag(self.body, length)
+        if length < _SMALL:
+            self.body += varints[length]
+        else:
+            _zigzag(self.body, length)
         self.body += rec
         self.size += added
         self.payload += length

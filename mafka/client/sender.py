@@ -106,6 +106,7 @@ class ProducerEngine:
         self._wake: asyncio.Event | None = None
         self._in_flight_requests: dict[int, int] = {}
         self._closing = False
+        self._wake_scheduled = False
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_flight_batches = 0
         self.fatal: KafkaError | None = None
@@ -134,11 +135,14 @@ class ProducerEngine:
         now = time.monotonic()
         with acc.lock:
             new_batch, full = acc.append(topic, partition, timestamp, key, value, headers, on_delivery, now)
-        if full and self.sticky.current(topic) == partition:
+        if new_batch and self.sticky.current(topic) == partition:
+            # The sticky partition's batch filled up and a new one began: unkeyed records
+            # move on to another partition (KIP-480's onNewBatch).
             md = self.kernel.metadata
             count = md.partition_count(topic) or 1
             self.sticky.on_new_batch(topic, count, partition, md.available_partitions(topic) or None)
-        if (new_batch or full) and self.loop is not None:
+        if (new_batch or full) and self.loop is not None and not self._wake_scheduled:
+            self._wake_scheduled = True  # one cross-thread wakeup until the loop ran it
             self.loop.call_soon_threadsafe(self.wake)
 
     def buffer_full(self) -> bool:
@@ -148,6 +152,7 @@ class ProducerEngine:
     # -- loop side -----------------------------------------------------------------------
 
     def wake(self) -> None:
+        self._wake_scheduled = False
         if self._wake is not None:
             self._wake.set()
 
