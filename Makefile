@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication bench-groups system-deps clean
+.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication bench-groups bench-client system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -39,6 +39,10 @@ bench-replication: system-deps $(STAMP)
 # PEER=127.0.0.1:29092 measures a running peer broker (../shared/bench/peer-tansu.sh) alongside.
 bench-groups: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_groups.py $(if $(PEER),--peer $(PEER))
+
+# mafka.client beside kafka-python, aiokafka and confluent-kafka (RECORDS=1000000 ROUNDS=3 by default).
+bench-client: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_client.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 system-deps:
 	@scripts/install-system-deps.sh

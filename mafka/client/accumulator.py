@@ -17,6 +17,7 @@ so the broker sees sequences in order again.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -71,8 +72,12 @@ class RecordAccumulator:
     # -- appending (caller thread, lock held by the caller) ---------------------------------
 
     def append(self, topic: str, partition: int, timestamp: int, key: bytes | None,
-               value: bytes | None, headers: object, on_delivery: object, now: float) -> tuple[bool, bool]:
-        """Appends one record; returns ``(new_batch_created, a_batch_is_full)``.  Caller holds :attr:`lock`."""
+               value: bytes | None, headers: object, on_delivery: object,
+               now: float | None = None) -> tuple[bool, bool]:
+        """Appends one record; returns ``(new_batch_created, a_batch_is_full)``.  Caller holds :attr:`lock`.
+
+        ``now`` (monotonic seconds) stamps a new batch; read from the clock when omitted,
+        and only when a batch is created."""
         tp = (topic, partition)
         queue = self.queues.get(tp)
         if queue is None:
@@ -86,7 +91,8 @@ class RecordAccumulator:
             or batch.count >= self.batch_messages
             or not batch.try_append(timestamp, key, value, headers, on_delivery)
         ):
-            batch = ProducerBatch(topic, partition, self.batch_size, self.compression, now)
+            batch = ProducerBatch(topic, partition, self.batch_size, self.compression,
+                                  time.monotonic() if now is None else now)
             batch.try_append(timestamp, key, value, headers, on_delivery)
             queue.append(batch)
             new_batch = True

@@ -106,13 +106,43 @@ class ProducerBatch:
         if self.count == 0:
             self.base_ts = self.max_ts = timestamp
         varints = _VARINTS
-        rec = bytearray(b"\x00")  # attributes
         delta = timestamp - self.base_ts
+        count = self.count
+        if (
+            not headers and 0 <= delta < _SMALL and count < _SMALL
+            and (value is None or len(value) < 8000) and (key is None or len(key) < 8000)
+        ):
+            # The common record: small fields, no headers.  Its length is known from the
+            # parts, so it is written straight into the body without a temporary copy.
+            vt = varints[delta]
+            vo = varints[count]
+            if key is None:
+                vk, key_bytes = b"\x01", b""
+            else:
+                vk, key_bytes = varints[len(key)], key
+            if value is None:
+                vv, value_bytes = b"\x01", b""
+            else:
+                vv, value_bytes = varints[len(value)], value
+            length = 2 + len(vt) + len(vo) + len(vk) + len(key_bytes) + len(vv) + len(value_bytes)
+            prefix = varints[length]
+            added = len(prefix) + length
+            if count and self.size + added > self.limit:
+                return False
+            self.body += b"".join((prefix, b"\x00", vt, vo, vk, key_bytes, vv, value_bytes, b"\x00"))
+            self.size += added
+            self.payload += length
+            if timestamp > self.max_ts:
+                self.max_ts = timestamp
+            self.count = count + 1
+            self.records.append((on_delivery, key, value, timestamp, headers))
+            self._built = None
+            return True
+        rec = bytearray(b"\x00")  # attributes
         if 0 <= delta < _SMALL:
             rec += varints[delta]
         else:
             _zigzag(rec, delta)
-        count = self.count
         if count < _SMALL:
             rec += varints[count]
         else:

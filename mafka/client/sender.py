@@ -107,6 +107,7 @@ class ProducerEngine:
         self._in_flight_requests: dict[int, int] = {}
         self._closing = False
         self._wake_scheduled = False
+        self._unkeyed: dict[str, tuple[int, int]] = {}  # topic -> (partition, metadata version)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_flight_batches = 0
         self.fatal: KafkaError | None = None
@@ -120,22 +121,31 @@ class ProducerEngine:
             KafkaException-worthy conditions are the caller's; here only metadata is read.
         """
         md = self.kernel.metadata
+        if key is None:
+            cached = self._unkeyed.get(topic)
+            if cached is not None and cached[1] == md.version:
+                return cached[0]
         count = md.partition_count(topic)
         if count is None:
             return None
         chosen = self.partitioner(key, count)
         if chosen is not None:
             return chosen
-        return self.sticky.partition(topic, count, md.available_partitions(topic) or None)
+        chosen = self.sticky.partition(topic, count, md.available_partitions(topic) or None)
+        if key is None:
+            # Unkeyed records go where the sticky partitioner said until its batch fills or
+            # the metadata changes: one dict lookup per record instead of the full choice.
+            self._unkeyed[topic] = (chosen, md.version)
+        return chosen
 
     def append(self, topic: str, partition: int, timestamp: int, key: bytes | None,
                value: bytes | None, headers: Any, on_delivery: Any) -> None:
         """Appends one record (any thread); wakes the sender when a batch is ready."""
         acc = self.accumulator
-        now = time.monotonic()
         with acc.lock:
-            new_batch, full = acc.append(topic, partition, timestamp, key, value, headers, on_delivery, now)
+            new_batch, full = acc.append(topic, partition, timestamp, key, value, headers, on_delivery)
         if new_batch and self.sticky.current(topic) == partition:
+            self._unkeyed.pop(topic, None)
             # The sticky partition's batch filled up and a new one began: unkeyed records
             # move on to another partition (KIP-480's onNewBatch).
             md = self.kernel.metadata
