@@ -412,7 +412,13 @@ class Consumer:
         if self._closed:
             return
         try:
-            if self._auto_commit:
+            member = self._member
+            if member is not None and member.owned:
+                # As librdkafka and Java do: the application sees its partitions revoked
+                # (and may commit) before the consumer leaves the group.
+                self._serve_event(RebalanceEvent("revoke", sorted(member.owned), member.rebalance_protocol ==
+                                                 "COOPERATIVE", self._thread.loop.create_future()))
+            elif self._auto_commit:
                 self._commit_stored(wait=True)
             if self._member is not None:
                 self._thread.run(self._leave(self._member), timeout=10)

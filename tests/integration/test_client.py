@@ -455,3 +455,69 @@ def test_readme_example_runs_as_written(cluster, capsys):
     first = cluster.bootstrap.split(",")[0]
     exec(compile(code.replace("127.0.0.1:9092", first), "README.md", "exec"), {})
     assert "b'user-1' b'hello' [('source', b'readme')]" in capsys.readouterr().out
+
+
+def test_cooperative_sticky_rebalances_incrementally_beside_librdkafka(cluster):
+    """A mafka member and a confluent-kafka member, both cooperative-sticky (KIP-429): when the
+    second joins, the first gives up only the partitions that move, and keeps consuming the rest
+    throughout — no partition is ever owned by both."""
+    import confluent_kafka
+
+    from mafka.client import Consumer
+
+    topic = new_topic(cluster)
+    group = "coop-" + topic
+    events: list[tuple[str, str, frozenset[int]]] = []
+    lock = threading.Lock()
+    owned: dict[str, set[int]] = {"mafka": set(), "confluent": set()}
+    overlap: list[set[int]] = []
+    stop = threading.Event()
+
+    def note(name, kind, parts):
+        with lock:
+            ps = {p.partition for p in parts}
+            events.append((name, kind, frozenset(ps)))
+            if kind == "assign":
+                owned[name] |= ps
+            else:
+                owned[name] -= ps
+            both = owned["mafka"] & owned["confluent"]
+            if both:
+                overlap.append(both)
+
+    def member(name, factory):
+        c = factory({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": 10000})
+        c.subscribe([topic], on_assign=lambda c, ps: note(name, "assign", ps),
+                    on_revoke=lambda c, ps: note(name, "revoke", ps))
+        while not stop.is_set():
+            c.poll(0.1)
+        c.close()
+
+    first = threading.Thread(target=member, args=("mafka", Consumer), daemon=True)
+    first.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(owned["mafka"]) < PARTITIONS and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert owned["mafka"] == set(range(PARTITIONS)), events
+        second = threading.Thread(target=member, args=("confluent", confluent_kafka.Consumer), daemon=True)
+        second.start()
+        while time.monotonic() < deadline:
+            with lock:
+                if len(owned["mafka"]) == 3 and len(owned["confluent"]) == 3:
+                    break
+            time.sleep(0.1)
+    finally:
+        with lock:
+            settled = list(events)  # what closing the members does is not part of the rebalance
+        stop.set()
+    first.join(30)
+    second.join(30)
+    assert not overlap, (overlap, events)
+    events = settled
+    revokes = [parts for name, kind, parts in events if name == "mafka" and kind == "revoke"]
+    # Incremental: the first member gave up exactly the three partitions that moved, never all six.
+    assert revokes and all(len(r) < PARTITIONS for r in revokes), events
+    moved = {p for name, kind, parts in events if name == "confluent" and kind == "assign" for p in parts}
+    assert moved == set().union(*revokes) and len(moved) == 3, events
