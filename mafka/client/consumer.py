@@ -15,7 +15,6 @@ revoked, and at :meth:`Consumer.close`.
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -36,9 +35,11 @@ from mafka.client.message import (
 )
 from mafka.client.metadata_view import ClusterMetadataView, list_topics
 
-__all__ = ["Consumer"]
+__all__ = ["Consumer", "CLOSE_STEP_TIMEOUT"]
 
 TP = tuple[str, int]
+#: Seconds each step of :meth:`Consumer.close` may take.
+CLOSE_STEP_TIMEOUT = 5.0
 
 
 def _start_offset(offset: int) -> int | None:
@@ -77,7 +78,7 @@ class Consumer:
         self._on_lost: Callable[..., Any] | None = None
         self._assign_called = False
         self._closed = False
-        self._rebalance_lock = threading.Lock()
+        self._revoke_commit_timeout: float | None = None  # request.timeout.ms
         self._thread.run(self._start(), timeout=10)
 
     async def _start(self) -> None:
@@ -217,7 +218,8 @@ class Consumer:
                     (self.incremental_assign if event.incremental else self.assign)(parts)
             else:
                 if self._auto_commit and event.kind == "revoke":
-                    self._commit_stored([(t, p) for t, p in event.partitions], wait=True)
+                    self._commit_stored([(t, p) for t, p in event.partitions], wait=True,
+                                        timeout=self._revoke_commit_timeout)
                 cb = self._on_lost if event.kind == "lost" and self._on_lost else self._on_revoke
                 if cb is not None:
                     cb(self, parts)
@@ -304,7 +306,8 @@ class Consumer:
         err = next((tp.error for tp in parts if tp.error is not None), None)
         self._notify(("commit", err, parts))
 
-    def _commit_stored(self, tps: list[TP] | None = None, wait: bool = False) -> None:
+    def _commit_stored(self, tps: list[TP] | None = None, wait: bool = False,
+                       timeout: float | None = None) -> None:
         todo = {tp: off for tp, off in self._stored.items()
                 if (tps is None or tp in tps) and self._committed_sent.get(tp) != off}
         if not todo:
@@ -312,7 +315,7 @@ class Consumer:
         future = self._thread.submit(self._commit(todo))
         if wait:
             try:
-                future.result(self._kernel.config["request.timeout.ms"] / 1000.0)
+                future.result(timeout or self._kernel.config["request.timeout.ms"] / 1000.0)
             except Exception:  # noqa: BLE001 - a failed commit on revoke is reported by the next one
                 pass
 
@@ -408,9 +411,13 @@ class Consumer:
     # -- closing ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Commits stored offsets (auto-commit), leaves the group, stops the thread and sockets."""
+        """Commits stored offsets (auto-commit), leaves the group, stops the thread and sockets.
+
+        Bounded: each step (the revoke commit, LeaveGroup, closing connections) gets at most
+        :data:`CLOSE_STEP_TIMEOUT` seconds, so a dead cluster cannot hold it up for long."""
         if self._closed:
             return
+        self._revoke_commit_timeout = CLOSE_STEP_TIMEOUT
         try:
             member = self._member
             if member is not None and member.owned:
@@ -419,9 +426,9 @@ class Consumer:
                 self._serve_event(RebalanceEvent("revoke", sorted(member.owned), member.rebalance_protocol ==
                                                  "COOPERATIVE", self._thread.loop.create_future()))
             elif self._auto_commit:
-                self._commit_stored(wait=True)
+                self._commit_stored(wait=True, timeout=CLOSE_STEP_TIMEOUT)
             if self._member is not None:
-                self._thread.run(self._leave(self._member), timeout=10)
+                self._thread.run(self._leave(self._member), timeout=CLOSE_STEP_TIMEOUT)
         except Exception:  # noqa: BLE001 - close must not hang or raise on a dead cluster
             pass
         self._closed = True

@@ -157,8 +157,11 @@ class GroupMember:
                 self.coordinator = -1
                 await asyncio.sleep(self.backoff)
 
-    async def _ensure_coordinator(self) -> None:
+    async def _ensure_coordinator(self, deadline: float | None = None) -> None:
+        """Finds the coordinator, retrying; ConnectionError once ``deadline`` (monotonic) passes."""
         while self.coordinator < 0:
+            if deadline is not None and time.monotonic() > deadline:
+                raise ConnectionError(f"no coordinator found for group {self.group_id}")
             try:
                 self.coordinator = await self.kernel.find_coordinator(self.group_id)
             except Exception as exc:  # noqa: BLE001 - any lookup failure: back off and retry
@@ -341,8 +344,8 @@ class GroupMember:
         }
         deadline = time.monotonic() + self.kernel.config["request.timeout.ms"] / 1000.0
         while True:
-            await self._ensure_coordinator()
             try:
+                await self._ensure_coordinator(deadline)
                 response = await self._send(OFFSET_COMMIT, body)
             except (TimeoutError, ConnectionError):
                 self._coordinator_lost()
@@ -371,8 +374,8 @@ class GroupMember:
                 "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
         deadline = time.monotonic() + self.kernel.config["request.timeout.ms"] / 1000.0
         while True:
-            await self._ensure_coordinator()
             try:
+                await self._ensure_coordinator(deadline)
                 response = await self._send(OFFSET_FETCH, body)
             except (TimeoutError, ConnectionError):
                 self._coordinator_lost()

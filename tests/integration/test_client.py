@@ -521,3 +521,30 @@ def test_cooperative_sticky_rebalances_incrementally_beside_librdkafka(cluster):
     assert revokes and all(len(r) < PARTITIONS for r in revokes), events
     moved = {p for name, kind, parts in events if name == "confluent" and kind == "assign" for p in parts}
     assert moved == set().union(*revokes) and len(moved) == 3, events
+
+
+def test_close_is_bounded_when_the_broker_never_answers():
+    """A listener that accepts connections and never answers: every client still closes promptly."""
+    import socket
+
+    from mafka.client import Consumer, Producer
+    from mafka.client.admin import AdminClient
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    bootstrap = f"127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        p = Producer({"bootstrap.servers": bootstrap})
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "silent", "enable.auto.commit": True})
+        c.subscribe(["nowhere"])
+        assert c.poll(1.0) is None
+        a = AdminClient({"bootstrap.servers": bootstrap})
+        started = time.monotonic()
+        p.close()
+        c.close()
+        a.close()
+        assert time.monotonic() - started < 20
+        assert not [t.name for t in threading.enumerate() if t.name.startswith("mafka-")]
+    finally:
+        listener.close()

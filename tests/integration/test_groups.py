@@ -346,9 +346,11 @@ class TestGroups:
         except TimeoutError as exc:
             pytest.fail(f"{exc}\n{where(cluster, g)}")
 
-    def test_the_group_survives_a_sigkill_of_its_coordinator_and_commits_never_go_back(self, cluster, groups):
+    @pytest.mark.parametrize("client", ["confluent", "mafka"])
+    def test_the_group_survives_a_sigkill_of_its_coordinator_and_commits_never_go_back(self, cluster, groups,
+                                                                                       client):
         topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
-        g = groups(cluster, "confluent", topic)
+        g = groups(cluster, client, topic)
         chaos = Chaos(cluster)
         try:
             chaos.heal()
