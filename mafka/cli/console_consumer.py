@@ -1,48 +1,78 @@
-"""``mafka console-consumer``: Kafka's ``kafka-console-consumer.sh`` for Mafka.
+"""``mafka console-consumer``: Kafka's ``kafka-console-consumer.sh`` for Mafka, on :class:`mafka.client.Consumer`.
 
-Assigns every partition of ``--topic`` (or just ``--partition``) — there are
-no consumer groups yet — and prints each record with Kafka's
-DefaultMessageFormatter (``print.timestamp``, ``print.partition``,
-``print.offset``, ``print.headers``, ``print.key``, ``print.value``,
-``key.separator`` (TAB), ``line.separator`` (newline), ``headers.separator``
-(``,``), ``null.literal`` (``null``)).  Starts at the latest offset unless
-``--from-beginning`` or ``--offset``.  Stops after ``--max-messages``, after
-``--timeout-ms`` without a record, or on Ctrl-C, and then prints
-``Processed a total of N messages`` on stderr.
+Two modes, as Kafka 2.8's ``ConsoleConsumer``:
+
+* ``--partition P [--offset earliest|latest|N]``: assigns that partition of
+  ``--topic`` (no group) and starts at the offset (``latest`` unless
+  ``--from-beginning``);
+* otherwise subscribes to ``--topic`` in ``--group`` (or ``group.id`` from
+  ``--consumer-property`` / ``--consumer.config``); without one, in a fresh
+  ``console-consumer-<n>`` group that commits nothing (Kafka's
+  ``enable.auto.commit=false`` for the generated group).  Where a group has no
+  committed offset the consumer starts at the latest offset, or the earliest
+  with ``--from-beginning`` (``auto.offset.reset``).
+
+Records print with Kafka's DefaultMessageFormatter (``print.timestamp``,
+``print.partition``, ``print.offset``, ``print.headers``, ``print.key``,
+``print.value``, ``key.separator`` (TAB), ``line.separator`` (newline),
+``headers.separator`` (``,``), ``null.literal`` (``null``)).  Stops after
+``--max-messages``, after ``--timeout-ms`` without a record, on an error from
+the consumer, or on Ctrl-C, and then prints ``Processed a total of N
+messages`` on stderr.  As in Kafka, a timeout or a consumer error ends the run
+with status 0 after an ``ERROR Error processing message, terminating consumer
+process`` line; argument errors, a partition that does not exist and a topic
+whose metadata never comes exit with 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 import time
-from datetime import datetime
 from typing import Any, BinaryIO
 
-from mafka.client.blocking import FETCH, LIST_OFFSETS, RETRIABLE, BlockingClient, ClientTimeout
-from mafka.errors import ErrorCode
-from mafka.wire.errors import ProtocolError
-from mafka.wire.records import Record, iter_decoded_batches
+from mafka.cli.clients import (
+    client_settings,
+    error_text,
+    java_exception,
+    load_properties,
+    log_line,
+    parse_properties,
+)
+from mafka.client.consumer import Consumer
+from mafka.client.kafka_error import KafkaError, KafkaException
+from mafka.client.message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Message,
+    TopicPartition,
+)
 
-__all__ = ["add_parser", "run", "Formatter", "parse_offset"]
+__all__ = ["add_parser", "run", "Formatter", "parse_offset", "check_args", "consumer_config"]
 
 EARLIEST, LATEST = -2, -1
-FETCH_MAX_WAIT_MS = 100
-PARTITION_MAX_BYTES = 1024 * 1024
+_LOGGER = "kafka.tools.ConsoleConsumer$"
+_TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("console-consumer", help="print a topic's records (kafka-console-consumer)")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--topic", required=True)
+    p.add_argument("--group", help="the consumer group to subscribe in")
     p.add_argument("--from-beginning", action="store_true")
     p.add_argument("--partition", type=int)
     p.add_argument("--offset", default=None, help="earliest, latest or a non-negative number (needs --partition)")
     p.add_argument("--max-messages", type=int)
     p.add_argument("--timeout-ms", type=int)
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
-                   help="accepted for compatibility; ignored")
+    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                   help="consumer config properties file (--consumer-property wins)")
+    p.add_argument("--isolation-level", default=None, choices=["read_committed", "read_uncommitted"])
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
@@ -73,6 +103,46 @@ def check_args(args: argparse.Namespace) -> int:
     return parse_offset(args.offset, args.from_beginning)
 
 
+def consumer_config(args: argparse.Namespace, rng: random.Random | None = None) -> dict[str, Any]:
+    """The :class:`~mafka.client.Consumer` configuration (Kafka's ``consumerProps`` and group rules).
+
+    Raises:
+        ValueError: group ids that disagree, a group with ``--partition``, a
+            ``--from-beginning`` that contradicts ``auto.offset.reset``, a bad property.
+    """
+    props: dict[str, Any] = load_properties(args.consumer_config) if args.consumer_config else {}
+    extra = parse_properties(args.consumer_property)
+    groups = list(dict.fromkeys(g for g in (args.group, extra.get("group.id"), props.get("group.id")) if g))
+    if len(groups) > 1:
+        raise ValueError("The group ids provided in different places (directly using '--group', via "
+                         "'--consumer-property', or via '--consumer.config') do not match. Detected group ids: "
+                         + ", ".join(f"'{g}'" for g in groups))
+    if groups and args.partition is not None:
+        raise ValueError("Options group and partition cannot be specified together.")
+    props.update(extra)
+    reset = props.get("auto.offset.reset")
+    if reset is not None and args.from_beginning and reset != "earliest":
+        raise ValueError(f"Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}', "
+                         "please remove one option")
+    conf: dict[str, Any] = {
+        "client.id": "console-consumer",
+        "allow.auto.create.topics": True,  # as the Java consumer against a broker that creates topics
+        "isolation.level": "read_uncommitted",
+    }
+    conf.update(client_settings(props, "consumer"))
+    conf["bootstrap.servers"] = args.bootstrap_server
+    conf.setdefault("auto.offset.reset", "earliest" if args.from_beginning else "latest")
+    if args.isolation_level is not None:
+        conf["isolation.level"] = args.isolation_level
+    conf.pop("group.id", None)
+    if groups:
+        conf["group.id"] = groups[0]
+    elif args.partition is None:
+        conf["group.id"] = f"console-consumer-{(rng or random.Random()).randrange(100000)}"
+        conf.setdefault("enable.auto.commit", False)
+    return conf
+
+
 class Formatter:
     """Kafka's DefaultMessageFormatter."""
 
@@ -91,212 +161,111 @@ class Formatter:
         self.headers_separator = _unescape(props.get("headers.separator", ",")).encode()
         self.null_literal = props.get("null.literal", "null").encode()
 
-    def format(self, record: Record, partition: int, timestamp_type: int) -> bytes:
-        out = bytearray()
+    def format(self, msg: Message) -> bytes:
+        """One consumed record as Kafka prints it (``print.*`` columns in Kafka's order)."""
         columns = []
         if self.print_timestamp:
-            if record.timestamp < 0:
-                columns.append(b"NO_TIMESTAMP")
-            else:
-                kind = "LogAppendTime" if timestamp_type else "CreateTime"
-                columns.append(f"{kind}:{record.timestamp}".encode())
+            ts_type, ts = msg.timestamp()
+            kind = _TIMESTAMP_TYPES.get(ts_type)
+            columns.append(b"NO_TIMESTAMP" if kind is None else f"{kind}:{ts}".encode())
         if self.print_partition:
-            columns.append(f"Partition:{partition}".encode())
+            columns.append(f"Partition:{msg.partition()}".encode())
         if self.print_offset:
-            columns.append(f"Offset:{record.offset}".encode())
+            columns.append(f"Offset:{msg.offset()}".encode())
         if self.print_headers:
-            if record.headers:
+            headers = msg.headers()
+            if headers:
                 columns.append(self.headers_separator.join(
-                    k.encode() + b":" + (self.null_literal if v is None else v) for k, v in record.headers
+                    k.encode() + b":" + (self.null_literal if v is None else v) for k, v in headers
                 ))
             else:
                 columns.append(b"NO_HEADERS")
         if self.print_key:
-            columns.append(self.null_literal if record.key is None else record.key)
+            key = msg.key()
+            columns.append(self.null_literal if key is None else key)
         if self.print_value:
-            columns.append(self.null_literal if record.value is None else record.value)
-        out += self.key_separator.join(columns)
-        if columns:
-            out += self.line_separator
-        return bytes(out)
+            value = msg.value()
+            columns.append(self.null_literal if value is None else value)
+        if not columns:
+            return b""
+        return self.key_separator.join(columns) + self.line_separator
 
 
 def _unescape(text: str) -> str:
     return text.encode().decode("unicode_escape") if "\\" in text else text
 
 
-def parse_properties(entries: list[str]) -> dict[str, str]:
-    out = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep:
-            raise ValueError(f"Invalid property: {entry} (expected key=value)")
-        out[key.strip()] = value
-    return out
+class ConsumeError(Exception):
+    """The consumer reported an error: Kafka's console consumer logs it and stops."""
+
+    def __init__(self, error: KafkaError) -> None:
+        super().__init__(error)
+        self.error = error
 
 
-class Consumer:
-    """Fetches assigned partitions of one topic from their leaders."""
+class Progress:
+    """How many records were printed (for ``Processed a total of N messages``, even after Ctrl-C)."""
 
-    def __init__(self, client: BlockingClient, topic: str, partitions: list[int] | None, start: int,
-                 reset: int) -> None:
-        self.client = client
-        self.topic = topic
-        self.wanted = partitions
-        self.start = start
-        self.reset = reset
-        self.leaders: dict[int, int] = {}
-        self.positions: dict[int, int] = {}
-        self.printed = 0
-
-    def assign(self) -> None:
-        leaders = self.client.partitions_for(self.topic, auto_create=True)
-        if not leaders:
-            raise ClientTimeout(f"Topic {self.topic} not present in metadata after {self.client.timeout_s * 1000:.0f} ms.")
-        if self.wanted is not None:
-            missing = [p for p in self.wanted if p not in leaders]
-            if missing:
-                raise ValueError(f"Partition {missing[0]} of topic {self.topic} does not exist.")
-            leaders = {p: leaders[p] for p in self.wanted}
-        self.leaders = leaders
-        for p in leaders:
-            self.positions[p] = self.start
-        self._resolve([p for p in leaders if self.positions[p] < 0])
-
-    def _refresh(self) -> None:
-        try:
-            leaders = self.client.partitions_for(self.topic, timeout=5.0) or {}
-        except ClientTimeout:
-            return
-        for p in self.leaders:
-            if p in leaders:
-                self.leaders[p] = leaders[p]
-
-    def _resolve(self, partitions: list[int]) -> None:
-        """Turns EARLIEST/LATEST positions into offsets with ListOffsets."""
-        todo = list(partitions)
-
-        def attempt() -> tuple[bool, list[int]]:
-            failed: list[int] = []
-            by_leader: dict[int, list[int]] = {}
-            for p in todo:
-                by_leader.setdefault(self.leaders[p], []).append(p)
-            for leader, parts in by_leader.items():
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": 0,
-                    "topics": [{"name": self.topic, "partitions": [
-                        {"partition_index": p, "timestamp": self.positions[p]} for p in parts
-                    ]}],
-                }
-                try:
-                    response = self.client.call(LIST_OFFSETS, 2, body, broker_id=leader, timeout=5.0)
-                except ClientTimeout:
-                    failed += parts
-                    continue
-                for t in response.topics:
-                    for r in t.partitions:
-                        if r.error_code == ErrorCode.NONE:
-                            self.positions[r.partition_index] = r.offset
-                        else:
-                            failed.append(r.partition_index)
-            todo[:] = failed
-            if failed:
-                self._refresh()
-            return bool(failed), failed
-
-        failed = self.client.retrying(attempt)
-        if failed:
-            raise ClientTimeout(f"could not list offsets of partitions {failed}")
-
-    def poll(self) -> list[tuple[int, int, Record]]:
-        """One round of fetches: ``[(partition, timestamp_type, record)]`` in offset order per partition."""
-        out: list[tuple[int, int, Record]] = []
-        by_leader: dict[int, list[int]] = {}
-        for p, leader in self.leaders.items():
-            by_leader.setdefault(leader, []).append(p)
-        stale = False
-        reset: list[int] = []
-        for leader, parts in sorted(by_leader.items()):
-            if leader < 0:
-                stale = True
-                continue
-            body = {
-                "replica_id": -1,
-                "max_wait_ms": FETCH_MAX_WAIT_MS,
-                "min_bytes": 1,
-                "max_bytes": 50 * 1024 * 1024,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [{"topic": self.topic, "partitions": [
-                    {"partition": p, "current_leader_epoch": -1, "fetch_offset": self.positions[p],
-                     "log_start_offset": -1, "partition_max_bytes": PARTITION_MAX_BYTES} for p in parts
-                ]}],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            }
-            try:
-                response = self.client.call(FETCH, 11, body, broker_id=leader, timeout=5.0)
-            except ClientTimeout:
-                stale = True
-                continue
-            for t in response.responses:
-                for r in t.partitions:
-                    p = r.partition_index
-                    if r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
-                        reset.append(p)
-                        continue
-                    if r.error_code != ErrorCode.NONE:
-                        stale = stale or r.error_code in RETRIABLE
-                        continue
-                    out.extend(self._records(p, r.records))
-        if reset:
-            for p in reset:
-                self.positions[p] = self.reset
-            self._resolve(reset)
-        if stale:
-            self._refresh()
-            time.sleep(0.1)
-        return out
-
-    def _records(self, partition: int, records: Any) -> list[tuple[int, int, Record]]:
-        out = []
-        if not records:
-            return out
-        position = self.positions[partition]
-        try:
-            for batch in iter_decoded_batches(records):
-                if not batch.is_control:
-                    for rec in batch.records:
-                        if isinstance(rec, Record) and rec.offset >= position:
-                            out.append((partition, batch.header.timestamp_type, rec))
-                position = max(position, batch.header.next_offset)
-        except ProtocolError as exc:
-            print(f"ERROR corrupt record batch in {self.topic}-{partition}: {exc}", file=sys.stderr)
-        self.positions[partition] = position
-        return out
-
-
-def consume(consumer: Consumer, formatter: Formatter, output: BinaryIO, max_messages: int | None,
-            timeout_ms: int | None) -> tuple[int, bool]:
-    """Prints records until done; (messages printed, whether it stopped on the timeout)."""
     count = 0
+
+
+def consume(consumer: Any, formatter: Formatter, output: BinaryIO, max_messages: int | None,
+            timeout_ms: int | None, progress: Progress | None = None) -> tuple[int, bool]:
+    """Prints records until done; (messages printed, whether it stopped on the timeout).
+
+    ``consumer`` is a :class:`~mafka.client.Consumer` (``consume(n, timeout)``); it is never
+    asked for more records than are still to be printed, so a group commits no record that
+    was not printed.
+
+    Raises:
+        ConsumeError: an error event from the consumer.
+    """
+    progress = progress if progress is not None else Progress()
     last = time.monotonic()
-    while max_messages is None or count < max_messages:
-        got = consumer.poll()
-        for partition, ts_type, record in got:
-            output.write(formatter.format(record, partition, ts_type))
-            count += 1
-            consumer.printed = count
-            if max_messages is not None and count >= max_messages:
-                break
+    while max_messages is None or progress.count < max_messages:
+        wait = 0.5
+        if timeout_ms is not None:
+            wait = max(0.0, min(wait, timeout_ms / 1000 - (time.monotonic() - last)))
+        want = 500 if max_messages is None else min(500, max_messages - progress.count)
+        got = False
+        for msg in consumer.consume(want, wait):
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise ConsumeError(err)
+            output.write(formatter.format(msg))
+            progress.count += 1
+            got = True
         if got:
             output.flush()
             last = time.monotonic()
         elif timeout_ms is not None and (time.monotonic() - last) * 1000 >= timeout_ms:
-            return count, True
-    return count, False
+            return progress.count, True
+    return progress.count, False
+
+
+def _terminating(detail: str) -> None:
+    print(log_line("ERROR", "Error processing message, terminating consumer process: ", _LOGGER) + "\n" + detail,
+          file=sys.stderr)
+
+
+def _wait_for_partition(consumer: Consumer, topic: str, partition: int, timeout: float) -> None:
+    """Waits (bounded) until ``topic`` is in the metadata; ValueError if it lacks ``partition``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            md = consumer.list_topics(topic, timeout=max(0.1, min(5.0, deadline - time.monotonic())))
+            t = md.topics.get(topic)
+            if t is not None and t.error is None and t.partitions:
+                if partition not in t.partitions:
+                    raise ValueError(f"Partition {partition} of topic {topic} does not exist.")
+                return
+        except KafkaException:
+            pass
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"Topic {topic} not present in metadata after {timeout * 1000:.0f} ms.")
+        time.sleep(0.1)
 
 
 def run(args: argparse.Namespace, output: BinaryIO | None = None) -> int:
@@ -304,26 +273,29 @@ def run(args: argparse.Namespace, output: BinaryIO | None = None) -> int:
     try:
         start = check_args(args)
         formatter = Formatter(parse_properties(args.property))
-    except ValueError as exc:
+        conf = consumer_config(args)
+    except (ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    consumer: Consumer | None = None
+    progress = Progress()
     rc = 0
+    consumer: Consumer | None = None
     try:
-        with BlockingClient(args.bootstrap_server, client_id="console-consumer", timeout_s=args.timeout) as client:
-            reset = EARLIEST if args.from_beginning else LATEST
-            partitions = None if args.partition is None else [args.partition]
-            consumer = Consumer(client, args.topic, partitions, start, reset)
-            consumer.assign()
-            _, timed_out = consume(consumer, formatter, output, args.max_messages, args.timeout_ms)
-            if timed_out:
-                stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-                print(f"[{stamp}] ERROR Error processing message, terminating consumer process:  "
-                      "(kafka.tools.ConsoleConsumer$)\norg.apache.kafka.common.errors.TimeoutException",
-                      file=sys.stderr)
+        consumer = Consumer(conf)
+        if args.partition is not None:
+            _wait_for_partition(consumer, args.topic, args.partition, args.timeout)
+            offset = {EARLIEST: OFFSET_BEGINNING, LATEST: OFFSET_END}.get(start, start)
+            consumer.assign([TopicPartition(args.topic, args.partition, offset)])
+        else:
+            consumer.subscribe([args.topic])
+        _, timed_out = consume(consumer, formatter, output, args.max_messages, args.timeout_ms, progress)
+        if timed_out:
+            _terminating("org.apache.kafka.common.errors.TimeoutException")
     except KeyboardInterrupt:
         pass
-    except (ClientTimeout, ValueError) as exc:
+    except ConsumeError as exc:
+        _terminating(java_exception(exc.error.code(), error_text(exc.error)))
+    except (TimeoutError, ValueError) as exc:
         print(f"ERROR {exc}", file=sys.stderr)
         rc = 1
     finally:
@@ -331,6 +303,7 @@ def run(args: argparse.Namespace, output: BinaryIO | None = None) -> int:
             output.flush()
         except (OSError, ValueError):
             pass
-    count = consumer.printed if consumer is not None else 0
-    print(f"Processed a total of {count} messages", file=sys.stderr)
+        if consumer is not None:
+            consumer.close()
+    print(f"Processed a total of {progress.count} messages", file=sys.stderr)
     return rc

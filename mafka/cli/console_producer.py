@@ -1,30 +1,35 @@
-"""``mafka console-producer``: Kafka's ``kafka-console-producer.sh`` for Mafka.
+"""``mafka console-producer``: Kafka's ``kafka-console-producer.sh`` for Mafka, on :class:`mafka.client.Producer`.
 
 Reads stdin, one record per line, and produces the lines to ``--topic``.
 With ``--property parse.key=true`` each line is ``key<sep>value`` (separator
-``key.separator``, default TAB).  Lines are batched per partition and sent
-when input pauses (``linger``) or a batch fills.  Partitioning is Kafka's
-default: keyed records go to ``toPositive(murmur2(key)) % partitions``;
-keyless records stick to one partition per batch and move on (the sticky
-partitioner).  Shows a ``>`` prompt when stdin is a terminal.
+``key.separator``, default TAB).  The producer batches per partition
+(``linger.ms``); whatever is queued is flushed whenever input pauses and at
+the end.  Partitioning is Kafka's default: keyed records go to
+``toPositive(murmur2(key)) % partitions``, keyless records stick to one
+partition per batch (KIP-480).  Shows a ``>`` prompt when stdin is a terminal.
+
+``--producer-property k=v`` (and ``--producer.config FILE``) go to the
+producer; ``acks`` and ``compression.type`` there win over
+``--request-required-acks`` / ``--compression-codec``.  Every record that
+fails is logged on stderr (once per partition and error until the next
+flush), as Kafka's ``ErrorLoggingCallback`` does; the exit status is then 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import random
 import select
 import sys
-import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
-from mafka.client.blocking import PRODUCE, RETRIABLE, BlockingClient, ClientTimeout
-from mafka.errors import ErrorCode
+from mafka.cli.clients import client_settings, load_properties, log_line, parse_properties, stamp
+from mafka.client.kafka_error import KafkaError, KafkaException
+from mafka.client.message import Message
+from mafka.client.partitioner import murmur2, to_positive
+from mafka.client.producer import Producer
 from mafka.wire.compression import CompressionType
-from mafka.wire.records import Record, build_batch
 
 __all__ = [
     "add_parser",
@@ -33,70 +38,21 @@ __all__ = [
     "to_positive",
     "partition_for_key",
     "parse_line",
-    "StickyPartitioner",
     "read_lines",
+    "LineSender",
 ]
 
-MAX_BATCH_RECORDS = 1000
-MAX_BATCH_BYTES = 512 * 1024
 LINGER_S = 0.1
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (a signed 32-bit result, like Java's)."""
-    length = len(data)
-    m = 0x5BD1E995
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    length4 = length // 4
-    for i in range(length4):
-        i4 = i * 4
-        k = data[i4] | (data[i4 + 1] << 8) | (data[i4 + 2] << 16) | (data[i4 + 3] << 24)
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    rest = length % 4
-    tail = length & ~3
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def to_positive(n: int) -> int:
-    """Kafka's ``Utils.toPositive``: clears the sign bit."""
-    return n & 0x7FFFFFFF
+#: Errors of produce() itself that mean "the topic's metadata never came" (Kafka's TimeoutException).
+_NO_METADATA = frozenset({
+    KafkaError._UNKNOWN_TOPIC, KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.UNKNOWN_TOPIC_OR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+})
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
-    """The partition Kafka's DefaultPartitioner picks for a keyed record."""
+    """The partition Kafka's DefaultPartitioner (and Mafka's producer) picks for a keyed record."""
     return to_positive(murmur2(key)) % num_partitions
-
-
-class StickyPartitioner:
-    """Keyless records: one partition per batch, a different (available) one for the next."""
-
-    def __init__(self, rng: random.Random | None = None) -> None:
-        self.rng = rng or random.Random()
-        self.current: int | None = None
-
-    def partition(self, available: list[int]) -> int:
-        if self.current is None or self.current not in available:
-            self.next_batch(available)
-        assert self.current is not None
-        return self.current
-
-    def next_batch(self, available: list[int]) -> None:
-        choices = [p for p in available if p != self.current] or available
-        self.current = self.rng.choice(choices)
 
 
 def parse_line(line: str, line_number: int, parse_key: bool, separator: str,
@@ -112,16 +68,6 @@ def parse_line(line: str, line_number: int, parse_key: bool, separator: str,
     return line[:at].encode(), line[at + len(separator):].encode()
 
 
-def parse_properties(entries: list[str]) -> dict[str, str]:
-    out = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep:
-            raise ValueError(f"Invalid property: {entry} (expected key=value)")
-        out[key.strip()] = value
-    return out
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("console-producer", help="produce stdin lines to a topic (kafka-console-producer)")
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
@@ -129,6 +75,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--topic", required=True)
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--producer.config", dest="producer_config", metavar="FILE",
+                   help="producer config properties file (--producer-property wins)")
     p.add_argument("--compression-codec", nargs="?", const="gzip", default="none",
                    choices=[c.config_name for c in CompressionType])
     p.add_argument("--request-required-acks", default="1")
@@ -164,128 +112,62 @@ def read_lines(stream: Any, linger: float = LINGER_S) -> Iterator[str | None]:
             yield line.decode(errors="replace").rstrip("\r")
 
 
-class Producer:
-    """Per-partition batches for one topic, sent to partition leaders."""
+class LineSender:
+    """Sends lines' records to one topic with a :class:`~mafka.client.Producer` and logs failures."""
 
-    def __init__(self, client: BlockingClient, topic: str, acks: int, compression: int, timeout_ms: int) -> None:
-        self.client = client
+    def __init__(self, producer: Any, topic: str, flush_timeout: float) -> None:
+        self.producer = producer
         self.topic = topic
-        self.acks = acks
-        self.compression = compression
-        self.timeout_ms = timeout_ms
-        self.sticky = StickyPartitioner()
-        self.pending: dict[int, list[tuple[bytes | None, bytes, int]]] = {}
-        self.pending_bytes = 0
-        self.leaders: dict[int, int] = {}
+        self.flush_timeout = flush_timeout
         self.failed = 0
-
-    def refresh(self) -> None:
-        leaders = self.client.partitions_for(self.topic, auto_create=True)
-        if not leaders:
-            raise ClientTimeout(f"Topic {self.topic} not present in metadata after {self.client.timeout_s * 1000:.0f} ms.")
-        self.leaders = leaders
+        self._logged: set[tuple[int | None, int]] = set()
 
     def add(self, key: bytes | None, value: bytes) -> None:
-        if not self.leaders:
-            self.refresh()
-        count = len(self.leaders)
-        if key is not None:
-            partition = partition_for_key(key, count)
-        else:
-            available = sorted(p for p, leader in self.leaders.items() if leader >= 0) or sorted(self.leaders)
-            partition = self.sticky.partition(available)
-        self.pending.setdefault(partition, []).append((key, value, int(time.time() * 1000)))
-        self.pending_bytes += len(value) + (len(key) if key else 0)
-        if self.pending_bytes >= MAX_BATCH_BYTES or sum(map(len, self.pending.values())) >= MAX_BATCH_RECORDS:
-            self.flush()
+        """Queues one record, serving delivery reports while the local queue is full.
+
+        Raises:
+            KafkaException: the topic's metadata never came (see :data:`_NO_METADATA`).
+        """
+        while True:
+            try:
+                self.producer.produce(self.topic, value=value, key=key, on_delivery=self._delivered)
+                break
+            except BufferError:
+                self.producer.poll(0.1)
+            except KafkaException as exc:
+                if exc.error.code() in _NO_METADATA:
+                    raise
+                self._failure(None, exc.error)  # e.g. a record over message.max.bytes
+                break
+        self.producer.poll(0)
 
     def flush(self) -> None:
-        if not self.pending:
-            return
-        batches = {
-            p: build_batch(
-                [Record(i, ts, k, v) for i, (k, v, ts) in enumerate(recs)], compression=self.compression
-            )
-            for p, recs in self.pending.items()
-        }
-        sizes = {p: len(recs) for p, recs in self.pending.items()}
-        self.pending = {}
-        self.pending_bytes = 0
-        self.sticky.next_batch(sorted(self.leaders) or [0])
-        errors = self._send(batches)
-        for p, code in errors.items():
-            self.failed += sizes[p]
-            _log_error(self.topic, p, code)
+        left = self.producer.flush(self.flush_timeout)
+        if left:
+            self._failure(None, KafkaError(KafkaError._MSG_TIMED_OUT), count=left)
+        self._logged.clear()
 
-    def _send(self, batches: dict[int, bytes]) -> dict[int, int]:
-        """Sends the batches, retrying retriable errors; the partitions that failed, with their codes."""
-        left = dict(batches)
-        errors: dict[int, int] = {}
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            self._failure(msg.partition(), err)
 
-        def attempt() -> tuple[bool, dict[int, int]]:
-            errors.clear()
-            by_leader: dict[int, list[int]] = {}
-            for p in left:
-                by_leader.setdefault(self.leaders.get(p, -1), []).append(p)
-            for leader, parts in by_leader.items():
-                if leader < 0:
-                    errors.update({p: ErrorCode.LEADER_NOT_AVAILABLE for p in parts})
-                    continue
-                body = {
-                    "transactional_id": None,
-                    "acks": self.acks,
-                    "timeout_ms": self.timeout_ms,
-                    "topic_data": [{
-                        "name": self.topic,
-                        "partition_data": [{"index": p, "records": left[p]} for p in parts],
-                    }],
-                }
-                if self.acks == 0:
-                    # No response comes back for acks=0; send and forget.
-                    try:
-                        from mafka.wire.codec import encode_request
-                        addr = self.client.brokers[leader]
-                        self.client._socket(addr, 5.0).sendall(encode_request(0, 7, 0, self.client.client_id, body))
-                        for p in parts:
-                            left.pop(p)
-                    except (OSError, KeyError):
-                        errors.update({p: ErrorCode.NETWORK_EXCEPTION for p in parts})
-                    continue
-                try:
-                    response = self.client.call(PRODUCE, 7, body, broker_id=leader, timeout=5.0)
-                except ClientTimeout:
-                    errors.update({p: ErrorCode.NETWORK_EXCEPTION for p in parts})
-                    continue
-                for t in response.responses:
-                    for r in t.partition_responses:
-                        if r.error_code == ErrorCode.NONE:
-                            left.pop(r.index, None)
-                        else:
-                            errors[r.index] = r.error_code
-            retry = bool(errors) and all(code in RETRIABLE for code in errors.values())
-            if retry:
-                try:
-                    self.leaders = self.client.partitions_for(self.topic, auto_create=True, timeout=5.0) or self.leaders
-                except ClientTimeout:
-                    pass
-            return retry, dict(errors)
-
-        return self.client.retrying(attempt)
+    def _failure(self, partition: int | None, err: KafkaError, count: int = 1) -> None:
+        self.failed += count
+        if (partition, err.code()) not in self._logged:
+            self._logged.add((partition, err.code()))
+            _log_error(self.topic, partition, err)
 
 
-def _log_error(topic: str, partition: int, code: int) -> None:
-    stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-    name = ErrorCode(code).name if code in ErrorCode._value2member_map_ else str(code)
-    print(
-        f"[{stamp}] ERROR Error when sending message to topic {topic} partition {partition} with error: "
-        f"{name}: {ErrorCode(code).description if code in ErrorCode._value2member_map_ else ''} "
-        "(org.apache.kafka.clients.producer.internals.ErrorLoggingCallback)",
-        file=sys.stderr,
-    )
+def _log_error(topic: str, partition: int | None, err: KafkaError) -> None:
+    where = f"topic {topic}" if partition is None or partition < 0 else f"topic {topic} partition {partition}"
+    text = err.str().removeprefix("Broker: ")
+    print(log_line("ERROR", f"Error when sending message to {where} with error: {err.name()}: {text}",
+                   "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback"), file=sys.stderr)
 
 
-def produce_lines(producer: Producer, lines: Iterable[str | None], props: dict[str, str],
+def produce_lines(producer: Any, lines: Iterable[str | None], props: dict[str, str],
                   prompt: bool = False) -> None:
+    """Sends every line (``producer.add``), flushing whenever input pauses (None) and at the end."""
     parse_key = props.get("parse.key", "false").lower() == "true"
     separator = props.get("key.separator", "\t")
     ignore_error = props.get("ignore.error", "false").lower() == "true"
@@ -306,30 +188,46 @@ def produce_lines(producer: Producer, lines: Iterable[str | None], props: dict[s
         producer.flush()
 
 
+def producer_config(args: argparse.Namespace, producer_props: dict[str, str]) -> dict[str, Any]:
+    """The :class:`~mafka.client.Producer` configuration for the command line."""
+    settings: dict[str, Any] = load_properties(args.producer_config) if args.producer_config else {}
+    settings.update(producer_props)
+    conf: dict[str, Any] = {"client.id": "console-producer", "delivery.timeout.ms": int(args.timeout * 1000)}
+    conf.update(client_settings(settings, "producer"))
+    conf["bootstrap.servers"] = args.bootstrap_server
+    conf.setdefault("acks", args.request_required_acks)
+    conf.setdefault("compression.type", args.compression_codec)
+    conf.setdefault("request.timeout.ms", args.request_timeout_ms)
+    return conf
+
+
 def run(args: argparse.Namespace, stdin: Any = None) -> int:
     stdin = sys.stdin if stdin is None else stdin
     try:
         props = parse_properties(args.property)
-        producer_props = parse_properties(args.producer_property)
-    except ValueError as exc:
+        conf = producer_config(args, parse_properties(args.producer_property))
+    except (ValueError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    acks_text = producer_props.get("acks", args.request_required_acks)
-    acks = -1 if acks_text == "all" else int(acks_text)
-    codec = producer_props.get("compression.type", args.compression_codec)
-    compression = int(CompressionType.for_name(codec))
+    producer: Producer | None = None
     try:
-        with BlockingClient(args.bootstrap_server, client_id="console-producer", timeout_s=args.timeout) as client:
-            producer = Producer(client, args.topic, acks, compression, args.request_timeout_ms)
-            prompt = hasattr(stdin, "isatty") and stdin.isatty()
-            produce_lines(producer, read_lines(stdin), props, prompt=prompt)
-            return 1 if producer.failed else 0
-    except ValueError as exc:  # a line without a key, or a bad bootstrap list
-        stamp = datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-        print(f"[{stamp}] ERROR org.apache.kafka.common.KafkaException: {exc}", file=sys.stderr)
+        producer = Producer(conf)
+        sender = LineSender(producer, args.topic, args.timeout + 10.0)
+        prompt = hasattr(stdin, "isatty") and stdin.isatty()
+        produce_lines(sender, read_lines(stdin), props, prompt=prompt)
+        return 1 if sender.failed else 0
+    except KafkaException as exc:
+        if exc.error.code() in _NO_METADATA:
+            print(f"ERROR org.apache.kafka.common.errors.TimeoutException: Topic {args.topic} not present in "
+                  f"metadata after {args.timeout * 1000:.0f} ms.", file=sys.stderr)
+        else:
+            print(f"[{stamp()}] ERROR org.apache.kafka.common.KafkaException: {exc}", file=sys.stderr)
         return 1
-    except ClientTimeout as exc:
-        print(f"ERROR org.apache.kafka.common.errors.TimeoutException: {exc}", file=sys.stderr)
+    except ValueError as exc:  # a line without a key, a bad config value or bootstrap list
+        print(f"[{stamp()}] ERROR org.apache.kafka.common.KafkaException: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
+    finally:
+        if producer is not None:
+            producer.close()

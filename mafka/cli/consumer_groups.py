@@ -2,38 +2,34 @@
 
 Actions (exactly one):
 
-* ``--list [--state [s,…]]``: ListGroups to every broker of the Metadata
-  answer, the union of the consumer groups (protocol type ``consumer`` or
-  empty).  With ``--state`` the ``GROUP STATE`` table; Mafka's ListGroups
-  (v0–2) carries no state, so each group is described (DescribeGroups).
+* ``--list [--state [s,…]]``: the consumer groups of every broker (protocol
+  type ``consumer`` or empty), :meth:`AdminClient.list_consumer_groups`; with
+  ``--state`` the ``GROUP STATE`` table.
 * ``--describe (--group g … | --all-groups) [--offsets | --members [--verbose] | --state]``:
   Kafka's three tables, column widths computed from the data exactly as
-  ``ConsumerGroupCommand`` does; unknown values print ``-``.  Offsets come
-  from OffsetFetch, log-end offsets from ListOffsets (latest) sent to each
-  partition's leader, member assignments from the DescribeGroups
-  ``member_assignment`` bytes (:mod:`mafka.group.consumer_protocol`).
+  ``ConsumerGroupCommand`` does; unknown values print ``-``.  Groups come from
+  :meth:`AdminClient.describe_groups` (DescribeGroups at the coordinator; member
+  assignments decoded here, :mod:`mafka.group.consumer_protocol`), committed
+  offsets from ``list_consumer_group_offsets``, log-end offsets from
+  ``list_offsets`` (latest, at each partition's leader).
 * ``--reset-offsets (--group g | --all-groups) (--topic t[:p,…] … | --all-topics)
   (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by n |
   --to-datetime T | --by-duration D) [--dry-run | --execute | --export]``:
   only for an Empty or Dead group; offsets outside [earliest, latest] are
-  clamped with Kafka's WARN line; ``--execute`` commits with OffsetCommit
-  (generation -1, member id "") to the coordinator.
-* ``--delete (--group g … | --all-groups)``: DeleteGroups to each coordinator.
+  clamped with Kafka's WARN line; ``--execute`` commits with
+  ``alter_consumer_group_offsets`` (OffsetCommit, generation -1, member id "").
+* ``--delete (--group g … | --all-groups)``: ``delete_consumer_groups``.
 
-Every group request first asks any broker for the coordinator
-(FindCoordinator, key type 0) and retries COORDINATOR_NOT_AVAILABLE,
-COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR with backoff within
-``--timeout`` (ms, default 5000, per operation as Kafka's admin calls).
+All through :class:`mafka.client.AdminClient`, which finds each group's
+coordinator and retries COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS
+and NOT_COORDINATOR; ``--timeout`` (ms, default 5000) bounds each operation,
+as it bounds Kafka's admin calls.
 
 Output texts and streams are Kafka 2.8's: tables and ``Error: …`` lines
 (Kafka's ``printError``, preceded by an empty line) go to stdout; "has no
 active members", "is rebalancing", the dry-run WARN and the clamping WARN
 lines go to stderr; argument errors print their message on stderr.  Unlike
 Kafka (which exits 0 after ``printError``), every error exits with status 1.
-
-API versions (inside Mafka's advertised ranges): FindCoordinator 2,
-ListGroups 2, DescribeGroups 4, OffsetFetch 3, OffsetCommit 3,
-DeleteGroups 1, ListOffsets 2, Metadata 4.
 
 Not supported: ``--delete-offsets`` (Mafka has no OffsetDelete) and
 ``--from-file``.
@@ -42,18 +38,23 @@ Not supported: ``--delete-offsets`` (Mafka has no OffsetDelete) and
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
-from mafka.client.blocking import BlockingClient, ClientTimeout
+from mafka.cli.clients import admin_config
+from mafka.client.admin import AdminClient
+from mafka.client.admin_types import ConsumerGroupState, ConsumerGroupTopicPartitions, OffsetSpec
+from mafka.client.kafka_error import KafkaError as ClientError
+from mafka.client.kafka_error import KafkaException
+from mafka.client.message import TopicPartition as ClientPartition
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
-from mafka.wire.errors import ProtocolError
 
 __all__ = [
     "add_parser",
@@ -61,7 +62,6 @@ __all__ = [
     "GroupAdmin",
     "CommandFailed",
     "UsageError",
-    "VERSIONS",
     "parse_datetime",
     "parse_duration",
     "format_offsets",
@@ -70,28 +70,8 @@ __all__ = [
     "format_reset",
 ]
 
-LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR = 2, 8, 9, 10
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
-
-#: The version sent for each api key (inside what mafka/wire/apis advertises).
-VERSIONS = {
-    FIND_COORDINATOR: 2,
-    LIST_GROUPS: 2,
-    DESCRIBE_GROUPS: 4,
-    OFFSET_FETCH: 3,
-    OFFSET_COMMIT: 3,
-    DELETE_GROUPS: 1,
-    LIST_OFFSETS: 2,
-}
-
 EARLIEST, LATEST = -2, -1
 MISSING = "-"
-GROUP_KEY_TYPE = 0
-
-#: Errors after which the coordinator is looked up again and the request repeated.
-COORDINATOR_RETRY = frozenset(
-    {ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR}
-)
 
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
 ACTIONS = ("list", "describe", "delete", "reset-offsets")
@@ -135,13 +115,6 @@ def java_error(code: int) -> str:
         return f"org.apache.kafka.common.errors.UnknownServerException: Unknown error code {code}."
     name = _JAVA_NAMES.get(ec) or "".join(w.capitalize() for w in ec.name.split("_")) + "Exception"
     return f"org.apache.kafka.common.errors.{name}: {ec.description}"
-
-
-def _retriable(code: int) -> bool:
-    try:
-        return ErrorCode(code).retriable
-    except ValueError:
-        return False
 
 
 def _tp(tp: TopicPartition) -> str:
@@ -208,247 +181,145 @@ class MemberRow:
 # --------------------------------------------------------------------------- requests
 
 
-class GroupAdmin:
-    """The admin-client calls the command needs, over a :class:`BlockingClient`-like ``client``.
+_STATE_NAMES = {
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+}
 
-    ``client`` must offer ``call(api_key, version, body, broker_id=None, timeout=None)``
-    and ``metadata(topics=None, timeout=None)`` (which fills ``client.brokers``).
-    Each public method is bounded by ``timeout_s``, as Kafka's ``--timeout`` bounds
-    each admin call.
+
+class GroupAdmin:
+    """The admin calls the command needs, on a :class:`mafka.client.AdminClient`.
+
+    Each method is bounded by ``timeout_s``, as Kafka's ``--timeout`` bounds each admin
+    call; the admin client finds coordinators and partition leaders and retries while
+    they move.  Failures raise :class:`CommandFailed` with Kafka's exception text.
     """
 
-    def __init__(self, client: Any, timeout_s: float, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.client = client
+    def __init__(self, admin: AdminClient, timeout_s: float) -> None:
+        self.admin = admin
         self.timeout_s = timeout_s
-        self.sleep = sleep
-        self.clock = clock
 
-    # -- plumbing ------------------------------------------------------------
-
-    def _deadline(self) -> float:
-        return self.clock() + self.timeout_s
-
-    def _left(self, deadline: float) -> float:
-        return max(0.1, deadline - self.clock())
-
-    def _call(self, api_key: int, body: Any, deadline: float, broker_id: int | None = None) -> Any:
+    def _result(self, name: str, future: Any) -> Any:
         try:
-            return self.client.call(api_key, VERSIONS[api_key], body, broker_id=broker_id,
-                                    timeout=self._left(deadline))
-        except ClientTimeout as exc:
-            raise CommandFailed(f"org.apache.kafka.common.errors.TimeoutException: {exc}") from None
-        except ProtocolError as exc:  # an answer Mafka's schema cannot read
-            raise CommandFailed(f"org.apache.kafka.common.protocol.types.SchemaException: {exc}") from None
+            return future.result(self.timeout_s + 5.0)
+        except KafkaException as exc:
+            raise CommandFailed(self._java(name, exc.error)) from None
+        except concurrent.futures.TimeoutError:
+            raise CommandFailed(self._java(name, ClientError(ClientError._TIMED_OUT))) from None
 
-    def _metadata(self, topics: list[str], deadline: float) -> Any:
+    def _java(self, name: str, err: ClientError) -> str:
+        if err.code() == ClientError._TIMED_OUT:
+            return (f"org.apache.kafka.common.errors.TimeoutException: Call(callName={name}) timed out "
+                    f"after {int(self.timeout_s * 1000)} ms")
         try:
-            return self.client.metadata(topics, timeout=self._left(deadline))
-        except ClientTimeout as exc:
-            raise CommandFailed(f"org.apache.kafka.common.errors.TimeoutException: {exc}") from None
-
-    def _retry(self, name: str, attempt: Callable[[], tuple[int, Any]], deadline: float) -> Any:
-        """Runs ``attempt() -> (error code, result)`` again on coordinator errors, with backoff."""
-        backoff, tries = 0.05, 0
-        while True:
-            tries += 1
-            code, result = attempt()
-            if code not in COORDINATOR_RETRY:
-                return result
-            if self.clock() + backoff > deadline:
-                raise CommandFailed(
-                    f"org.apache.kafka.common.errors.TimeoutException: Call(callName={name}) timed out "
-                    f"after {tries} attempt(s). The last error was: {java_error(code)}"
-                )
-            self.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
-
-    def _find_coordinator(self, group: str, deadline: float) -> tuple[int, Node | None]:
-        r = self._call(FIND_COORDINATOR, {"key": group, "key_type": GROUP_KEY_TYPE}, deadline)
-        if r.error_code in COORDINATOR_RETRY:
-            return r.error_code, None
-        if r.error_code != ErrorCode.NONE:
-            raise CommandFailed(java_error(r.error_code))
-        return ErrorCode.NONE, Node(r.node_id, r.host, r.port)
-
-    def find_coordinator(self, group: str) -> Node:
-        deadline = self._deadline()
-        return self._retry("findCoordinator", lambda: self._find_coordinator(group, deadline), deadline)
-
-    def _group_call(self, name: str, group: str, api_key: int, body: Any,
-                    error_of: Callable[[Any], int]) -> tuple[Any, Node]:
-        """Sends ``body`` to ``group``'s coordinator; a coordinator error finds it again."""
-        deadline = self._deadline()
-
-        def attempt() -> tuple[int, Any]:
-            code, node = self._find_coordinator(group, deadline)
-            if node is None:
-                return code, None
-            response = self._call(api_key, body, deadline, broker_id=node.node_id)
-            return error_of(response), (response, node)
-
-        return self._retry(name, attempt, deadline)
+            ErrorCode(err.code())
+        except ValueError:
+            return f"org.apache.kafka.common.KafkaException: {err.str()}"
+        return java_error(err.code())
 
     # -- operations ------------------------------------------------------------
 
-    def list_groups(self) -> list[str]:
-        """The consumer groups of every broker, in first-seen order."""
-        deadline = self._deadline()
-        md = self._metadata([], deadline)
-        seen: dict[str, None] = {}
-        for broker in sorted(b.node_id for b in md.brokers):
-            def attempt(broker: int = broker) -> tuple[int, Any]:
-                r = self._call(LIST_GROUPS, {}, deadline, broker_id=broker)
-                return r.error_code, r
-
-            r = self._retry("listConsumerGroups", attempt, deadline)
-            if r.error_code != ErrorCode.NONE:
-                raise CommandFailed(java_error(r.error_code))
-            for g in r.groups:
-                if g.protocol_type in (PROTOCOL_TYPE, ""):
-                    seen.setdefault(g.group_id, None)
-        return list(seen)
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group, state) of every consumer group of every broker, in first-seen order."""
+        listed = self._result("listConsumerGroups",
+                              self.admin.list_consumer_groups(request_timeout=self.timeout_s))
+        if listed.errors:
+            raise CommandFailed(self._java("listConsumerGroups", listed.errors[0].error))
+        seen: dict[str, str] = {}
+        for g in listed.valid:
+            seen.setdefault(g.group_id, _STATE_NAMES.get(g.state, "Unknown"))
+        return list(seen.items())
 
     def describe_group(self, group: str) -> GroupDescription:
-        body = {"groups": [group], "include_authorized_operations": False}
-
-        def error_of(r: Any) -> int:
-            return r.groups[0].error_code if r.groups else ErrorCode.NONE
-
-        r, node = self._group_call("describeConsumerGroups", group, DESCRIBE_GROUPS, body, error_of)
-        if not r.groups:
+        (future,) = self.admin.describe_groups([group], request_timeout=self.timeout_s).values()
+        g = self._result("describeConsumerGroups", future)
+        protocol_type = g.protocol_type or ""
+        if protocol_type not in (PROTOCOL_TYPE, ""):
             raise CommandFailed(
-                f"org.apache.kafka.common.errors.InvalidGroupIdException: No consumer group found for GroupId: {group}"
-            )
-        g = r.groups[0]
-        if g.error_code != ErrorCode.NONE:
-            raise CommandFailed(java_error(g.error_code))
-        if g.protocol_type not in (PROTOCOL_TYPE, ""):
-            raise CommandFailed(
-                f"java.lang.IllegalArgumentException: GroupId {group} is not a consumer group ({g.protocol_type})."
+                f"java.lang.IllegalArgumentException: GroupId {group} is not a consumer group ({protocol_type})."
             )
         members = []
         for m in g.members:
             assignment: list[TopicPartition] = []
-            raw = m.member_assignment or b""
-            if g.protocol_type == PROTOCOL_TYPE and len(raw) > 0:
+            raw = m.assignment or b""
+            if protocol_type == PROTOCOL_TYPE and len(raw) > 0:
                 try:
                     decoded = decode_assignment(raw)
                 except ValueError as exc:
                     raise CommandFailed(f"org.apache.kafka.common.protocol.types.SchemaException: {exc}") from None
                 assignment = [(t, p) for t, parts in decoded.assigned_partitions.items() for p in parts]
-            members.append(Member(m.member_id, getattr(m, "group_instance_id", None), m.client_id,
-                                  m.client_host, assignment))
-        return GroupDescription(group, g.group_state, g.protocol_type, g.protocol_data, node, members)
+            members.append(Member(m.id or "", m.group_instance_id, m.client_id or "", m.client_host or "",
+                                  assignment))
+        coordinator = g.broker
+        node = Node(coordinator.id, coordinator.host, coordinator.port) if coordinator is not None \
+            else Node(-1, "", -1)
+        return GroupDescription(group, g.state or "", protocol_type, g.protocol or "", node, members)
 
     def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
-        """OffsetFetch for all partitions; negative offsets (no commit) and partition errors are left out."""
-        r, _ = self._group_call("listConsumerGroupOffsets", group, OFFSET_FETCH,
-                                {"group_id": group, "topics": None}, lambda r: r.error_code)
-        if r.error_code != ErrorCode.NONE:
-            raise CommandFailed(java_error(r.error_code))
-        out: dict[TopicPartition, int] = {}
-        for t in r.topics:
-            for p in t.partitions:
-                if p.error_code == ErrorCode.NONE and p.committed_offset >= 0:
-                    out[(t.name, p.partition_index)] = p.committed_offset
-        return out
+        """Every committed offset of ``group``; partitions without one (or with an error) are left out."""
+        futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                         request_timeout=self.timeout_s)
+        found = self._result("listConsumerGroupOffsets", futures[group])
+        return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions or []
+                if tp.error is None and tp.offset >= 0}
 
     def partitions_of(self, topic: str) -> list[int]:
         """The partitions of ``topic`` (Kafka's describeTopics); CommandFailed if it does not exist."""
-        deadline = self._deadline()
-        md = self._metadata([topic], deadline)
-        for t in md.topics:
-            if t.name == topic:
-                if t.error_code != ErrorCode.NONE:
-                    raise CommandFailed(java_error(t.error_code))
-                return sorted(p.partition_index for p in t.partitions)
-        raise CommandFailed(java_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        try:
+            md = self.admin.list_topics(topic, timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise CommandFailed(self._java("describeTopics", exc.error)) from None
+        t = md.topics.get(topic)
+        if t is None:
+            raise CommandFailed(java_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        if t.error is not None:
+            raise CommandFailed(self._java("describeTopics", t.error))
+        return sorted(t.partitions)
 
     def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
         """ListOffsets at ``timestamp`` (-1 latest, -2 earliest) from each leader; None where unknown.
 
-        Retriable partition errors (leader moved, …) are retried after a metadata
-        refresh until the timeout; other errors and missing leaders give None.
+        Partitions whose leader moved (or is not yet elected) are asked again until the
+        timeout; a partition or topic that does not exist, or an error, gives None.
         """
-        deadline = self._deadline()
-        pending = sorted(set(tps))
-        out: dict[TopicPartition, int | None] = {tp: None for tp in pending}
-        backoff = 0.05
-        while pending:
-            md = self._metadata(sorted({t for t, _ in pending}), deadline)
-            leaders = {(t.name, p.partition_index): p.leader_id
-                       for t in md.topics if t.error_code == ErrorCode.NONE for p in t.partitions}
-            electing = {t.name for t in md.topics if t.error_code == ErrorCode.LEADER_NOT_AVAILABLE}
-            by_leader: dict[int, list[TopicPartition]] = {}
-            retry: list[TopicPartition] = []
-            for tp in pending:
-                leader = leaders.get(tp)
-                if leader is not None and leader >= 0:
-                    by_leader.setdefault(leader, []).append(tp)
-                elif leader is not None or tp[0] in electing:
-                    retry.append(tp)  # no leader yet
-                # else: no such topic or partition: unknown
-            for leader, group in sorted(by_leader.items()):
-                topics: dict[str, list[dict[str, int]]] = {}
-                for t, p in group:
-                    topics.setdefault(t, []).append({"partition_index": p, "timestamp": timestamp})
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": 0,
-                    "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
-                }
-                try:
-                    r = self._call(LIST_OFFSETS, body, deadline, broker_id=leader)
-                except CommandFailed:
-                    retry.extend(group)
-                    continue
-                for t in r.topics:
-                    for p in t.partitions:
-                        tp = (t.name, p.partition_index)
-                        if tp not in out:
-                            continue
-                        if p.error_code == ErrorCode.NONE:
-                            out[tp] = p.offset
-                        elif _retriable(p.error_code):
-                            retry.append(tp)
-            pending = sorted(set(retry))
-            if not pending or self.clock() + backoff > deadline:
-                break
-            self.sleep(backoff)
-            backoff = min(backoff * 2, 1.0)
+        wanted = sorted(set(tps))
+        if not wanted:
+            return {}
+        spec = {EARLIEST: OffsetSpec.earliest(), LATEST: OffsetSpec.latest()}.get(timestamp) \
+            or OffsetSpec.for_timestamp(timestamp)
+        futures = self.admin.list_offsets({ClientPartition(t, p): spec for t, p in wanted},
+                                          request_timeout=self.timeout_s)
+        out: dict[TopicPartition, int | None] = {}
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result(self.timeout_s + 5.0).offset
+            except (KafkaException, concurrent.futures.TimeoutError):
+                out[(tp.topic, tp.partition)] = None
         return out
 
     def commit_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
-        """OffsetCommit as Kafka's alterConsumerGroupOffsets: generation -1, member id ""."""
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (t, p), off in sorted(offsets.items()):
-            topics.setdefault(t, []).append({"partition_index": p, "committed_offset": off, "committed_metadata": ""})
-        body = {
-            "group_id": group,
-            "generation_id_or_member_epoch": -1,
-            "member_id": "",
-            "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": parts} for t, parts in topics.items()],
-        }
-
-        def error_of(r: Any) -> int:
-            codes = [p.error_code for t in r.topics for p in t.partitions]
-            return next((c for c in codes if c in COORDINATOR_RETRY), ErrorCode.NONE)
-
-        r, _ = self._group_call("offsetCommit", group, OFFSET_COMMIT, body, error_of)
-        for t in r.topics:
-            for p in t.partitions:
-                if p.error_code != ErrorCode.NONE:
-                    raise CommandFailed(java_error(p.error_code))
+        """Commits as Kafka's alterConsumerGroupOffsets (generation -1, member id "")."""
+        request = ConsumerGroupTopicPartitions(
+            group, [ClientPartition(t, p, off, "") for (t, p), off in sorted(offsets.items())])
+        futures = self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout_s)
+        result = self._result("offsetCommit", futures[group])
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise CommandFailed(self._java("offsetCommit", tp.error))
 
     def delete_group(self, group: str) -> int:
         """DeleteGroups for one group at its coordinator; the group's error code."""
-        def error_of(r: Any) -> int:
-            return next((x.error_code for x in r.results if x.group_id == group), ErrorCode.NONE)
-
-        r, _ = self._group_call("deleteConsumerGroups", group, DELETE_GROUPS, {"groups_names": [group]}, error_of)
-        return next((x.error_code for x in r.results if x.group_id == group), ErrorCode.NONE)
+        futures = self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)
+        try:
+            futures[group].result(self.timeout_s + 5.0)
+        except KafkaException as exc:
+            if exc.error.code() < 0:  # not the broker's answer: the call itself failed
+                raise CommandFailed(self._java("deleteConsumerGroups", exc.error)) from None
+            return exc.error.code()
+        return ErrorCode.NONE
 
 
 # --------------------------------------------------------------------------- formatting
@@ -708,7 +579,7 @@ class Command:
         print(f"[{stamp}] WARN {message} (kafka.admin.ConsumerGroupCommand$)", file=sys.stderr)
 
     def _group_ids(self) -> list[str]:
-        return self.admin.list_groups() if self.args.all_groups else list(self.args.group)
+        return [g for g, _ in self.admin.list_groups()] if self.args.all_groups else list(self.args.group)
 
     def _describe_all(self, group_ids: list[str]) -> dict[str, GroupDescription]:
         described = {g: self.admin.describe_group(g) for g in group_ids}
@@ -717,14 +588,13 @@ class Command:
     # -- list ----------------------------------------------------------------
 
     def list(self) -> None:
+        wanted = _states(self.args.state) if self.args.state else set()
         groups = self.admin.list_groups()
         if self.args.state is None:
-            for g in groups:
+            for g, _ in groups:
                 print(g)
             return
-        wanted = _states(self.args.state) if self.args.state else set()
-        rows = [(g, self.admin.describe_group(g).state) for g in groups]
-        rows = [(g, s) for g, s in rows if not wanted or s in wanted]
+        rows = [(g, s) for g, s in groups if not wanted or s in wanted]
         width = max([15, *(len(g) for g, _ in rows)])
         print(_fmt((width, 0), ("GROUP", "STATE")))
         for g, s in rows:
@@ -924,24 +794,19 @@ def repr_q(group: str) -> str:
     return f"'{group}'"
 
 
-def run(args: argparse.Namespace, client: Any = None, sleep: Callable[[float], None] = time.sleep) -> int:
-    """Runs the command; ``client`` replaces the :class:`BlockingClient` (tests)."""
+def run(args: argparse.Namespace) -> int:
     try:
         action = check_args(args)
-        if client is None:
-            try:
-                client = BlockingClient(args.bootstrap_server, client_id="mafka-consumer-groups",
-                                        timeout_s=args.timeout / 1000)
-            except ValueError as exc:  # a bad bootstrap list
-                raise CommandFailed(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
         try:
-            command = Command(GroupAdmin(client, args.timeout / 1000, sleep=sleep), args)
+            admin = AdminClient(admin_config(args.bootstrap_server, "mafka-consumer-groups", args.timeout / 1000))
+        except ValueError as exc:  # a bad bootstrap list or setting
+            raise CommandFailed(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
+        try:
+            command = Command(GroupAdmin(admin, args.timeout / 1000), args)
             {"list": command.list, "describe": command.describe, "delete": command.delete,
              "reset-offsets": command.reset_offsets}[action]()
         finally:
-            close = getattr(client, "close", None)
-            if close is not None:
-                close()
+            admin.close()
     except UsageError as exc:
         print(str(exc), file=sys.stderr)
         return 1

@@ -3,7 +3,8 @@
 Flags: ``--bootstrap-server H:P --election-type (preferred|unclean)`` and
 exactly one of ``--all-topic-partitions``, ``--topic T --partition P`` or
 ``--path-to-json-file F`` (``{"partitions":[{"topic":"t","partition":0}]}``).
-Sends ElectLeaders (v1) to the controller and prints Kafka's lines::
+Sends ElectLeaders to the controller (:meth:`mafka.client.AdminClient.elect_leaders`)
+and prints Kafka's lines::
 
     Successfully completed leader election (PREFERRED) for partitions t-0, t-1
     Valid replica already elected for partitions t-2
@@ -20,13 +21,16 @@ import json
 import sys
 from typing import Any
 
-from mafka.client.blocking import BlockingClient, ClientTimeout
-from mafka.errors import ErrorCode, KafkaError
+from mafka.cli.clients import admin_config, error_text, java_exception
+from mafka.client.admin import AdminClient
+from mafka.client.admin_types import ElectionType
+from mafka.client.kafka_error import KafkaError as ClientError
+from mafka.client.kafka_error import KafkaException
+from mafka.client.message import TopicPartition
+from mafka.errors import ErrorCode
 
-__all__ = ["add_parser", "run", "parse_election_json", "java_exception", "ELECT_LEADERS"]
+__all__ = ["add_parser", "run", "parse_election_json", "java_exception", "elect_leaders"]
 
-ELECT_LEADERS = 43
-ELECT_LEADERS_VERSION = 1
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
 
@@ -75,14 +79,6 @@ def parse_election_json(text: str) -> list[tuple[str, int]]:
     return out
 
 
-def java_exception(code: int, message: str | None) -> str:
-    """A Kafka error as the Java client's exception prints (``Class: message``)."""
-    cls = KafkaError.for_code(code)
-    name = "org.apache.kafka.common.errors." + cls.__name__.removesuffix("Error") + "Exception"
-    text = message if message is not None else ErrorCode(code).description
-    return f"{name}: {text}"
-
-
 def _check_args(args: argparse.Namespace) -> tuple[int, list[tuple[str, int]] | None]:
     if not args.election_type:
         raise CommandError("Missing required option(s) [election-type]")
@@ -116,36 +112,30 @@ def _check_args(args: argparse.Namespace) -> tuple[int, list[tuple[str, int]] | 
 
 
 def elect_leaders(
-    client: BlockingClient, election: int, partitions: list[tuple[str, int]] | None
+    admin: AdminClient, election: int, partitions: list[tuple[str, int]] | None, timeout_s: float = 30.0
 ) -> dict[tuple[str, int], tuple[int, str | None]]:
-    """ElectLeaders on the controller (again while it answers NOT_CONTROLLER)."""
-    if partitions is None:
-        topic_partitions = None
-    else:
-        grouped: dict[str, list[int]] = {}
-        for topic, p in partitions:
-            grouped.setdefault(topic, []).append(p)
-        topic_partitions = [{"topic": t, "partitions": ps} for t, ps in grouped.items()]
-    body = {
-        "election_type": election,
-        "topic_partitions": topic_partitions,
-        "timeout_ms": int(client.timeout_s * 1000),
-    }
+    """ElectLeaders at the controller: ``(topic, partition)`` → (error code, the broker's message or None).
 
-    def attempt() -> tuple[bool, Any]:
-        cid = client.controller_id()
-        response = client.call(ELECT_LEADERS, ELECT_LEADERS_VERSION, body, broker_id=cid)
-        codes = [
-            p.error_code for r in response.replica_election_results for p in r.partition_result
-        ]
-        return ErrorCode.NOT_CONTROLLER in codes, response
-
-    response = client.retrying(attempt)
-    return {
-        (r.topic, p.partition_id): (p.error_code, p.error_message)
-        for r in response.replica_election_results
-        for p in r.partition_result
-    }
+    Raises:
+        TimeoutError: no answer within ``timeout_s``.
+        KafkaException: the request as a whole failed.
+    """
+    tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+    future = admin.elect_leaders(ElectionType(election), tps, request_timeout=timeout_s,
+                                 operation_timeout=timeout_s)
+    try:
+        results = future.result(timeout_s + 5.0)
+    except KafkaException as exc:
+        if exc.error.code() == ClientError._TIMED_OUT:
+            raise TimeoutError(exc.error.str()) from None
+        raise
+    out: dict[tuple[str, int], tuple[int, str | None]] = {}
+    for tp, failure in results.items():
+        if failure is None:
+            out[(tp.topic, tp.partition)] = (ErrorCode.NONE, None)
+        else:
+            out[(tp.topic, tp.partition)] = (failure.error.code(), error_text(failure.error))
+    return out
 
 
 def report(election: int, results: dict[tuple[str, int], tuple[int, str | None]]) -> int:
@@ -175,16 +165,18 @@ def report(election: int, results: dict[tuple[str, int], tuple[int, str | None]]
 def run(args: argparse.Namespace) -> int:
     try:
         election, partitions = _check_args(args)
-        with BlockingClient(
-            args.bootstrap_server, client_id="mafka-leader-election", timeout_s=args.timeout
-        ) as client:
-            failed = report(election, elect_leaders(client, election, partitions))
+        with AdminClient(admin_config(args.bootstrap_server, "mafka-leader-election", args.timeout)) as admin:
+            failed = report(election, elect_leaders(admin, election, partitions, args.timeout))
+    except TimeoutError as exc:  # before OSError, its base class
+        print("Timeout waiting for election results", file=sys.stdout)
+        print(f"kafka.common.AdminCommandFailedException: {exc}", file=sys.stderr)
+        return 1
     except (CommandError, OSError) as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    except ClientTimeout as exc:
-        print("Timeout waiting for election results", file=sys.stdout)
-        print(f"kafka.common.AdminCommandFailedException: {exc}", file=sys.stderr)
+    except KafkaException as exc:
+        print(f"kafka.common.AdminCommandFailedException: "
+              f"{java_exception(exc.error.code(), error_text(exc.error))}", file=sys.stderr)
         return 1
     except ValueError as exc:  # bad bootstrap list
         print(str(exc), file=sys.stderr)

@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         console_consumer,
         console_producer,
         consumer_groups,
+        consumer_perf_test,
         leader_election,
+        producer_perf_test,
         reassign_partitions,
         server_start,
         topics,
@@ -52,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     leader_election.add_parser(sub)
     reassign_partitions.add_parser(sub)
     consumer_groups.add_parser(sub)
+    producer_perf_test.add_parser(sub)
+    consumer_perf_test.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

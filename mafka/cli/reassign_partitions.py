@@ -28,10 +28,17 @@ import argparse
 import json
 import random
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from mafka.client.blocking import BlockingClient, ClientTimeout
+from mafka.cli.clients import admin_config, error_text
+from mafka.client.admin import AdminClient
+from mafka.client.admin_types import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from mafka.client.kafka_error import KafkaError as ClientError
+from mafka.client.kafka_error import KafkaException
+from mafka.client.message import TopicPartition as ClientPartition
+from mafka.client.metadata_view import ClusterMetadataView
 from mafka.controller.assignment import assign_replicas
 from mafka.errors import ErrorCode, KafkaError
 
@@ -45,10 +52,6 @@ __all__ = [
     "follower_throttles",
 ]
 
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
-INCREMENTAL_ALTER_CONFIGS = 44
-TOPIC, BROKER = 2, 4
-SET, DELETE = 0, 1
 ANY_LOG_DIR = "any"
 
 BROKER_LEADER_THROTTLE = "leader.replication.throttled.rate"
@@ -286,31 +289,87 @@ def reassigning_brokers(moves: MoveMap) -> set[int]:
 # --------------------------------------------------------------------------- cluster calls
 
 
-def _metadata_assignment(client: BlockingClient, topics: Iterable[str]) -> Assignment:
-    wanted = sorted(set(topics))
-    md = client.metadata(wanted)
-    out: Assignment = {}
-    for t in md.topics:
-        if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
-            raise CommandError(
-                f"org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
-                f"Topic '{t.name}' not found."
-            )
-        for p in t.partitions:
-            out[(t.name, p.partition_index)] = list(p.replica_nodes)
-    return out
+class Cluster:
+    """The admin calls the command makes, each bounded by ``timeout_s``, failures as CommandError."""
+
+    def __init__(self, admin: AdminClient, timeout_s: float) -> None:
+        self.admin = admin
+        self.timeout_s = timeout_s
+        self.last_metadata: ClusterMetadataView | None = None
+
+    def _result(self, future: Any) -> Any:
+        try:
+            return future.result(self.timeout_s + 5.0)
+        except KafkaException as exc:
+            raise CommandError(_java_of(exc.error)) from None
+        except TimeoutError:
+            raise CommandError(_java_of(ClientError(ClientError._TIMED_OUT))) from None
+
+    def _result_or_error(self, future: Any) -> Any:
+        try:
+            return future.result(self.timeout_s + 5.0)
+        except TimeoutError:
+            raise KafkaException(ClientError._TIMED_OUT) from None
+
+    def metadata(self) -> ClusterMetadataView:
+        """Brokers and every topic's partitions, asking again while no broker answers."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                self.last_metadata = self.admin.list_topics(timeout=max(0.1, deadline - time.monotonic()))
+                return self.last_metadata
+            except KafkaException as exc:
+                if exc.error.code() not in _UNREACHABLE or time.monotonic() >= deadline:
+                    raise CommandError(_java_of(exc.error)) from None
+            time.sleep(0.1)
+
+    def brokers(self) -> set[int]:
+        return set(self.metadata().brokers)
+
+    def list_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """ListPartitionReassignments: partition → (replicas, adding, removing)."""
+        tps = None if partitions is None else [ClientPartition(t, p) for t, p in partitions]
+        found = self._result(self.admin.list_partition_reassignments(tps, request_timeout=self.timeout_s))
+        return {
+            (tp.topic, tp.partition): (r.replicas, r.adding_replicas, r.removing_replicas)
+            for tp, r in found.items()
+        }
+
+    def alter_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, str]:
+        """AlterPartitionReassignments; returns the failed partitions' Java-style messages."""
+        futures = self.admin.alter_partition_reassignments(
+            {ClientPartition(t, p): None if r is None else list(r) for (t, p), r in targets.items()},
+            request_timeout=self.timeout_s,
+        )
+        failed: dict[TopicPartition, str] = {}
+        errors: list[ClientError] = []
+        for tp, future in futures.items():
+            try:
+                self._result_or_error(future)
+            except KafkaException as exc:
+                errors.append(exc.error)
+                failed[(tp.topic, tp.partition)] = _java_of(exc.error)
+        if errors and len(errors) == len(futures) and len({e.code() for e in errors}) == 1 \
+                and errors[0].code() < 0:
+            # Not an answer per partition: the request itself failed (timed out, no controller).
+            raise CommandError(_java_of(errors[0]))
+        return failed
+
+    def alter_configs(self, resource_type: ResourceType, name: str,
+                      ops: list[tuple[str, AlterConfigOpType, str | None]]) -> None:
+        resource = ConfigResource(resource_type, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=op) for key, op, value in ops
+        ])
+        futures = self.admin.incremental_alter_configs([resource], request_timeout=self.timeout_s)
+        self._result(futures[resource])
 
 
-def _controller_call(client: BlockingClient, api_key: int, version: int, body: Any) -> Any:
-    def attempt() -> tuple[bool, Any]:
-        cid = client.controller_id()
-        response = client.call(api_key, version, body, broker_id=cid)
-        return response.error_code == ErrorCode.NOT_CONTROLLER, response
-
-    response = client.retrying(attempt)
-    if response.error_code != ErrorCode.NONE:
-        raise CommandError(_java(response.error_code, response.error_message))
-    return response
+#: Client errors meaning "no broker could be asked yet": asked again until the timeout.
+_UNREACHABLE = frozenset({ClientError._TRANSPORT, ClientError._ALL_BROKERS_DOWN})
 
 
 def _java(code: int, message: str | None) -> str:
@@ -319,134 +378,89 @@ def _java(code: int, message: str | None) -> str:
     return f"{name}: {message if message is not None else ErrorCode(code).description}"
 
 
-def list_reassignments(
-    client: BlockingClient, partitions: Iterable[TopicPartition] | None = None
-) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
-    """ListPartitionReassignments: partition → (replicas, adding, removing)."""
-    if partitions is None:
-        topics = None
-    else:
-        grouped: dict[str, list[int]] = {}
-        for topic, p in partitions:
-            grouped.setdefault(topic, []).append(p)
-        topics = [{"name": t, "partition_indexes": ps} for t, ps in grouped.items()]
-    body = {"timeout_ms": int(client.timeout_s * 1000), "topics": topics}
-    response = _controller_call(client, LIST_PARTITION_REASSIGNMENTS, 0, body)
-    return {
-        (t.name, p.partition_index): (
-            list(p.replicas),
-            list(p.adding_replicas),
-            list(p.removing_replicas),
-        )
-        for t in response.topics
-        for p in t.partitions
-    }
+def _java_of(err: ClientError) -> str:
+    """A client error as Kafka's admin client reports it (``org.apache…XException: message``)."""
+    if err.code() in (ClientError._TIMED_OUT, ClientError._MSG_TIMED_OUT):
+        return f"org.apache.kafka.common.errors.TimeoutException: {err.str()}"
+    try:
+        ErrorCode(err.code())
+    except ValueError:
+        return f"org.apache.kafka.common.KafkaException: {err.str()}"
+    return _java(err.code(), error_text(err))
 
 
-def alter_reassignments(
-    client: BlockingClient, targets: Mapping[TopicPartition, Sequence[int] | None]
-) -> dict[TopicPartition, str]:
-    """AlterPartitionReassignments; returns the failed partitions' Java-style messages."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
-    for (topic, p), replicas in targets.items():
-        grouped.setdefault(topic, []).append(
-            {"partition_index": p, "replicas": None if replicas is None else list(replicas)}
-        )
-    body = {
-        "timeout_ms": int(client.timeout_s * 1000),
-        "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
-    }
-    response = _controller_call(client, ALTER_PARTITION_REASSIGNMENTS, 0, body)
-    return {
-        (t.name, p.partition_index): _java(p.error_code, p.error_message)
-        for t in response.responses
-        for p in t.partitions
-        if p.error_code != ErrorCode.NONE
-    }
+def _metadata_assignment(cluster: Cluster, topics: Iterable[str]) -> Assignment:
+    """The current replicas of every partition of ``topics`` (each must exist)."""
+    md = cluster.metadata()
+    out: Assignment = {}
+    for name in sorted(set(topics)):
+        t = md.topics.get(name)
+        if t is None or (t.error is not None and t.error.code() == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            raise CommandError(
+                f"org.apache.kafka.common.errors.UnknownTopicOrPartitionException: "
+                f"Topic '{name}' not found."
+            )
+        for p in t.partitions.values():
+            out[(name, p.id)] = list(p.replicas)
+    return out
 
 
-def _alter_configs(
-    client: BlockingClient,
-    resource_type: int,
-    name: str,
-    ops: list[tuple[str, int, str | None]],
-    broker_id: int | None,
-) -> None:
-    body = {
-        "resources": [
-            {
-                "resource_type": resource_type,
-                "resource_name": name,
-                "configs": [
-                    {"name": key, "config_operation": op, "value": value} for key, op, value in ops
-                ],
-            }
-        ],
-        "validate_only": False,
-    }
-    response = client.call(INCREMENTAL_ALTER_CONFIGS, 0, body, broker_id=broker_id)
-    for r in response.responses:
-        if r.error_code != ErrorCode.NONE:
-            raise CommandError(_java(r.error_code, r.error_message))
-
-
-def modify_reassignment_throttle(client: BlockingClient, moves: MoveMap, throttle: int) -> None:
+def modify_reassignment_throttle(cluster: Cluster, moves: MoveMap, throttle: int) -> None:
     """Kafka's ``modifyReassignmentThrottle``: topic throttled replicas, then broker rates."""
     leaders, followers = leader_throttles(moves), follower_throttles(moves)
     for topic in sorted(set(leaders) | set(followers)):
-        ops = []
+        ops: list[tuple[str, AlterConfigOpType, str | None]] = []
         if topic in leaders:
-            ops.append((TOPIC_LEADER_THROTTLE, SET, leaders[topic]))
+            ops.append((TOPIC_LEADER_THROTTLE, AlterConfigOpType.SET, leaders[topic]))
         if topic in followers:
-            ops.append((TOPIC_FOLLOWER_THROTTLE, SET, followers[topic]))
-        _alter_configs(client, TOPIC, topic, ops, None)
-    live = set(client.brokers)
+            ops.append((TOPIC_FOLLOWER_THROTTLE, AlterConfigOpType.SET, followers[topic]))
+        cluster.alter_configs(ResourceType.TOPIC, topic, ops)
+    live = cluster.brokers()
     for b in sorted(reassigning_brokers(moves)):
         if b not in live:
             continue
         ops = [
-            (BROKER_LEADER_THROTTLE, SET, str(throttle)),
-            (BROKER_FOLLOWER_THROTTLE, SET, str(throttle)),
+            (BROKER_LEADER_THROTTLE, AlterConfigOpType.SET, str(throttle)),
+            (BROKER_FOLLOWER_THROTTLE, AlterConfigOpType.SET, str(throttle)),
         ]
-        _alter_configs(client, BROKER, str(b), ops, b)
+        cluster.alter_configs(ResourceType.BROKER, str(b), ops)
     print(f"The inter-broker throttle limit was set to {throttle} B/s")
 
 
-def clear_all_throttles(
-    client: BlockingClient, targets: Mapping[TopicPartition, Sequence[int]]
-) -> None:
+def clear_all_throttles(cluster: Cluster, targets: Mapping[TopicPartition, Sequence[int]]) -> None:
     """Kafka's ``clearAllThrottles``: every broker's rates, every target topic's replica lists."""
-    client.metadata([])
-    live = set(client.brokers)
+    live = cluster.brokers()
     brokers = sorted(live | {b for replicas in targets.values() for b in replicas})
     print(
         f"Clearing broker-level throttles on broker{'' if len(brokers) == 1 else 's'} {','.join(map(str, brokers))}"
     )
     for b in brokers:
         if b in live:
-            ops = [
-                (key, DELETE, None)
+            ops: list[tuple[str, AlterConfigOpType, str | None]] = [
+                (key, AlterConfigOpType.DELETE, None)
                 for key in (
                     BROKER_LEADER_THROTTLE,
                     BROKER_FOLLOWER_THROTTLE,
                     BROKER_LOG_DIR_THROTTLE,
                 )
             ]
-            _alter_configs(client, BROKER, str(b), ops, b)
+            cluster.alter_configs(ResourceType.BROKER, str(b), ops)
     topics = sorted({t for t, _ in targets})
     print(
         f"Clearing topic-level throttles on topic{'' if len(topics) == 1 else 's'} {','.join(topics)}"
     )
     for topic in topics:
-        ops = [(TOPIC_LEADER_THROTTLE, DELETE, None), (TOPIC_FOLLOWER_THROTTLE, DELETE, None)]
-        _alter_configs(client, TOPIC, topic, ops, None)
+        cluster.alter_configs(ResourceType.TOPIC, topic, [
+            (TOPIC_LEADER_THROTTLE, AlterConfigOpType.DELETE, None),
+            (TOPIC_FOLLOWER_THROTTLE, AlterConfigOpType.DELETE, None),
+        ])
 
 
 # --------------------------------------------------------------------------- actions
 
 
 def generate(
-    client: BlockingClient, args: argparse.Namespace, rng: random.Random | None = None
+    cluster: Cluster, args: argparse.Namespace, rng: random.Random | None = None
 ) -> None:
     """Kafka's ``generateAssignment``."""
     if not args.topics_to_move_json_file or not args.broker_list:
@@ -457,10 +471,11 @@ def generate(
     brokers = _broker_list(args.broker_list)
     with open(args.topics_to_move_json_file, encoding="utf-8") as f:
         topics = parse_topics_to_move_json(f.read())
-    current = _metadata_assignment(client, topics)
-    md = client.last_metadata
-    chosen = [b for b in md.brokers if b.node_id in set(brokers)]
-    racks = {b.node_id: (None if args.disable_rack_aware else b.rack) for b in chosen}
+    current = _metadata_assignment(cluster, topics)
+    md = cluster.last_metadata
+    assert md is not None
+    chosen = [b for b in md.brokers.values() if b.id in set(brokers)]
+    racks = {b.id: (None if args.disable_rack_aware else b.rack) for b in chosen}
     rackless = sum(1 for r in racks.values() if r is None)
     if rackless not in (0, len(racks)):
         raise CommandError(
@@ -494,18 +509,17 @@ def _read_targets(args: argparse.Namespace, action: str) -> Assignment:
         return parse_reassignment_json(f.read())
 
 
-def execute(client: BlockingClient, args: argparse.Namespace) -> None:
+def execute(cluster: Cluster, args: argparse.Namespace) -> None:
     """Kafka's ``executeAssignment``."""
     proposed = _read_targets(args, "execute")
-    in_flight = list_reassignments(client)
+    in_flight = cluster.list_reassignments()
     if not args.additional and in_flight:
         raise TerseFailure(CANNOT_EXECUTE_BECAUSE_OF_EXISTING)
-    client.metadata([])
-    known = set(client.brokers)
+    known = cluster.brokers()
     for b in sorted({b for replicas in proposed.values() for b in replicas}):
         if b not in known:
             raise CommandError(f"Unknown broker id {b}")
-    current = _metadata_assignment(client, {t for t, _ in proposed})
+    current = _metadata_assignment(cluster, {t for t, _ in proposed})
     missing = [tp for tp in proposed if tp not in current]
     if missing:
         raise CommandError(
@@ -523,8 +537,8 @@ def execute(client: BlockingClient, args: argparse.Namespace) -> None:
             moves = proposed_move_map(
                 {tp: (r, a) for tp, (r, a, _) in in_flight.items()}, proposed, current
             )
-            modify_reassignment_throttle(client, moves, args.throttle)
-    errors = alter_reassignments(client, proposed)
+            modify_reassignment_throttle(cluster, moves, args.throttle)
+    errors = cluster.alter_reassignments(proposed)
     if errors:
         raise TerseFailure(
             "Error reassigning partition(s):\n"
@@ -537,12 +551,12 @@ def execute(client: BlockingClient, args: argparse.Namespace) -> None:
     )
 
 
-def verify(client: BlockingClient, args: argparse.Namespace) -> bool:
+def verify(cluster: Cluster, args: argparse.Namespace) -> bool:
     """Kafka's ``verifyAssignment``; returns True while anything is still moving."""
     targets = _read_targets(args, "verify")
-    in_flight = list_reassignments(client)
+    in_flight = cluster.list_reassignments()
     not_found = [tp for tp in targets if tp not in in_flight]
-    current = _current_replicas(client, {t for t, _ in not_found})
+    current = _current_replicas(cluster, {t for t, _ in not_found})
     lines = ["Status of partition reassignment:"]
     for tp in _sorted_parts(targets):
         if tp in in_flight:
@@ -559,25 +573,25 @@ def verify(client: BlockingClient, args: argparse.Namespace) -> bool:
     print("\n".join(lines))
     ongoing = bool(in_flight)
     if not ongoing and not args.preserve_throttles:
-        clear_all_throttles(client, targets)
+        clear_all_throttles(cluster, targets)
     return ongoing
 
 
-def _current_replicas(client: BlockingClient, topics: set[str]) -> Assignment:
+def _current_replicas(cluster: Cluster, topics: set[str]) -> Assignment:
     if not topics:
         return {}
-    md = client.metadata(sorted(topics))
+    md = cluster.metadata()
     return {
-        (t.name, p.partition_index): list(p.replica_nodes)
-        for t in md.topics
-        if t.error_code == ErrorCode.NONE
-        for p in t.partitions
+        (name, p.id): list(p.replicas)
+        for name in sorted(topics)
+        if (t := md.topics.get(name)) is not None and t.error is None
+        for p in t.partitions.values()
     }
 
 
-def list_action(client: BlockingClient, args: argparse.Namespace) -> None:
+def list_action(cluster: Cluster, args: argparse.Namespace) -> None:
     """Kafka's ``listReassignments``."""
-    current = list_reassignments(client)
+    current = cluster.list_reassignments()
     if not current:
         print("No partition reassignments found.")
         return
@@ -593,16 +607,16 @@ def list_action(client: BlockingClient, args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
-def cancel(client: BlockingClient, args: argparse.Namespace) -> None:
+def cancel(cluster: Cluster, args: argparse.Namespace) -> None:
     """Kafka's ``cancelAssignment``."""
     targets = _read_targets(args, "cancel")
     active = [
         tp
-        for tp, (_, adding, removing) in list_reassignments(client, list(targets)).items()
+        for tp, (_, adding, removing) in cluster.list_reassignments(list(targets)).items()
         if adding or removing
     ]
     if active:
-        errors = alter_reassignments(client, {tp: None for tp in active})
+        errors = cluster.alter_reassignments({tp: None for tp in active})
         if errors:
             raise TerseFailure(
                 f"Error cancelling partition reassignment{'' if len(errors) == 1 else 's'} for:\n"
@@ -615,7 +629,7 @@ def cancel(client: BlockingClient, args: argparse.Namespace) -> None:
     else:
         print("None of the specified partition reassignments are active.")
     if not args.preserve_throttles:
-        clear_all_throttles(client, targets)
+        clear_all_throttles(cluster, targets)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -630,27 +644,24 @@ def run(args: argparse.Namespace) -> int:
     action = chosen[0]
     try:
         timeout_s = max(30.0, args.timeout / 1000.0)
-        with BlockingClient(
-            args.bootstrap_server, client_id="mafka-reassign-partitions", timeout_s=timeout_s
-        ) as client:
+        config = admin_config(args.bootstrap_server, "mafka-reassign-partitions", timeout_s)
+        with AdminClient(config) as admin:
+            cluster = Cluster(admin, timeout_s)
             if action == "generate":
-                generate(client, args)
+                generate(cluster, args)
             elif action == "execute":
-                execute(client, args)
+                execute(cluster, args)
             elif action == "verify":
-                verify(client, args)
+                verify(cluster, args)
             elif action == "list":
-                list_action(client, args)
+                list_action(cluster, args)
             else:
-                cancel(client, args)
+                cancel(cluster, args)
     except TerseFailure as exc:
         print(str(exc))
         return 1
     except (CommandError, OSError, ValueError) as exc:
         print(f"Error: {exc}")
-        return 1
-    except ClientTimeout as exc:
-        print(f"Error: org.apache.kafka.common.errors.TimeoutException: {exc}")
         return 1
     sys.stdout.flush()
     return 0

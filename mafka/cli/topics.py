@@ -17,17 +17,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from datetime import datetime
 from typing import Any
 
-from mafka.client.blocking import (
-    CREATE_PARTITIONS,
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    DESCRIBE_CONFIGS,
-    BlockingClient,
-    ClientTimeout,
+from mafka.cli.clients import admin_config, error_text
+from mafka.client.admin import AdminClient
+from mafka.client.admin_types import (
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
 )
+from mafka.client.kafka_error import KafkaError as ClientError
+from mafka.client.kafka_error import KafkaException
+from mafka.client.metadata_view import ClusterMetadataView, TopicMetadataView
 from mafka.errors import ErrorCode, KafkaError
 
 __all__ = ["add_parser", "run", "TopicCommandError", "format_topic_line", "format_partition_line"]
@@ -107,18 +112,56 @@ def _java_name(code: int) -> str:
     return f"org.apache.kafka.common.errors.{name}"
 
 
-def _raise_for(code: int, message: str | None) -> None:
-    if code != ErrorCode.NONE:
-        raise TopicCommandError(message or ErrorCode(code).description, _java_name(code))
+#: Kafka's ``Topic.INTERNAL_TOPICS``: what ``--exclude-internal`` leaves out.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+#: Client-side failures Kafka reports as a TimeoutException ("no node could be asked in time").
+_TIMEOUTS = frozenset({ClientError._TIMED_OUT, ClientError._TRANSPORT, ClientError._ALL_BROKERS_DOWN})
 
 
-def _topics(client: BlockingClient, exclude_internal: bool = False) -> list[Any]:
-    md = client.metadata(None)
-    return [t for t in md.topics if t.error_code == ErrorCode.NONE and not (exclude_internal and t.is_internal)]
+def _failure(exc: KafkaException) -> TopicCommandError:
+    """The TopicCommandError for a failed admin future, with Kafka's exception class and message."""
+    err = exc.error
+    if err.code() in _TIMEOUTS:
+        return TopicCommandError(f"Timed out waiting for a node assignment. ({err.str()})",
+                                 "org.apache.kafka.common.errors.TimeoutException")
+    try:
+        description = ErrorCode(err.code()).description
+    except ValueError:
+        return TopicCommandError(err.str(), "org.apache.kafka.common.KafkaException")
+    return TopicCommandError(error_text(err) or description, _java_name(err.code()))
 
 
-def _ensure_exists(client: BlockingClient, topic: str, if_exists: bool) -> bool:
-    names = {t.name for t in _topics(client)}
+def _result(future: Any, timeout: float) -> Any:
+    """``future.result()``, bounded a little beyond the admin client's own timeout."""
+    try:
+        return future.result(timeout + 5.0)
+    except KafkaException as exc:
+        raise _failure(exc) from None
+
+
+def _metadata(admin: AdminClient, timeout: float) -> ClusterMetadataView:
+    """All topics' metadata, asking again while no broker can be reached (bounded by ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return admin.list_topics(timeout=max(0.1, deadline - time.monotonic()))
+        except KafkaException as exc:
+            if exc.error.code() not in _TIMEOUTS or time.monotonic() >= deadline:
+                raise _failure(exc) from None
+        time.sleep(0.1)
+
+
+def _topics(admin: AdminClient, timeout: float, exclude_internal: bool = False) -> list[TopicMetadataView]:
+    topics = [t for t in _metadata(admin, timeout).topics.values() if t.error is None]
+    return [t for t in topics if not (exclude_internal and t.topic in INTERNAL_TOPICS)]
+
+
+def _live_brokers(admin: AdminClient, timeout: float) -> set[int]:
+    return set(_metadata(admin, timeout).brokers)
+
+
+def _ensure_exists(admin: AdminClient, timeout: float, topic: str, if_exists: bool) -> bool:
+    names = {t.topic for t in _topics(admin, timeout)}
     if topic in names:
         return True
     if if_exists:
@@ -126,98 +169,85 @@ def _ensure_exists(client: BlockingClient, topic: str, if_exists: bool) -> bool:
     raise TopicCommandError(f"Topic '{topic}' does not exist as expected")
 
 
-def create(client: BlockingClient, args: argparse.Namespace) -> None:
+def create(admin: AdminClient, args: argparse.Namespace) -> None:
     topic = args.topic
-    configs = [dict(zip(("name", "value"), c.split("=", 1), strict=True)) for c in args.config]
-    body = {
-        "topics": [{
-            "name": topic,
-            "num_partitions": -1 if args.partitions is None else args.partitions,
-            "replication_factor": -1 if args.replication_factor is None else args.replication_factor,
-            "assignments": [],
-            "configs": configs,
-        }],
-        "timeout_ms": int(client.timeout_s * 1000),
-        "validate_only": False,
-    }
+    new = NewTopic(
+        topic,
+        num_partitions=-1 if args.partitions is None else args.partitions,
+        replication_factor=-1 if args.replication_factor is None else args.replication_factor,
+        config=dict(c.split("=", 1) for c in args.config),
+    )
     if "." in topic or "_" in topic:
         print("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could "
               "collide. To avoid issues it is best to use either, but not both.")
-    response = client.call_controller(CREATE_TOPICS, body, lambda r: [t.error_code for t in r.topics])
-    result = response.topics[0]
-    if result.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
-        return
-    _raise_for(result.error_code, result.error_message)
+    futures = admin.create_topics([new], operation_timeout=args.timeout, request_timeout=args.timeout)
+    try:
+        futures[topic].result(args.timeout + 5.0)
+    except KafkaException as exc:
+        if exc.error.code() == ErrorCode.TOPIC_ALREADY_EXISTS and args.if_not_exists:
+            return
+        raise _failure(exc) from None
     print(f"Created topic {topic}.")
 
 
-def list_topics(client: BlockingClient, args: argparse.Namespace) -> None:
-    for name in sorted(t.name for t in _topics(client, args.exclude_internal)):
+def list_topics(admin: AdminClient, args: argparse.Namespace) -> None:
+    for name in sorted(t.topic for t in _topics(admin, args.timeout, args.exclude_internal)):
         print(name)
 
 
-def _configs(client: BlockingClient, names: list[str]) -> dict[str, dict[str, str]]:
-    """Non-default topic configs via DescribeConfigs v1; empty if the cluster does not answer it."""
-    body = {
-        "resources": [{"resource_type": 2, "resource_name": n, "configuration_keys": None} for n in names],
-        "include_synonyms": False,
-    }
-    try:
-        addr = client.bootstrap[0]
-        response = client.send_once(addr, DESCRIBE_CONFIGS, 1, body, timeout=min(5.0, client.timeout_s))
-    except OSError:
-        return {}
+def _configs(admin: AdminClient, names: list[str], timeout: float) -> dict[str, dict[str, str]]:
+    """Non-default topic configs (DescribeConfigs); a topic whose configs cannot be had shows none."""
+    futures = admin.describe_configs([ConfigResource(ResourceType.TOPIC, n) for n in names],
+                                     request_timeout=min(5.0, timeout))
     out: dict[str, dict[str, str]] = {}
-    for r in response.results:
-        if r.error_code == ErrorCode.NONE:
-            # config_source 1 = DYNAMIC_TOPIC_CONFIG: a per-topic override
-            out[r.resource_name] = {c.name: c.value for c in r.configs if c.config_source == 1 and c.value is not None}
+    for resource, future in futures.items():
+        try:
+            entries = future.result(min(5.0, timeout) + 5.0)
+        except (KafkaException, TimeoutError):
+            continue
+        out[resource.name] = {
+            e.name: e.value for e in entries.values()
+            if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG and e.value is not None
+        }
     return out
 
 
-def describe(client: BlockingClient, args: argparse.Namespace) -> None:
-    topics = _topics(client, args.exclude_internal)
+def describe(admin: AdminClient, args: argparse.Namespace) -> None:
+    topics = _topics(admin, args.timeout, args.exclude_internal)
     if args.topic:
-        topics = [t for t in topics if t.name == args.topic]
+        topics = [t for t in topics if t.topic == args.topic]
         if not topics and not args.if_exists:
             raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
-    topics.sort(key=lambda t: t.name)
-    configs = _configs(client, [t.name for t in topics]) if topics else {}
-    live = set(client.brokers)
+    topics.sort(key=lambda t: t.topic)
+    configs = _configs(admin, [t.topic for t in topics], args.timeout) if topics else {}
+    live = _live_brokers(admin, args.timeout) if args.unavailable_partitions else set()
     for t in topics:
-        parts = sorted(t.partitions, key=lambda p: p.partition_index)
-        rf = len(parts[0].replica_nodes) if parts else 0
+        parts = [t.partitions[i] for i in sorted(t.partitions)]
+        rf = len(parts[0].replicas) if parts else 0
         filtered = parts
         if args.under_replicated_partitions:
-            filtered = [p for p in parts if len(p.isr_nodes) < len(p.replica_nodes)]
+            filtered = [p for p in parts if len(p.isrs) < len(p.replicas)]
         elif args.unavailable_partitions:
-            filtered = [p for p in parts if p.leader_id < 0 or p.leader_id not in live]
+            filtered = [p for p in parts if p.leader < 0 or p.leader not in live]
         if not (args.under_replicated_partitions or args.unavailable_partitions):
-            print(format_topic_line(t.name, len(parts), rf, configs.get(t.name, {})))
+            print(format_topic_line(t.topic, len(parts), rf, configs.get(t.topic, {})))
         for p in filtered:
-            print(format_partition_line(t.name, p.partition_index, p.leader_id, list(p.replica_nodes), list(p.isr_nodes)))
+            print(format_partition_line(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
 
 
-def alter(client: BlockingClient, args: argparse.Namespace) -> None:
-    if not _ensure_exists(client, args.topic, args.if_exists):
+def alter(admin: AdminClient, args: argparse.Namespace) -> None:
+    if not _ensure_exists(admin, args.timeout, args.topic, args.if_exists):
         return
-    body = {
-        "topics": [{"name": args.topic, "count": args.partitions, "assignments": None}],
-        "timeout_ms": int(client.timeout_s * 1000),
-        "validate_only": False,
-    }
-    response = client.call_controller(CREATE_PARTITIONS, body, lambda r: [x.error_code for x in r.results])
-    result = response.results[0]
-    _raise_for(result.error_code, result.error_message)
+    futures = admin.create_partitions([NewPartitions(args.topic, args.partitions)],
+                                      operation_timeout=args.timeout, request_timeout=args.timeout)
+    _result(futures[args.topic], args.timeout)
 
 
-def delete(client: BlockingClient, args: argparse.Namespace) -> None:
-    if not _ensure_exists(client, args.topic, args.if_exists):
+def delete(admin: AdminClient, args: argparse.Namespace) -> None:
+    if not _ensure_exists(admin, args.timeout, args.topic, args.if_exists):
         return
-    body = {"topic_names": [args.topic], "timeout_ms": int(client.timeout_s * 1000)}
-    response = client.call_controller(DELETE_TOPICS, body, lambda r: [x.error_code for x in r.responses])
-    result = response.responses[0]
-    _raise_for(result.error_code, None)
+    futures = admin.delete_topics([args.topic], operation_timeout=args.timeout, request_timeout=args.timeout)
+    _result(futures[args.topic], args.timeout)
 
 
 def _report(exc: TopicCommandError) -> None:
@@ -229,12 +259,12 @@ def _report(exc: TopicCommandError) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         action = check_args(args)
-        with BlockingClient(args.bootstrap_server, client_id="mafka-topics", timeout_s=args.timeout) as client:
-            {"create": create, "list": list_topics, "describe": describe, "alter": alter, "delete": delete}[action](client, args)
+        with AdminClient(admin_config(args.bootstrap_server, "mafka-topics", args.timeout)) as admin:
+            {"create": create, "list": list_topics, "describe": describe, "alter": alter, "delete": delete}[action](admin, args)
     except TopicCommandError as exc:
         _report(exc)
         return 1
-    except ClientTimeout as exc:
+    except TimeoutError as exc:
         _report(TopicCommandError(f"Timed out waiting for a node assignment. ({exc})",
                                   "org.apache.kafka.common.errors.TimeoutException"))
         return 1
@@ -243,4 +273,3 @@ def run(args: argparse.Namespace) -> int:
         return 1
     sys.stdout.flush()
     return 0
-

@@ -238,8 +238,8 @@ class AdminClient:
         self._backoff = self._config.get("retry.backoff.ms", 100) / 1000.0
         self._closed = False
         self._ops: set[asyncio.Task[Any]] = set()  # touched on the loop thread only
+        self._kernel = Kernel(self._config)  # first: a bad bootstrap.servers raises before a thread exists
         self._thread = LoopThread("mafka-admin")
-        self._kernel = Kernel(self._config)
 
     # -- plumbing -------------------------------------------------------------------------------
 

@@ -61,8 +61,8 @@ class Consumer:
         settings = dict(conf or {})
         settings.update(kwargs)
         self._config = cfg = parse_config("consumer", settings)
+        self._kernel = Kernel(cfg)  # first: a bad bootstrap.servers raises before a thread exists
         self._thread = LoopThread("mafka-consumer")
-        self._kernel = Kernel(cfg)
         self._group_id = cfg.get("group.id")
         self._member: GroupMember | None = None
         self._events: deque[Any] = deque()

@@ -67,8 +67,8 @@ class Producer:
         self._reports: deque[tuple[ProducerBatch, int, int, KafkaError | None]] = deque()
         self._reported = threading.Condition()
         self._closed = False
+        self._kernel = Kernel(self._config)  # first: a bad bootstrap.servers raises before a thread exists
         self._thread = LoopThread("mafka-producer")
-        self._kernel = Kernel(self._config)
         self._engine = ProducerEngine(self._kernel, self._on_report)
         self._thread.run(self._start(), timeout=10)
 

@@ -4,7 +4,7 @@ Feed bytes as they arrive; take whole frames out.  The size prefix is
 checked the moment it is complete, before anything is buffered for the
 frame, so a peer announcing 2 GiB costs nothing (Kafka's
 ``socket.request.max.bytes``, 100 MiB by default).  Used by the broker's
-Twisted protocol and by the blocking client alike.
+Twisted protocol and by the client library (mafka.client) alike.
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ class Chaos:
 
     def metadata_leader(self, topic: str, partition: int, via: int | None = None, timeout: float = 5.0) -> int:
         """The leader as a live, running broker's Metadata answer reports it (-1: none)."""
-        from mafka.client.blocking import BlockingClient
+        from .raw_client import BlockingClient
 
         candidates = [via] if via is not None else [b for b in self.broker_ids if self.alive(b) and b not in self.paused]
         for b in candidates:
@@ -734,8 +734,9 @@ def raw_produce(host: str, port: int, topic: str, partition: int, values: list[b
 
     Raises OSError when the broker does not answer within ``socket_timeout``.
     """
-    from mafka.client.blocking import BlockingClient
     from mafka.wire.records import Record, build_batch
+
+    from .raw_client import BlockingClient
 
     now = int(time.time() * 1000)
     batch = build_batch([Record(i, now, None, v) for i, v in enumerate(values)])

@@ -1,5 +1,5 @@
 """The CLI tools against a real 3-broker cluster: ``mafka topics``, ``console-producer``, ``console-consumer``,
-``consumer-groups``.
+``consumer-groups``, ``producer-perf-test``, ``consumer-perf-test``.
 
 One :class:`LocalCluster` for the module.  Each tool runs as its own process
 (``python -m mafka.cli.main …``), as a user would run it; every wait is bounded.
@@ -7,6 +7,7 @@ One :class:`LocalCluster` for the module.  Each tool runs as its own process
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -252,3 +253,167 @@ def test_consumer_groups_describe_reset_delete(cluster: LocalCluster) -> None:
     assert r.returncode == 0 and "Deletion of requested consumer groups ('cg') was successful." in r.stdout, r
     r = mafka(cluster, "consumer-groups", "--describe", "--group", "cg")
     assert "Consumer group 'cg' does not exist." in r.stdout + r.stderr
+
+
+# --------------------------------------------------------------------------- console-consumer in a group
+
+
+def test_console_consumer_in_a_group_commits_what_it_printed(cluster: LocalCluster) -> None:
+    create(cluster, "grouped", 2)
+    lines = [f"line-{i}" for i in range(10)]
+    r = mafka(cluster, "console-producer", "--topic", "grouped", stdin="\n".join(lines) + "\n")
+    assert (r.returncode, r.stderr) == (0, ""), r
+    r = mafka(cluster, "console-consumer", "--topic", "grouped", "--group", "cc", "--from-beginning",
+              "--max-messages", "10", "--timeout-ms", "15000")
+    assert r.returncode == 0, r
+    assert sorted(r.stdout.splitlines()) == sorted(lines)
+    assert r.stderr.strip().endswith("Processed a total of 10 messages")
+    # The group committed every printed record (auto-commit at close), so it starts after them.
+    r = mafka(cluster, "consumer-groups", "--describe", "--group", "cc")
+    header, rows = _table(r.stdout)
+    assert header == KAFKA_OFFSETS_HEADER
+    assert sum(int(row[3]) for row in rows) == 10 and all(row[3] == row[4] for row in rows), r.stdout
+    r = mafka(cluster, "console-consumer", "--topic", "grouped", "--group", "cc", "--timeout-ms", "3000")
+    assert (r.returncode, r.stdout) == (0, ""), r
+
+    usage = mafka(cluster, "console-consumer", "--topic", "grouped", "--group", "cc", "--partition", "0")
+    assert (usage.returncode, usage.stderr) == (1, "Options group and partition cannot be specified together.\n")
+
+
+# --------------------------------------------------------------------------- perf tests
+
+PERF_TOTAL = re.compile(
+    r"(\d+) records sent, (\d+\.\d{6}) records/sec \((\d+\.\d{2}) MB/sec\), (\d+\.\d{2}) ms avg latency, "
+    r"(\d+\.\d{2}) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th\."
+)
+PERF_WINDOW = re.compile(
+    r"(\d+) records sent, (\d+\.\d) records/sec \((\d+\.\d{2}) MB/sec\), (\d+\.\d) ms avg latency, "
+    r"(\d+\.\d) ms max latency\."
+)
+CONSUMER_PERF_HEADER = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, "
+    "fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
+PERF_DATE = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}")
+
+
+def perf(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """A perf tool as a user runs it (producer-perf-test takes no --bootstrap-server)."""
+    return subprocess.run([sys.executable, "-m", "mafka.cli.main", *argv], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def read_back(cluster: LocalCluster, topic: str, timeout: float = 30.0) -> list[tuple[bytes | None, bytes | None]]:
+    """Every record of ``topic`` (key, value), read with mafka.client from the beginning to the end offsets."""
+    from mafka.client import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "enable.partition.eof": False})
+    try:
+        parts = sorted(consumer.list_topics(topic, timeout=10).topics[topic].partitions)
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in parts}
+        expected = sum(high - low for low, high in ends.values())
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        got: list[tuple[bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + timeout
+        while len(got) < expected and time.monotonic() < deadline:
+            for m in consumer.consume(1000, 0.5):
+                assert m.error() is None, m.error()
+                got.append((m.key(), m.value()))
+        assert len(got) == expected, f"read {len(got)} of {expected} records of {topic}"
+        return got
+    finally:
+        consumer.close()
+
+
+def test_producer_perf_test_prints_kafkas_total_line_and_the_records_land(cluster: LocalCluster) -> None:
+    create(cluster, "perf-out", 3, rf=3)
+    r = perf("producer-perf-test", "--topic", "perf-out", "--num-records", "5000", "--record-size", "100",
+             "--throughput", "-1", "--producer-props", f"bootstrap.servers={cluster.bootstrap}", "acks=all",
+             "linger.ms=5")
+    assert (r.returncode, r.stderr) == (0, ""), r
+    lines = r.stdout.splitlines()
+    assert len(lines) >= 1 and all(PERF_WINDOW.fullmatch(line) for line in lines[:-1]), lines
+    m = PERF_TOTAL.fullmatch(lines[-1])
+    assert m, lines[-1]
+    assert int(m.group(1)) == 5000
+    assert abs(float(m.group(3)) - float(m.group(2)) * 100 / (1024 * 1024)) <= 0.006, "MB/sec = records/sec × 100 B"
+    p50, p95, p99, p999 = (int(m.group(i)) for i in range(6, 10))
+    assert p50 <= p95 <= p99 <= p999 <= float(m.group(5))
+    records = read_back(cluster, "perf-out")
+    assert len(records) == 5000
+    assert {len(v or b"") for _, v in records} == {100} and {k for k, _ in records} == {None}
+    assert set(records[0][1] or b"") <= set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def test_producer_perf_test_throttles_and_reports_every_five_seconds(cluster: LocalCluster, tmp_path: Path) -> None:
+    create(cluster, "perf-slow", 1)
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("alpha\nbeta\ngamma\n")
+    started = time.monotonic()
+    r = perf("producer-perf-test", "--topic", "perf-slow", "--num-records", "1300", "--payload-file", str(payloads),
+             "--throughput", "200", "--producer-props", f"bootstrap.servers={cluster.bootstrap}")
+    elapsed = time.monotonic() - started
+    assert (r.returncode, r.stderr) == (0, ""), r
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"Reading payloads from: {payloads}"
+    assert lines[1] == "Number of messages read: 3"
+    windows = [PERF_WINDOW.fullmatch(line) for line in lines[2:-1]]
+    assert len(windows) == 1 and windows[0], lines  # 6.5 s at 200/s: one 5-second window
+    assert 150 <= float(windows[0].group(2)) <= 250, lines
+    total = PERF_TOTAL.fullmatch(lines[-1])
+    assert total and int(total.group(1)) == 1300, lines
+    assert 170 <= float(total.group(2)) <= 210 and elapsed >= 6.0, (lines, elapsed)
+    assert sorted({v for _, v in read_back(cluster, "perf-slow")}) == [b"alpha", b"beta", b"gamma"]
+
+
+def test_producer_perf_test_usage_errors(cluster: LocalCluster) -> None:
+    r = perf("producer-perf-test", "--topic", "t", "--num-records", "10", "--record-size", "10", "--throughput", "-1")
+    assert r.returncode == 1 and "Either --producer-props or --producer.config must be specified." in r.stderr
+    r = perf("producer-perf-test", "--topic", "t", "--num-records", "10", "--throughput", "-1",
+             "--producer-props", f"bootstrap.servers={cluster.bootstrap}")
+    assert r.returncode == 2 and "one of the arguments --record-size --payload-file is required" in r.stderr
+
+
+def test_consumer_perf_test_reads_the_records_and_prints_kafkas_csv(cluster: LocalCluster) -> None:
+    from mafka.client import Producer
+
+    create(cluster, "perf-in", 3)
+    n = 3000
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(n):
+        producer.produce("perf-in", key=f"k{i % 7}", value=b"v" * (i % 50 + 1))
+    assert producer.flush(30) == 0
+    producer.close()
+    total_bytes = sum(2 + i % 50 + 1 for i in range(n))
+
+    r = mafka(cluster, "consumer-perf-test", "--topic", "perf-in", "--messages", str(n), "--group", "perf-g",
+              "--timeout", "15000", timeout=60)
+    assert (r.returncode, r.stderr) == (0, ""), r
+    lines = r.stdout.splitlines()
+    assert lines[0] == CONSUMER_PERF_HEADER
+    assert len(lines) == 2, lines
+    fields = lines[1].split(", ")
+    assert len(fields) == 10, fields
+    assert PERF_DATE.fullmatch(fields[0]) and PERF_DATE.fullmatch(fields[1])
+    assert fields[2] == f"{total_bytes / (1024 * 1024):.4f}"
+    assert fields[4] == str(n)
+    rebalance_ms, fetch_ms = int(fields[6]), int(fields[7])
+    assert rebalance_ms >= 0 and fetch_ms >= 0
+    for f in (fields[3], fields[5], fields[8], fields[9]):
+        assert re.fullmatch(r"\d+\.\d{4}|Infinity|NaN", f), fields
+
+    # The group committed: the same group finds nothing more and says so; a new one reads all again.
+    r = mafka(cluster, "consumer-perf-test", "--topic", "perf-in", "--messages", str(n), "--group", "perf-g",
+              "--timeout", "2000", "--hide-header", timeout=60)
+    assert r.returncode == 0, r
+    lines = r.stdout.splitlines()
+    assert lines[0] == ("WARNING: Exiting before consuming the expected number of messages: timeout (2000 ms) "
+                        "exceeded. You can use the --timeout option to increase the timeout.")
+    assert lines[1].split(", ")[4] == "0"
+    r = mafka(cluster, "consumer-perf-test", "--topic", "perf-in", "--messages", str(n), "--hide-header",
+              "--show-detailed-stats", "--reporting-interval", "1", timeout=60)
+    assert r.returncode == 0, r
+    rows = [line.split(", ") for line in r.stdout.splitlines()]
+    assert rows and all(len(row) == 10 and row[1] == "0" for row in rows), rows
+    counts = [int(row[4]) for row in rows]
+    assert counts == sorted(counts) and counts[-1] <= n

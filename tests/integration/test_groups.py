@@ -174,7 +174,7 @@ def described_coordinator(bootstrap: str, group: str) -> int:
 
 def probe_metadata(host: str, port: int, topic: str) -> str:
     """One Metadata v4 request for ``topic`` to exactly ``host:port``: what it answered, or why not."""
-    from mafka.client.blocking import METADATA, BlockingClient
+    from .raw_client import METADATA, BlockingClient
 
     body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
     try:

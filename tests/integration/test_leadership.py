@@ -24,10 +24,11 @@ from typing import Any
 
 import pytest
 
-from mafka.client.blocking import BlockingClient
 from mafka.errors import ErrorCode
 from mafka.wire.records import Record, build_batch, iter_records
 from tests.integration.cluster import LocalCluster
+
+from .raw_client import BlockingClient
 
 pytestmark = pytest.mark.integration
 

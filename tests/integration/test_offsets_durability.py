@@ -429,7 +429,7 @@ def raw_offset_commit(host: str, port: int, group: str, topic: str, partition: i
                       socket_timeout: float) -> int | OSError:
     """One OffsetCommit v2 (generation -1) straight to ``host:port``: the partition's error code, or
     the OSError when no answer came within ``socket_timeout``."""
-    from mafka.client.blocking import BlockingClient
+    from .raw_client import BlockingClient
 
     body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
             "topics": [{"name": topic, "partitions": [
@@ -730,7 +730,7 @@ def zombie_awake(chaos: Chaos, fault: Fault, topic: str, probes: list[Commit], g
 
 def test_negative_control_unclean_election_of_the_offsets_partition_loses_commits(cluster, chaos):
     from mafka.cli.leader_election import elect_leaders
-    from mafka.client.blocking import BlockingClient
+    from mafka.client.admin import AdminClient
 
     topic = cluster.topic
     group = f"neg-{uuid.uuid4().hex[:6]}"
@@ -766,8 +766,11 @@ def test_negative_control_unclean_election_of_the_offsets_partition_loses_commit
         chaos.restart(stale)  # the only broker: it becomes the controller; the partition is offline
         chaos.wait_until(lambda: chaos.controller() == stale, 30, f"broker {stale} is the controller")
         info = cluster.broker(stale)
-        with BlockingClient(f"{info['host']}:{info['port']}", client_id="neg-control", timeout_s=20) as client:
-            results = elect_leaders(client, 1, [(OFFSETS, part)])
+        admin = AdminClient({"bootstrap.servers": f"{info['host']}:{info['port']}", "client.id": "neg-control"})
+        try:
+            results = elect_leaders(admin, 1, [(OFFSETS, part)], timeout_s=20)
+        finally:
+            admin.close()
         chaos.note("UNCLEAN ElectLeaders", stale, str(results))
         chaos.wait_leader(OFFSETS, part, timeout=30)
     assert results.get((OFFSETS, part), (None,))[0] == ErrorCode.NONE, f"{results}\n{explain(chaos, [group])}"

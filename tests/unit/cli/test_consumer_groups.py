@@ -1,24 +1,30 @@
 """``mafka consumer-groups``: Kafka 2.8's ConsumerGroupCommand against a fake cluster (no sockets).
 
-The fake decodes every request body with Mafka's own wire schema (so field
-names and versions are those Mafka advertises) and answers through the
-schema too, so the command reads real response bodies.
+The command runs on a real :class:`mafka.client.AdminClient` whose connections
+lead to the fake (:mod:`tests.unit.cli.fake_wire`): every request body is
+decoded with Mafka's own wire schema (so field names and versions are those
+Mafka advertises) and answered through the schema too, so the command reads
+real response bodies.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 import pytest
 
 from mafka.cli import consumer_groups as cg
 from mafka.cli.main import main
+from mafka.client.admin import AdminClient
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import Assignment, encode_assignment
-from mafka.wire.codec import decode_body, encode_body, spec_for
+from tests.unit.cli.fake_wire import WireFake
 
 OK = ErrorCode.NONE
+LIST_OFFSETS, METADATA, OFFSET_COMMIT, FIND_COORDINATOR = 2, 3, 8, 10
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
 
 
 def member(mid: str, client: str, host: str, assignment: dict[str, list[int]] | None,
@@ -28,11 +34,11 @@ def member(mid: str, client: str, host: str, assignment: dict[str, list[int]] | 
             "member_metadata": b"", "member_assignment": raw}
 
 
-class FakeCluster:
-    """Two brokers; broker 1 coordinates every group."""
+class FakeCluster(WireFake):
+    """Two brokers; broker 1 coordinates every consumer group, broker 2 one Connect group."""
 
     def __init__(self) -> None:
-        self.brokers = {1: ("b1", 9092), 2: ("b2", 9093)}
+        super().__init__({1: ("b1", 9092), 2: ("b2", 9093)})
         self.topics: dict[str, dict[int, int]] = {"t": {0: 1, 1: 2, 2: 1}, "u": {0: 2}}
         self.log: dict[tuple[str, int], tuple[int, int]] = {
             ("t", 0): (0, 100), ("t", 1): (10, 50), ("t", 2): (0, 0), ("u", 0): (5, 7),
@@ -44,18 +50,17 @@ class FakeCluster:
         self.find_errors: list[int] = []
         self.describe_errors: list[int] = []
         self.delete_errors: dict[str, int] = {}
-        self.calls: list[tuple[int, int, Any, int | None]] = []
+        self.metadata_hook: Any = None
 
     def group(self, gid: str, state: str, members: list[dict[str, Any]] | None = None,
               protocol: str = "range", protocol_type: str = "consumer") -> None:
         self.groups[gid] = {"state": state, "members": members or [], "protocol": protocol,
                             "protocol_type": protocol_type}
 
-    # -- the BlockingClient surface ------------------------------------------
+    # -- handlers --------------------------------------------------------------
 
-    def metadata(self, topics: list[str] | None = None, allow_auto_topic_creation: bool = False,
-                 timeout: float | None = None) -> Any:
-        names = sorted(self.topics) if topics is None else topics
+    def _Metadata(self, req: Any, broker: int) -> dict[str, Any]:
+        names = sorted(self.topics) if req.topics is None else [t.name for t in req.topics]
         body = {
             "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, (h, p) in self.brokers.items()],
             "cluster_id": "c", "controller_id": 1,
@@ -68,31 +73,12 @@ class FakeCluster:
                 for t in names
             ],
         }
-        return self._through_schema(3, 4, body)
+        if self.metadata_hook is not None:
+            self.metadata_hook()
+        return body
 
-    def call(self, api_key: int, version: int, body: Any, broker_id: int | None = None,
-             timeout: float | None = None) -> Any:
-        spec = spec_for(api_key, version)
-        assert spec.advertised is not None
-        assert spec.advertised[0] <= version <= spec.advertised[1], (spec.name, version)
-        assert spec.decode[0] <= version <= spec.decode[1], (spec.name, version)
-        request = decode_body(spec.request, version, encode_body(spec.request, version, body))
-        assert set(request) == set(body), f"{spec.name} body keys {set(body)} vs schema {set(request)}"
-        self.calls.append((api_key, version, request, broker_id))
-        handler = getattr(self, f"_{spec.name}")
-        return self._through_schema(api_key, version, handler(request, broker_id))
-
-    def _through_schema(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        spec = spec_for(api_key, version)
-        return decode_body(spec.response, version, encode_body(spec.response, version, body))
-
-    def api_calls(self, api_key: int) -> list[tuple[Any, int | None]]:
-        return [(body, broker) for key, _, body, broker in self.calls if key == api_key]
-
-    # -- handlers --------------------------------------------------------------
-
-    def _FindCoordinator(self, req: Any, broker: int | None) -> dict[str, Any]:
-        assert req.key_type == 0 and broker is None
+    def _FindCoordinator(self, req: Any, broker: int) -> dict[str, Any]:
+        assert req.key_type == 0
         if self.find_errors:
             return {"error_code": self.find_errors.pop(0), "error_message": None, "node_id": -1, "host": "",
                     "port": -1}
@@ -106,18 +92,22 @@ class FakeCluster:
                 "groups": [{"group_id": g, "protocol_type": v["protocol_type"]} for g, v in self.groups.items()]}
 
     def _DescribeGroups(self, req: Any, broker: int | None) -> dict[str, Any]:
-        assert broker == self.coordinator
-        (gid,) = req.groups
+        if broker != self.coordinator:  # only the group it lists (listing goes to every broker)
+            assert list(req.groups) == ["connect-x"]
+            return {"groups": [{"error_code": OK, "group_id": "connect-x", "group_state": "Stable",
+                                "protocol_type": "connect", "protocol_data": "sessioned", "members": []}]}
+        return {"groups": [self._describe(gid) for gid in req.groups]}
+
+    def _describe(self, gid: str) -> dict[str, Any]:
         if self.describe_errors:
-            return {"groups": [{"error_code": self.describe_errors.pop(0), "group_id": gid, "group_state": "",
-                                "protocol_type": "", "protocol_data": "", "members": []}]}
+            return {"error_code": self.describe_errors.pop(0), "group_id": gid, "group_state": "",
+                    "protocol_type": "", "protocol_data": "", "members": []}
         g = self.groups.get(gid)
         if g is None:
-            return {"groups": [{"error_code": OK, "group_id": gid, "group_state": "Dead", "protocol_type": "",
-                                "protocol_data": "", "members": []}]}
-        return {"groups": [{"error_code": OK, "group_id": gid, "group_state": g["state"],
-                            "protocol_type": g["protocol_type"],
-                            "protocol_data": g["protocol"] if g["members"] else "", "members": g["members"]}]}
+            return {"error_code": OK, "group_id": gid, "group_state": "Dead", "protocol_type": "",
+                    "protocol_data": "", "members": []}
+        return {"error_code": OK, "group_id": gid, "group_state": g["state"], "protocol_type": g["protocol_type"],
+                "protocol_data": g["protocol"] if g["members"] else "", "members": g["members"]}
 
     def _OffsetFetch(self, req: Any, broker: int | None) -> dict[str, Any]:
         assert broker == self.coordinator and req.topics is None
@@ -174,7 +164,9 @@ def parse(*argv: str) -> argparse.Namespace:
 
 
 def run(cluster: FakeCluster, *argv: str) -> int:
-    return cg.run(parse(*argv), client=cluster, sleep=lambda s: None)
+    with pytest.MonkeyPatch.context() as mp:
+        cluster.install(mp)
+        return cg.run(parse(*argv))
 
 
 @pytest.fixture
@@ -198,7 +190,7 @@ def test_list_is_the_union_of_consumer_groups_of_every_broker(cluster: FakeClust
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     assert run(cluster, "--list") == 0
     assert capsys.readouterr().out == "g\nidle\n"
-    assert sorted(b for _, b in cluster.api_calls(cg.LIST_GROUPS)) == [1, 2]
+    assert sorted(b for _, b in cluster.api_calls(LIST_GROUPS)) == [1, 2]
 
 
 def test_list_with_state(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -233,7 +225,7 @@ def test_describe_offsets_rows_lag_and_dashes(cluster: FakeCluster, capsys: pyte
     ]
     assert out.split("\n") == [*expected, ""]
     # each ListOffsets went to the partition's leader (asserted by the fake), at the latest offset
-    for body, _ in cluster.api_calls(cg.LIST_OFFSETS):
+    for body, _ in cluster.api_calls(LIST_OFFSETS):
         assert {p.timestamp for t in body.topics for p in t.partitions} == {-1}
 
 
@@ -355,18 +347,23 @@ def test_coordinator_errors_are_retried(cluster: FakeCluster, capsys: pytest.Cap
     cluster.find_errors = [ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS]
     cluster.describe_errors = [ErrorCode.NOT_COORDINATOR]
     assert run(cluster, "--describe", "--group", "g", "--state") == 0
-    assert len(cluster.api_calls(cg.FIND_COORDINATOR)) == 4
-    assert len(cluster.api_calls(cg.DESCRIBE_GROUPS)) == 2
+    assert len(cluster.api_calls(FIND_COORDINATOR)) == 4
+    assert len(cluster.api_calls(DESCRIBE_GROUPS)) == 2
     assert "Stable" in capsys.readouterr().out
 
 
 def test_coordinator_never_available_times_out(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
     cluster.find_errors = [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 1000
-    now = [0.0]
-    admin = cg.GroupAdmin(cluster, 5.0, sleep=lambda s: now.__setitem__(0, now[0] + s), clock=lambda: now[0])
-    with pytest.raises(cg.CommandFailed, match="TimeoutException.*CoordinatorNotAvailableException"):
-        admin.describe_group("g")
-    assert 4.0 < now[0] <= 5.0
+    started = time.monotonic()
+    assert run(cluster, "--describe", "--group", "g", "--timeout", "600") == 1
+    elapsed = time.monotonic() - started
+    assert capsys.readouterr().out == (
+        "\nError: Executing consumer group command failed due to org.apache.kafka.common.errors.TimeoutException: "
+        "Call(callName=describeConsumerGroups) timed out after 600 ms\n"
+    )
+    assert 0.5 < elapsed < 3.0, "bounded by --timeout"
+    assert len(cluster.api_calls(FIND_COORDINATOR)) > 2, "the lookup was retried meanwhile"
+    assert cluster.api_calls(DESCRIBE_GROUPS) == []
 
 
 def test_a_non_retriable_coordinator_error_fails(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -393,7 +390,7 @@ def test_reset_refused_for_an_active_group(cluster: FakeCluster, capsys: pytest.
         "Error: Assignments can only be reset if the group 'g' is inactive, but the current state is Stable.",
         *reset_table(),
     ]
-    assert cluster.api_calls(cg.OFFSET_COMMIT) == []
+    assert cluster.api_calls(OFFSET_COMMIT) == []
 
 
 def test_reset_dry_run_by_default_with_kafkas_warning(cluster: FakeCluster,
@@ -402,7 +399,7 @@ def test_reset_dry_run_by_default_with_kafkas_warning(cluster: FakeCluster,
     out, err = capsys.readouterr()
     assert err == cg.NO_EXECUTE_WARNING + "\n"
     assert out.split("\n") == reset_table(("idle", "t", 0, 0), ("idle", "t", 1, 10), ("idle", "t", 2, 0))
-    assert cluster.api_calls(cg.OFFSET_COMMIT) == []
+    assert cluster.api_calls(OFFSET_COMMIT) == []
     assert cluster.offsets["idle"] == {("t", 0): 40, ("t", 1): 20}
 
 
@@ -412,7 +409,7 @@ def test_reset_execute_commits_with_generation_minus_one(cluster: FakeCluster,
     out, err = capsys.readouterr()
     assert err == ""
     assert out.split("\n") == reset_table(("idle", "t", 0, 100), ("idle", "t", 1, 50))
-    ((body, broker),) = cluster.api_calls(cg.OFFSET_COMMIT)
+    ((body, broker),) = cluster.api_calls(OFFSET_COMMIT)
     assert broker == cluster.coordinator
     assert (body.group_id, body.generation_id_or_member_epoch, body.member_id) == ("idle", -1, "")
     assert cluster.offsets["idle"] == {("t", 0): 100, ("t", 1): 50}
@@ -421,7 +418,7 @@ def test_reset_execute_commits_with_generation_minus_one(cluster: FakeCluster,
 def test_reset_dry_run_flag_does_not_commit(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(cluster, "--reset-offsets", "--group", "idle", "--all-topics", "--to-latest", "--dry-run") == 0
     assert capsys.readouterr().err == ""
-    assert cluster.api_calls(cg.OFFSET_COMMIT) == []
+    assert cluster.api_calls(OFFSET_COMMIT) == []
 
 
 def test_reset_a_group_that_does_not_exist_is_allowed(cluster: FakeCluster,
@@ -471,7 +468,7 @@ def test_reset_to_current_and_to_datetime(cluster: FakeCluster, capsys: pytest.C
                "2024-01-02T03:04:05.006", "--dry-run") == 0
     # t-1 has no record at or after the time: the log end
     assert capsys.readouterr().out.split("\n") == reset_table(("idle", "t", 0, 7), ("idle", "t", 1, 50))
-    ts_body = [b for b, _ in cluster.api_calls(cg.LIST_OFFSETS)
+    ts_body = [b for b, _ in cluster.api_calls(LIST_OFFSETS)
                if {p.timestamp for t in b.topics for p in t.partitions} == {ts}]
     assert ts_body, "ListOffsets was asked for the timestamp"
 
@@ -505,7 +502,7 @@ def test_delete_success(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]
     assert run(cluster, "--delete", "--group", "idle", "--group", "idle2") == 0
     assert capsys.readouterr().out == "Deletion of requested consumer groups ('idle', 'idle2') was successful.\n"
     assert "idle" not in cluster.groups and "idle2" not in cluster.groups
-    assert all(broker == 1 for _, broker in cluster.api_calls(cg.DELETE_GROUPS))
+    assert all(broker == 1 for _, broker in cluster.api_calls(DELETE_GROUPS))
 
 
 def test_delete_failures(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -547,7 +544,7 @@ def test_argument_errors(argv: tuple[str, ...], message: str, capsys: pytest.Cap
     cluster = FakeCluster()
     assert run(cluster, *argv) == 1
     assert message in capsys.readouterr().err
-    assert [c for c in cluster.calls if c[0] != cg.LIST_GROUPS] == []
+    assert cluster.calls == [], "arguments are checked before any request"
 
 
 def test_registered_in_main_and_timeout_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
@@ -578,7 +575,7 @@ def test_parse_duration_like_java() -> None:
 
 def test_through_main_verbose_is_not_mafkas_timing_flag(cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cg, "BlockingClient", lambda *a, **k: cluster)
+    cluster.install(monkeypatch)
     assert main(["consumer-groups", "--bootstrap-server", "b1:9092", "--describe", "--group", "g", "--members",
                  "--verbose"]) == 0
     out, err = capsys.readouterr()
@@ -593,40 +590,54 @@ def test_an_unreadable_answer_is_an_error_not_a_traceback(cluster: FakeCluster,
     def broken(req: Any, broker: int | None) -> dict[str, Any]:
         raise ProtocolError("OffsetFetch v3 response: truncated array length")
 
+    # The client drops a connection whose answer it cannot read and asks again, until --timeout.
     cluster._OffsetFetch = broken  # type: ignore[method-assign]
-    assert run(cluster, "--describe", "--group", "g") == 1
-    assert "SchemaException: OffsetFetch v3 response: truncated array length" in capsys.readouterr().out
+    assert run(cluster, "--describe", "--group", "g", "--timeout", "500") == 1
+    out, err = capsys.readouterr()
+    assert out == ("\nError: Executing consumer group command failed due to org.apache.kafka.common.errors."
+                   "TimeoutException: Call(callName=listConsumerGroupOffsets) timed out after 500 ms\n")
+    assert "Traceback" not in err
+    assert len(cluster.api_calls(9)) > 1, "OffsetFetch was sent again on a new connection"
 
 
-def test_member_assignment_is_decoded_only_for_the_consumer_protocol_type(cluster: FakeCluster) -> None:
-    admin = cg.GroupAdmin(cluster, 5.0, sleep=lambda s: None)
-    d = admin.describe_group("g")
-    assert [m.assignment for m in d.members] == [[("t", 2)], [("u", 0), ("t", 1), ("t", 0)], []]
-    cluster.group("e", "Stable", [member("m", "c", "/h", {"t": [0]})], protocol_type="")
-    assert [m.assignment for m in admin.describe_group("e").members] == [[]]
-    cluster.groups["g"]["members"][0]["member_assignment"] = b"\x00\x01\x00"
-    with pytest.raises(cg.CommandFailed, match="SchemaException: Buffer underflow"):
-        admin.describe_group("g")
+def test_member_assignment_is_decoded_only_for_the_consumer_protocol_type(
+        cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster.install(monkeypatch)
+    with AdminClient({"bootstrap.servers": "b1:9092"}) as client:
+        admin = cg.GroupAdmin(client, 5.0)
+        d = admin.describe_group("g")
+        assert [m.assignment for m in d.members] == [[("t", 2)], [("u", 0), ("t", 1), ("t", 0)], []]
+        assert (d.coordinator, d.state, d.assignor) == (cg.Node(1, "b1", 9092), "Stable", "range")
+        cluster.group("e", "Stable", [member("m", "c", "/h", {"t": [0]})], protocol_type="")
+        assert [m.assignment for m in admin.describe_group("e").members] == [[]]
+        cluster.groups["g"]["members"][0]["member_assignment"] = b"\x00\x01\x00"
+        with pytest.raises(cg.CommandFailed, match="SchemaException: Buffer underflow"):
+            admin.describe_group("g")
 
 
 def test_log_end_offsets_of_missing_partitions_are_unknown_without_waiting(
         cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
     cluster.offsets["idle"] = {("t", 9): 4, ("gone", 0): 2}
-    sleeps: list[float] = []
-    assert cg.run(parse("--describe", "--group", "idle"), client=cluster, sleep=sleeps.append) == 0
+    started = time.monotonic()
+    assert run(cluster, "--describe", "--group", "idle") == 0
+    assert time.monotonic() - started < 2.0, "no retries until the 5 s --timeout"
     rows = capsys.readouterr().out.split("\n")[2:4]
     assert [r.split()[:6] for r in rows] == [["idle", "gone", "0", "2", "-", "-"], ["idle", "t", "9", "4", "-", "-"]]
-    assert sleeps == []
+    assert cluster.api_calls(LIST_OFFSETS) == [], "no leader to ask: nothing was sent"
 
 
 def test_a_partition_without_leader_is_retried(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
     cluster.topics["t"][0] = -1
-    sleeps: list[float] = []
+    answered: list[int] = []
 
-    def sleep(s: float) -> None:
-        sleeps.append(s)
-        cluster.topics["t"][0] = 1  # elected meanwhile
+    def elect() -> None:
+        answered.append(cluster.topics["t"][0])
+        cluster.topics["t"][0] = 1  # elected once the first answer (no leader) is out
 
-    assert cg.run(parse("--describe", "--group", "idle"), client=cluster, sleep=sleep) == 0
+    cluster.metadata_hook = elect
+    assert run(cluster, "--describe", "--group", "idle") == 0
     assert capsys.readouterr().out.split("\n")[2].split()[:6] == ["idle", "t", "0", "40", "100", "60"]
-    assert len(sleeps) == 1
+    assert answered[0] == -1 and len(answered) >= 2, "metadata was asked again after the leaderless answer"
+    asked = [(p.partition_index, broker) for body, broker in cluster.api_calls(LIST_OFFSETS)
+             for t in body.topics if t.name == "t" for p in t.partitions]
+    assert asked.count((0, 1)) == 1 and all(b >= 0 for _, b in asked)

@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from mafka.cli.console_producer import StickyPartitioner, murmur2, partition_for_key, to_positive
+from mafka.cli.console_producer import murmur2, partition_for_key, to_positive
+from mafka.client.partitioner import StickyPartitioner
 
 # org.apache.kafka.common.utils.UtilsTest#testMurmur2
 KAFKA_VECTORS = {
@@ -53,10 +54,12 @@ def test_to_positive() -> None:
 
 
 def test_sticky_partitioner_changes_partition_per_batch() -> None:
+    """The console producer's keyless records: the producer's sticky partitioner (KIP-480)."""
     sticky = StickyPartitioner(random.Random(1))
-    first = sticky.partition([0, 1, 2])
-    assert sticky.partition([0, 1, 2]) == first
-    sticky.next_batch([0, 1, 2])
-    assert sticky.partition([0, 1, 2]) != first
-    sticky.next_batch([2])
-    assert sticky.partition([2]) == 2
+    first = sticky.partition("t", 3, [0, 1, 2])
+    assert sticky.partition("t", 3, [0, 1, 2]) == first
+    sticky.on_new_batch("t", 3, first, [0, 1, 2])
+    second = sticky.partition("t", 3, [0, 1, 2])
+    assert second != first
+    sticky.on_new_batch("t", 3, second, [2])
+    assert sticky.partition("t", 3, [2]) == 2

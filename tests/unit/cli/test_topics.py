@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 import pytest
 
 from mafka.cli import topics
 from mafka.cli.main import main
+from mafka.errors import ErrorCode
+from tests.unit.cli.fake_wire import WireFake
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -72,3 +75,113 @@ def test_java_exception_names() -> None:
 
     assert topics._java_name(ErrorCode.TOPIC_ALREADY_EXISTS) == "org.apache.kafka.common.errors.TopicExistsException"
     assert topics._java_name(ErrorCode.INVALID_PARTITIONS) == "org.apache.kafka.common.errors.InvalidPartitionsException"
+
+
+# -- against a fake cluster (AdminClient on the wire) ----------------------------------------------
+
+
+class TopicsCluster(WireFake):
+    def __init__(self) -> None:
+        super().__init__({1: ("b1", 9092), 2: ("b2", 9093)})
+        self.topics: dict[str, list[tuple[int, list[int], list[int]]]] = {
+            "b": [(0, [1, 2], [1, 2]), (1, [2, 1], [2])],
+            "a": [(0, [2], [])],
+            "__consumer_offsets": [(0, [1], [1])],
+        }
+        self.overrides = {"b": {"retention.ms": "1000"}}
+
+    def _Metadata(self, req: Any, broker: int) -> dict[str, Any]:
+        names = sorted(self.topics) if req.topics is None else [t.name for t in req.topics]
+        return {
+            "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, (h, p) in self.brokers.items()],
+            "cluster_id": "c", "controller_id": 2,
+            "topics": [{"error_code": 0 if t in self.topics else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "name": t,
+                        "is_internal": t.startswith("__"),
+                        "partitions": [{"error_code": 0, "partition_index": p, "leader_id": r[0] if isr else -1,
+                                        "replica_nodes": r, "isr_nodes": isr, "offline_replicas": []}
+                                       for p, r, isr in self.topics.get(t, [])]} for t in names],
+        }
+
+    def _DescribeConfigs(self, req: Any, broker: int) -> dict[str, Any]:
+        results = []
+        for r in req.resources:
+            configs = [{"name": "segment.bytes", "value": "1073741824", "read_only": False, "config_source": 5,
+                        "is_sensitive": False, "synonyms": []}]
+            configs += [{"name": k, "value": v, "read_only": False, "config_source": 1, "is_sensitive": False,
+                         "synonyms": []} for k, v in self.overrides.get(r.resource_name, {}).items()]
+            results.append({"error_code": 0, "error_message": None, "resource_type": r.resource_type,
+                            "resource_name": r.resource_name, "configs": configs})
+        return {"results": results}
+
+    def _CreateTopics(self, req: Any, broker: int) -> dict[str, Any]:
+        assert broker == 2, "to the controller"
+        out = []
+        for t in req.topics:
+            if t.name in self.topics:
+                out.append({"name": t.name, "error_code": ErrorCode.TOPIC_ALREADY_EXISTS,
+                            "error_message": f"Topic '{t.name}' already exists."})
+                continue
+            self.topics[t.name] = [(p, [1], [1]) for p in range(max(1, t.num_partitions))]
+            self.overrides[t.name] = {c.name: c.value for c in t.configs}
+            out.append({"name": t.name, "error_code": 0, "error_message": None})
+        return {"topics": out}
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> TopicsCluster:
+    cluster = TopicsCluster()
+    cluster.install(monkeypatch)
+    return cluster
+
+
+def topics_cmd(*argv: str) -> int:
+    return main(["topics", "--bootstrap-server", "b1:9092", *argv])
+
+
+def test_list_and_describe(fake: TopicsCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    assert topics_cmd("--list") == 0
+    assert capsys.readouterr().out == "__consumer_offsets\na\nb\n"
+    assert topics_cmd("--list", "--exclude-internal") == 0
+    assert capsys.readouterr().out == "a\nb\n"
+    assert topics_cmd("--describe", "--exclude-internal") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Topic: a\tPartitionCount: 1\tReplicationFactor: 1\tConfigs: ",
+        "\tTopic: a\tPartition: 0\tLeader: none\tReplicas: 2\tIsr: ",
+        "Topic: b\tPartitionCount: 2\tReplicationFactor: 2\tConfigs: retention.ms=1000",
+        "\tTopic: b\tPartition: 0\tLeader: 1\tReplicas: 1,2\tIsr: 1,2",
+        "\tTopic: b\tPartition: 1\tLeader: 2\tReplicas: 2,1\tIsr: 2",
+    ]
+    assert topics_cmd("--describe", "--under-replicated-partitions") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "\tTopic: a\tPartition: 0\tLeader: none\tReplicas: 2\tIsr: ",
+        "\tTopic: b\tPartition: 1\tLeader: 2\tReplicas: 2,1\tIsr: 2",
+    ]
+    assert topics_cmd("--describe", "--unavailable-partitions") == 0
+    assert capsys.readouterr().out == "\tTopic: a\tPartition: 0\tLeader: none\tReplicas: 2\tIsr: \n"
+
+
+def test_create_at_the_controller(fake: TopicsCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    assert topics_cmd("--create", "--topic", "c.d", "--partitions", "3", "--replication-factor", "1",
+                      "--config", "cleanup.policy=compact") == 0
+    assert capsys.readouterr().out == (
+        "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could collide. "
+        "To avoid issues it is best to use either, but not both.\nCreated topic c.d.\n")
+    (body, broker), = fake.api_calls(19)
+    (t,) = body.topics
+    assert (broker, t.name, t.num_partitions, t.replication_factor) == (2, "c.d", 3, 1)
+    assert [(c.name, c.value) for c in t.configs] == [("cleanup.policy", "compact")]
+    assert topics_cmd("--create", "--topic", "a") == 1
+    out, err = capsys.readouterr()
+    assert out == "Error while executing topic command : Topic 'a' already exists.\n"
+    assert "ERROR org.apache.kafka.common.errors.TopicExistsException: Topic 'a' already exists." in err
+    assert topics_cmd("--create", "--topic", "a", "--if-not-exists") == 0
+    assert capsys.readouterr().out == ""
+    assert topics_cmd("--delete", "--topic", "nope") == 1
+    assert capsys.readouterr().out == "Error while executing topic command : Topic 'nope' does not exist as expected\n"
+
+
+def test_an_unreachable_cluster_times_out(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topics", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "0.5"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("Error while executing topic command : Timed out waiting for a node assignment.")
+    assert "ERROR org.apache.kafka.common.errors.TimeoutException" in err

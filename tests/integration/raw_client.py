@@ -1,8 +1,8 @@
-"""A small blocking Kafka-protocol client (plain sockets, no Twisted) for the CLI tools.
+"""A small blocking Kafka-protocol client (plain sockets) for tests that need exact requests.
 
-Internal: the ``mafka topics`` / ``console-producer`` / ``console-consumer``
-tools use it.  The public client library comes in a later issue; do not build
-on this API.
+Test infrastructure: chaos and durability tests send raw requests to one chosen
+broker (a zombie probe, a metadata snapshot of one broker) that no client library
+offers.  Applications and the CLI use :mod:`mafka.client`.
 
 :class:`BlockingClient` keeps one socket per broker, sends one request at a
 time and waits for its answer.  :meth:`BlockingClient.call` goes to any
