@@ -845,27 +845,7 @@ class AdminClient:
 
         A group that does not exist is described as DEAD with no members (the broker's answer).
         """
-        _check_list(group_ids, "group_ids", str, "group ids")
-        _no_duplicates(group_ids, "group id")
-        futures = {g: _new_future() for g in group_ids}
-
-        async def describe(group: str) -> ConsumerGroupDescription:
-            async def call(node: int) -> ConsumerGroupDescription:
-                response = await self._kernel.send(node, DESCRIBE_GROUPS, {"groups": [group]})
-                for g in response.groups:
-                    if g.group_id == group:
-                        raise_for_code(g.error_code)
-                        return self._description(g, node)
-                raise_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"group {group} missing from the response")
-                raise AssertionError("unreachable")
-
-            return await self._coordinated(group, call)
-
-        async def work(deadline: float | None) -> None:
-            await self._each(futures, describe)
-
-        self._run(futures.values(), work, request_timeout)
-        return futures
+        return self._describe_groups(group_ids, self._description, request_timeout)
 
     def delete_consumer_groups(self, group_ids: list[str], request_timeout: float | None = None
                                ) -> dict[str, Future[None]]:
@@ -1135,17 +1115,22 @@ class AdminClient:
         assignments and reports only consumer groups' details).  A group that does not
         exist is described with state ``Dead``; coordinator errors are retried.
         """
+        return self._describe_groups(group_ids, self._group_metadata, request_timeout)
+
+    def _describe_groups(self, group_ids: list[str], convert: Callable[[Any, int], Any],
+                         request_timeout: float | None) -> dict[str, Future[Any]]:
+        """DescribeGroups at each group's coordinator; ``convert(group, node)`` shapes each answer."""
         _check_list(group_ids, "group_ids", str, "group ids")
         _no_duplicates(group_ids, "group id")
         futures = {g: _new_future() for g in group_ids}
 
-        async def describe(group: str) -> GroupMetadata:
-            async def call(node: int) -> GroupMetadata:
+        async def describe(group: str) -> Any:
+            async def call(node: int) -> Any:
                 response = await self._kernel.send(node, DESCRIBE_GROUPS, {"groups": [group]})
                 for g in response.groups:
                     if g.group_id == group:
                         raise_for_code(g.error_code)
-                        return self._group_metadata(g, node)
+                        return convert(g, node)
                 raise_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"group {group} missing from the response")
                 raise AssertionError("unreachable")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -69,7 +70,17 @@ class Producer:
         self._closed = False
         self._kernel = Kernel(self._config)  # first: a bad bootstrap.servers raises before a thread exists
         self._thread = LoopThread("mafka-producer")
-        self._engine = ProducerEngine(self._kernel, self._on_report)
+        # The engine (reachable from the running loop thread) must not keep this object alive:
+        # a Producer dropped without close(), as confluent-kafka users do, is then collected
+        # and its __del__ stops the thread.
+        report_ref = weakref.WeakMethod(self._on_report)
+
+        def report(*args: Any) -> None:
+            method = report_ref()
+            if method is not None:
+                method(*args)
+
+        self._engine = ProducerEngine(self._kernel, report)
         self._thread.run(self._start(), timeout=10)
 
     async def _start(self) -> None:

@@ -350,7 +350,10 @@ class ProducerEngine:
         if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1:
             # Split so that only the record that is too large fails.
             self._done_in_flight(batch)
-            self._reset_producer_id() if self.idempotent else None
+            if self.idempotent:
+                # The split batches need sequences of their own; batches sent after this one
+                # would now be out of order: numbering restarts under a new producer id.
+                self._reset_producer_id()
             for single in reversed(batch.split(now)):
                 self.accumulator.reenqueue(single, now)
             return

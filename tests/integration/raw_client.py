@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from mafka.client.kernel import parse_bootstrap
 from mafka.errors import ErrorCode
 from mafka.wire.codec import decode_response, encode_request
 
@@ -81,26 +82,6 @@ T = TypeVar("T")
 
 class ClientTimeout(Exception):
     """The operation did not succeed within the client's timeout."""
-
-
-def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9093"`` → ``[("h1", 9092), ("h2", 9093)]``.
-
-    Raises:
-        ValueError: an entry without a valid ``host:port``.
-    """
-    out = []
-    for entry in bootstrap.split(","):
-        entry = entry.strip()
-        if not entry:
-            continue
-        host, sep, port = entry.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ValueError(f"Invalid url in bootstrap.servers: {entry}")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ValueError("No resolvable bootstrap urls given in bootstrap.servers")
-    return out
 
 
 class BlockingClient:
