@@ -374,18 +374,31 @@ class Fetcher:
                         records = p.records
                         if records:
                             # The next fetch offset comes from the batches' last offsets.
-                            nxt = _next_offset(records, state.fetch_offset)
+                            try:
+                                nxt = _next_offset(records, state.fetch_offset)
+                            except ProtocolError as exc:
+                                # Corrupt framing: the partition stops here and the application
+                                # is told, rather than the same bytes being fetched forever.
+                                state.error = KafkaError(KafkaError._BAD_MSG, f"{tp[0]}-{tp[1]}: {exc}")
+                                self.errors.append(Message(tp[0], tp[1], state.fetch_offset, None, None,
+                                                           error=state.error))
+                                got_data = True
+                                continue
                             if nxt > state.fetch_offset:
                                 state.chunks.append((state.epoch, records, p.aborted_transactions))
                                 state.buffered += len(records)
                                 state.fetch_offset = nxt
                                 got_data = True
                             elif len(records) >= self.partition_max_bytes:
+                                # Only a pre-KIP-74 broker sends a partial batch and nothing else.
                                 state.error = KafkaError(
                                     KafkaError.MESSAGE_TOO_LARGE,
                                     f"{tp[0]}-{tp[1]}: a batch at offset {state.fetch_offset} is larger "
                                     f"than max.partition.fetch.bytes",
                                 )
+                                self.errors.append(Message(tp[0], tp[1], state.fetch_offset, None, None,
+                                                           error=state.error))
+                                got_data = True
                         if self.partition_eof and state.fetch_offset == state.high_watermark:
                             got_data = True
                     elif code == ErrorCode.OFFSET_OUT_OF_RANGE:

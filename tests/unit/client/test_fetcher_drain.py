@@ -437,3 +437,21 @@ def test_on_data_called_when_data_arrives() -> None:
     assert calls == []
     deliver(f, batch(0, 1), hw=1)
     assert calls == [1]
+
+
+def test_corrupt_framing_stops_the_partition_and_tells_the_application() -> None:
+    f = make()
+    f.assign({TP: 0, TP1: 0})
+    good = batch(0, 3)
+    bad = bytearray(batch(0, 2))
+    bad[16] = 7  # magic 7: the batch walk cannot go on
+    deliver(f, bytes(bad), hw=2, tp=TP)
+    deliver(f, good, hw=3, tp=TP1)
+    first = f.drain(10)
+    assert len(first) == 1 and first[0].error().code() == KafkaError._BAD_MSG
+    assert first[0].partition() == 0
+    rest = f.drain(10)
+    assert [(m.partition(), m.offset()) for m in rest] == [(1, 0), (1, 1), (1, 2)]
+    # The broken partition is no longer fetched (no busy refetch of the same bytes).
+    assert TP not in [tp for tp, _ in f._fetchable(1)]
+    assert TP1 in [tp for tp, _ in f._fetchable(1)]
