@@ -87,7 +87,7 @@ class RecordAccumulator:
         before = batch.payload if batch is not None else 0
         if (
             batch is None
-            or batch.attempts > 0  # sent once already: closed to appends
+            or batch.attempts > 0 or batch.retry_at > 0.0  # sent or put back (split): closed to appends
             or batch.count >= self.batch_messages
             or not batch.try_append(timestamp, key, value, headers, on_delivery)
         ):
@@ -171,12 +171,20 @@ class RecordAccumulator:
                 out.append(batch)
         return out
 
-    def reenqueue(self, batch: ProducerBatch, retry_at: float) -> None:
-        """Puts a batch that must be sent again back at the head of its queue, in sequence order."""
+    def reenqueue(self, batch: ProducerBatch, retry_at: float, after_put_back: bool = False) -> None:
+        """Puts a batch that must be sent again back at the head of its queue, in sequence order.
+
+        With ``after_put_back`` (its sequence no longer counts: numbered under a producer id
+        given up since) it goes after the batches already put back, ahead of those never sent.
+        """
         tp = (batch.topic, batch.partition)
         batch.retry_at = retry_at
         with self.lock:
             queue = self.queues.setdefault(tp, deque())
+            if after_put_back:
+                at = next((i for i, other in enumerate(queue) if other.retry_at == 0.0), len(queue))
+                queue.insert(at, batch)
+                return
             if batch.base_sequence < 0:
                 queue.appendleft(batch)
                 return

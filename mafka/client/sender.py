@@ -209,6 +209,10 @@ class ProducerEngine:
         self.producer_id = -1
         for state in self.accumulator.states.values():
             state.next_sequence = 0
+            if state.in_flight:
+                # Batches still out under the old id come back first, one at a time, so a
+                # later batch is never numbered under the new id ahead of one of them.
+                state.retrying = True
         with self.accumulator.lock:
             for queue in self.accumulator.queues.values():
                 for batch in queue:
@@ -232,13 +236,19 @@ class ProducerEngine:
                 md.want(unknown)
                 md.request_update()
                 self.kernel.spawn(self._refresh())
+            sent = False
             if self._pid_ready.is_set():
                 for node in nodes:
                     if self._in_flight_requests.get(node, 0) >= self.max_in_flight:
                         continue
                     conn = self.kernel.ready_connection(node, "produce", self.wake)
                     if conn is not None:
-                        self._send_to(node, conn, now)
+                        sent = self._send_to(node, conn, now) or sent
+            if sent:
+                # More batches may be ready behind the ones just sent (a request takes one per
+                # partition): look again at once, so up to max.in.flight requests pipeline.
+                await asyncio.sleep(0)
+                continue
             timeout = None if next_at is None else max(0.0, next_at - time.monotonic())
             if unknown:
                 timeout = min(timeout if timeout is not None else 1.0, self.retry_backoff * 2)
@@ -254,14 +264,15 @@ class ProducerEngine:
             log.debug("metadata refresh failed: %s", exc)
         self.wake()
 
-    def _send_to(self, node: int, conn: BrokerConnection, now: float) -> None:
+    def _send_to(self, node: int, conn: BrokerConnection, now: float) -> bool:
         """Drains ``node``'s ready batches into one Produce request, written now on ``conn``
-        (so requests, and each partition's sequences, reach the broker in drain order)."""
+        (so requests, and each partition's sequences, reach the broker in drain order).
+        Returns whether a request was sent."""
         md = self.kernel.metadata
         partitions = [tp for tp in self.accumulator.queues if md.leader(*tp) == node]
         batches = self.accumulator.drain(partitions, self.message_max * 4, now)
         if not batches:
-            return
+            return False
         topics: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             tp = (batch.topic, batch.partition)
@@ -291,6 +302,7 @@ class ProducerEngine:
         self.in_flight_batches += len(batches)
         future = conn.request(PRODUCE, body, expect_response=self.acks != 0)
         self.kernel.spawn(self._produce(node, conn, future, batches))
+        return True
 
     async def _produce(self, node: int, conn: BrokerConnection, future: asyncio.Future[Any],
                        batches: list[ProducerBatch]) -> None:
@@ -361,7 +373,7 @@ class ProducerEngine:
             state = self.accumulator.state((batch.topic, batch.partition))
             earlier = any(b.base_sequence < batch.base_sequence for b in state.in_flight if b is not batch)
             if earlier or state.retrying:
-                self._retry_or_fail(batch, code, now)
+                self._retry_or_fail(batch, code, now, retriable=True)
                 return
             self._done_in_flight(batch)
             self._finish(batch, -1, -1, KafkaError(code))
@@ -377,12 +389,17 @@ class ProducerEngine:
     def _requeue(self, batch: ProducerBatch, now: float) -> None:
         state = self.accumulator.state((batch.topic, batch.partition))
         state.retrying = True
-        self.accumulator.reenqueue(batch, now + self.retry_backoff)
+        # A batch numbered under a producer id given up since goes after the batches put back
+        # before it (answers come in send order), not by its old sequence.
+        stale = self.idempotent and batch.base_sequence >= 0 and batch.producer_id != self.producer_id
+        self.accumulator.reenqueue(batch, now + self.retry_backoff, after_put_back=stale)
 
-    def _retry_or_fail(self, batch: ProducerBatch, code: int, now: float) -> None:
+    def _retry_or_fail(self, batch: ProducerBatch, code: int, now: float,
+                       retriable: bool | None = None) -> None:
         self._done_in_flight(batch)
         try:
-            retriable = ErrorCode(code) in _RETRY or ErrorCode(code).retriable
+            if retriable is None:
+                retriable = ErrorCode(code) in _RETRY or ErrorCode(code).retriable
             if ErrorCode(code).invalid_metadata:
                 self.kernel.metadata.request_update()
                 self.kernel.spawn(self._refresh())
