@@ -14,7 +14,9 @@ through ``notify``; the member waits until the application has handled one
 (and commits) before partitions move.  EAGER assignors (range,
 roundrobin) revoke everything before every join; COOPERATIVE
 (cooperative-sticky, KIP-429) revokes only partitions that move, then
-rejoins so they can be given out.
+rejoins so they can be given out.  What each answer means is decided by the
+sans-IO :class:`~mafka.client.group_state.Membership`; this module only sends,
+waits and hands over.
 """
 
 from __future__ import annotations
@@ -27,19 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mafka.client.assignors import MemberMetadata, parse_strategy_list
+from mafka.client.assignors import parse_strategy_list
+from mafka.client.group_state import Membership, Outcome
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.errors import ErrorCode
-from mafka.group.consumer_protocol import (
-    PROTOCOL_TYPE,
-    Assignment,
-    Subscription,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
 
 __all__ = ["GroupMember", "RebalanceEvent"]
 
@@ -47,10 +41,6 @@ log = logging.getLogger("mafka.client.group")
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
 TP = tuple[str, int]
-
-_COORDINATOR_ERRORS = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE}
-_REJOIN_ERRORS = {ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION,
-                  ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID}
 
 
 @dataclass
@@ -64,12 +54,8 @@ class RebalanceEvent:
     done: asyncio.Future[None] = field(repr=False)
 
 
-def _flatten(assignment: dict[str, list[int]]) -> set[TP]:
-    return {(t, p) for t, ps in assignment.items() for p in ps}
-
-
 class GroupMember:
-    """One consumer's membership of ``group.id``.
+    """One consumer's membership of ``group.id``: the driver of :class:`~mafka.client.group_state.Membership`.
 
     Args:
         kernel: connections and metadata.
@@ -82,26 +68,55 @@ class GroupMember:
         self.kernel = kernel
         self.notify = notify
         self.group_id: str = cfg["group.id"]
-        self.instance_id: str | None = cfg.get("group.instance.id") or None
-        self.session_timeout_ms = cfg["session.timeout.ms"]
-        self.rebalance_timeout_ms = cfg["max.poll.interval.ms"]
         self.heartbeat_interval = cfg["heartbeat.interval.ms"] / 1000.0
         self.backoff = cfg["retry.backoff.ms"] / 1000.0
         strategy = cfg["partition.assignment.strategy"]
-        self.assignors = parse_strategy_list(strategy if isinstance(strategy, str) else ",".join(strategy))
+        self.state = Membership(
+            self.group_id, cfg.get("group.instance.id") or None, cfg["session.timeout.ms"],
+            cfg["max.poll.interval.ms"],
+            parse_strategy_list(strategy if isinstance(strategy, str) else ",".join(strategy)),
+        )
         self.topics: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
         self.patterns: list[str] = []
-        self.member_id = ""
-        self.generation = -1
-        self.protocol: str | None = None
         self.coordinator = -1
-        self.owned: set[TP] = set()
-        self.need_rejoin = False
         self.subscribed = asyncio.Event()
         self.last_poll = time.monotonic()
         self.closing = False
         self._subscription_seen: dict[str, int] = {}
+
+    # The member's identity and assignment live in :attr:`state`; these read it.
+    @property
+    def member_id(self) -> str:
+        return self.state.member_id
+
+    @property
+    def generation(self) -> int:
+        return self.state.generation
+
+    @property
+    def instance_id(self) -> str | None:
+        return self.state.instance_id
+
+    @property
+    def owned(self) -> set[TP]:
+        return self.state.owned
+
+    @owned.setter
+    def owned(self, value: set[TP]) -> None:
+        self.state.owned = value
+
+    @property
+    def need_rejoin(self) -> bool:
+        return self.state.need_rejoin
+
+    @property
+    def rebalance_protocol(self) -> str:
+        return self.state.rebalance_protocol
+
+    @property
+    def rebalance_timeout(self) -> float:
+        return self.state.rebalance_timeout_ms / 1000.0
 
     # -- subscription ---------------------------------------------------------------------
 
@@ -110,7 +125,7 @@ class GroupMember:
         self.patterns = [t for t in topics if t.startswith("^")]
         self.pattern = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
         self.topics = {t for t in topics if not t.startswith("^")}
-        self.need_rejoin = True
+        self.state.need_rejoin = True
         self.subscribed.set()
 
     def unsubscribe(self) -> None:
@@ -118,14 +133,6 @@ class GroupMember:
         self.pattern = None
         self.patterns = []
         self.subscribed.clear()
-
-    @property
-    def rebalance_protocol(self) -> str:
-        chosen = next((a for a in self.assignors if a.name == self.protocol), self.assignors[0])
-        return chosen.rebalance_protocol
-
-    def _cooperative(self) -> bool:
-        return all(a.rebalance_protocol == "COOPERATIVE" for a in self.assignors)
 
     async def _resolved_topics(self) -> set[str]:
         md = self.kernel.metadata
@@ -147,7 +154,7 @@ class GroupMember:
                 continue
             try:
                 await self._ensure_coordinator()
-                if self.need_rejoin or self.generation < 0:
+                if self.state.need_rejoin or self.state.generation < 0:
                     await self._join_and_sync()
                 else:
                     await self._heartbeat_once()
@@ -181,140 +188,69 @@ class GroupMember:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.notify(RebalanceEvent(kind, sorted(partitions), incremental, done))
         try:
-            await asyncio.wait_for(asyncio.shield(done), self.rebalance_timeout_ms / 1000.0)
+            await asyncio.wait_for(asyncio.shield(done), self.rebalance_timeout)
         except TimeoutError:
             log.warning("group %s: the application did not handle %s within max.poll.interval.ms",
                         self.group_id, kind)
 
+    async def _apply(self, outcome: Outcome) -> None:
+        """Carries out an outcome's side effects: coordinator, errors, lost partitions."""
+        if outcome.coordinator_lost:
+            self._coordinator_lost()
+        if outcome.notify is not None:
+            self.notify(outcome.notify)
+        if outcome.fatal:
+            self.closing = True
+        if outcome.lost:
+            await self._handoff("lost", outcome.lost, self.state.cooperative())
+
     async def lose_partitions(self) -> None:
-        if self.owned:
-            owned, self.owned = self.owned, set()
-            await self._handoff("lost", owned, self._cooperative())
+        lost = self.state.lose()
+        if lost:
+            await self._handoff("lost", lost, self.state.cooperative())
 
     async def _join_and_sync(self) -> None:
-        if not self._cooperative() and self.owned:
-            owned, self.owned = self.owned, set()
-            await self._handoff("revoke", owned, False)
+        revoked = self.state.revoke_before_join()
+        if revoked:
+            await self._handoff("revoke", revoked, False)
         topics = await self._resolved_topics()
         self._subscription_seen = {t: self.kernel.metadata.partition_count(t) or 0 for t in topics}
-        owned_by_topic: dict[str, list[int]] = {}
-        for t, p in sorted(self.owned):
-            owned_by_topic.setdefault(t, []).append(p)
-        protocols = []
-        for assignor in self.assignors:
-            user_data = assignor.subscription_user_data(topics, owned_by_topic, self.generation)
-            sub = Subscription(sorted(topics), user_data, owned_by_topic)
-            protocols.append({"name": assignor.name, "metadata": encode_subscription(sub)})
-        self.need_rejoin = False
-        response = await self._send(JOIN_GROUP, {
-            "group_id": self.group_id,
-            "session_timeout_ms": self.session_timeout_ms,
-            "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "member_id": self.member_id,
-            "group_instance_id": self.instance_id,
-            "protocol_type": PROTOCOL_TYPE,
-            "protocols": protocols,
-        }, timeout=self.rebalance_timeout_ms / 1000.0 + 5.0)
-        code = response.error_code
-        if code == ErrorCode.MEMBER_ID_REQUIRED:
-            self.member_id = response.member_id
-            self.need_rejoin = True
+        timeout = self.rebalance_timeout + 5.0
+        response = await self._send(JOIN_GROUP, self.state.join_request(topics), timeout=timeout)
+        joined = self.state.on_join(response)
+        if joined.kind not in ("leader", "follower"):
+            await self._apply(joined)
             return
-        if code != ErrorCode.NONE:
-            self._join_error(code)
-            return
-        self.member_id = response.member_id
-        self.generation = response.generation_id
-        self.protocol = response.protocol_name
         assignments: dict[str, bytes] = {}
-        if response.leader == response.member_id:
-            assignments = await self._lead(response)
-        sync = await self._send(SYNC_GROUP, {
-            "group_id": self.group_id,
-            "generation_id": self.generation,
-            "member_id": self.member_id,
-            "group_instance_id": self.instance_id,
-            "assignments": [{"member_id": m, "assignment": a} for m, a in assignments.items()],
-        }, timeout=self.rebalance_timeout_ms / 1000.0 + 5.0)
-        if sync.error_code != ErrorCode.NONE:
-            self._join_error(sync.error_code)
+        if joined.kind == "leader":
+            md = await self.kernel.metadata_for(self.state.leader_topics(response), timeout=30.0)
+            counts = {t: n for t in self.state.leader_topics(response) if (n := md.partition_count(t))}
+            assignments = self.state.leader_assignments(response, counts)
+        synced = self.state.on_sync(await self._send(SYNC_GROUP, self.state.sync_request(assignments),
+                                                     timeout=timeout))
+        if synced.kind != "assigned":
+            await self._apply(synced)
             return
-        assignment = decode_assignment(sync.assignment) if sync.assignment else Assignment()
-        for assignor in self.assignors:
-            if assignor.name == self.protocol:
-                assignor.on_assignment(assignment, self.generation)
-        new = _flatten(assignment.assigned_partitions)
-        log.info("group %s generation %d member %s: assigned %s", self.group_id, self.generation,
-                 self.member_id, sorted(new))
-        if self.rebalance_protocol == "COOPERATIVE":
-            revoked = self.owned - new
-            added = new - self.owned
-            if revoked:
-                self.owned -= revoked
-                await self._handoff("revoke", revoked, True)
-                self.need_rejoin = True  # so the revoked partitions can be handed out
-            self.owned |= added
-            await self._handoff("assign", added, True)
-        else:
-            self.owned = new
-            await self._handoff("assign", new, False)
-
-    def _join_error(self, code: int) -> None:
-        self.need_rejoin = True
-        if code in _COORDINATOR_ERRORS:
-            self._coordinator_lost()
-        elif code == ErrorCode.UNKNOWN_MEMBER_ID:
-            self.member_id = ""
-            self.generation = -1
-        elif code == ErrorCode.ILLEGAL_GENERATION:
-            self.generation = -1
-        elif code == ErrorCode.FENCED_INSTANCE_ID:
-            self.notify(KafkaError(code, "Broker: Static consumer fenced by other consumer with same "
-                                         "group.instance.id", fatal=True))
-            self.closing = True
-        elif code not in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS):
-            self.notify(KafkaError(code))
-
-    async def _lead(self, response: Any) -> dict[str, bytes]:
-        assignor = next(a for a in self.assignors if a.name == response.protocol_name)
-        members: dict[str, MemberMetadata] = {}
-        topics: set[str] = set()
-        for m in response.members:
-            sub = decode_subscription(m.metadata)
-            members[m.member_id] = MemberMetadata(m.member_id, sub, getattr(m, "group_instance_id", None))
-            topics |= set(sub.topics)
-        md = await self.kernel.metadata_for(topics, timeout=30.0)
-        counts = {t: n for t in topics if (n := md.partition_count(t))}
-        result = assignor.assign(members, counts)
-        return {m: encode_assignment(Assignment({t: sorted(ps) for t, ps in parts.items()}))
-                for m, parts in result.items()}
+        log.info("group %s generation %d member %s: assigned %s", self.group_id, self.state.generation,
+                 self.state.member_id, sorted(self.state.owned))
+        if synced.revoke:
+            await self._handoff("revoke", synced.revoke, True)
+        await self._handoff("assign", synced.assign, synced.incremental)
 
     async def _heartbeat_once(self) -> None:
-        if time.monotonic() - self.last_poll > self.rebalance_timeout_ms / 1000.0:
+        if time.monotonic() - self.last_poll > self.rebalance_timeout:
             log.warning("group %s: max.poll.interval.ms exceeded; leaving the group", self.group_id)
             self.notify(KafkaError(KafkaError._MAX_POLL_EXCEEDED))
             await self.leave()
             await self.lose_partitions()
             self.subscribed.clear()  # the next poll() rejoins
             return
-        response = await self._send(HEARTBEAT, {
-            "group_id": self.group_id, "generation_id": self.generation,
-            "member_id": self.member_id, "group_instance_id": self.instance_id,
-        })
-        code = response.error_code
-        if code == ErrorCode.NONE:
+        response = await self._send(HEARTBEAT, self.state.heartbeat_request())
+        outcome = self.state.on_heartbeat(response.error_code)
+        if outcome.kind == "ok":
             await self._check_metadata()
-            return
-        if code in _COORDINATOR_ERRORS:
-            self._coordinator_lost()
-        elif code == ErrorCode.REBALANCE_IN_PROGRESS:
-            self.need_rejoin = True
-        elif code in (ErrorCode.ILLEGAL_GENERATION, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.FENCED_INSTANCE_ID):
-            if code == ErrorCode.UNKNOWN_MEMBER_ID:
-                self.member_id = ""
-            self.generation = -1
-            await self.lose_partitions()
-            self._join_error(code)
+        else:
+            await self._apply(outcome)
 
     async def _check_metadata(self) -> None:
         """Rejoins when subscribed topics appear (regex) or gain partitions (Kafka's metadata check)."""
@@ -325,84 +261,56 @@ class GroupMember:
         seen = {t: md.partition_count(t) or 0 for t in topics}
         if seen != self._subscription_seen:
             log.info("group %s: subscribed topics changed; rejoining", self.group_id)
-            self.need_rejoin = True
+            self.state.need_rejoin = True
 
     # -- offsets --------------------------------------------------------------------------
 
-    async def commit(self, offsets: dict[TP, tuple[int, str | None]], in_group: bool = True) -> dict[TP, int]:
-        """Commits offsets; returns tp -> error code (0 = committed).  Retries coordinator moves."""
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (t, p), (off, meta) in offsets.items():
-            topics.setdefault(t, []).append(
-                {"partition_index": p, "committed_offset": off, "committed_metadata": meta})
-        body = {
-            "group_id": self.group_id,
-            "generation_id_or_member_epoch": self.generation if in_group else -1,
-            "member_id": self.member_id if in_group else "",
-            "retention_time_ms": -1,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-        }
+    async def _coordinated(self, body: dict[str, Any], api_key: int,
+                           interpret: Callable[[Any], tuple[dict[TP, int], bool, bool]],
+                           on_timeout: Callable[[], dict[TP, int]]) -> dict[TP, int]:
+        """Sends ``body`` to the coordinator until ``interpret`` says no retry, within request.timeout.ms."""
         deadline = time.monotonic() + self.kernel.config["request.timeout.ms"] / 1000.0
         while True:
             try:
                 await self._ensure_coordinator(deadline)
-                response = await self._send(OFFSET_COMMIT, body)
+                response = await self._send(api_key, body)
             except (TimeoutError, ConnectionError):
                 self._coordinator_lost()
                 if time.monotonic() > deadline:
-                    return {tp: int(ErrorCode.REQUEST_TIMED_OUT) for tp in offsets}
+                    return on_timeout()
                 await asyncio.sleep(self.backoff)
                 continue
-            result = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
-            codes = set(result.values())
-            if codes & _COORDINATOR_ERRORS or ErrorCode.COORDINATOR_LOAD_IN_PROGRESS in codes:
-                if codes & _COORDINATOR_ERRORS:
-                    self._coordinator_lost()
-                if time.monotonic() < deadline:
-                    await asyncio.sleep(self.backoff)
-                    continue
-            if codes & _REJOIN_ERRORS:
-                self.need_rejoin = True
+            result, retry, lost = interpret(response)
+            if lost:
+                self._coordinator_lost()
+            if retry and time.monotonic() < deadline:
+                await asyncio.sleep(self.backoff)
+                continue
             return result
 
+    async def commit(self, offsets: dict[TP, tuple[int, str | None]], in_group: bool = True) -> dict[TP, int]:
+        """Commits offsets; returns tp -> error code (0 = committed).  Retries coordinator moves."""
+        return await self._coordinated(
+            self.state.commit_request(offsets, in_group), OFFSET_COMMIT, self.state.on_commit,
+            lambda: {tp: int(ErrorCode.REQUEST_TIMED_OUT) for tp in offsets})
+
     async def fetch_committed(self, tps: list[TP]) -> dict[TP, int]:
-        """Committed offsets (-1 = none) of ``tps``; retries while the coordinator loads or moves."""
-        topics: dict[str, list[int]] = {}
-        for t, p in tps:
-            topics.setdefault(t, []).append(p)
-        body = {"group_id": self.group_id,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}
-        deadline = time.monotonic() + self.kernel.config["request.timeout.ms"] / 1000.0
-        while True:
-            try:
-                await self._ensure_coordinator(deadline)
-                response = await self._send(OFFSET_FETCH, body)
-            except (TimeoutError, ConnectionError):
-                self._coordinator_lost()
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(self.backoff)
-                continue
-            top = getattr(response, "error_code", 0)
-            codes = {p.error_code for t in response.topics for p in t.partitions} | {top}
-            retry = codes & (_COORDINATOR_ERRORS | {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                                                    ErrorCode.UNSTABLE_OFFSET_COMMIT})
-            if retry and time.monotonic() < deadline:
-                if codes & _COORDINATOR_ERRORS:
-                    self._coordinator_lost()
-                await asyncio.sleep(self.backoff)
-                continue
-            return {(t.name, p.partition_index): (p.committed_offset if p.error_code == 0 else -1)
-                    for t in response.topics for p in t.partitions}
+        """Committed offsets (-1 = none) of ``tps``; retries while the coordinator loads or moves.
+
+        Raises:
+            ConnectionError: no coordinator answered within request.timeout.ms.
+        """
+        def timed_out() -> dict[TP, int]:
+            raise ConnectionError(f"group {self.group_id}: no committed offsets within the request timeout")
+
+        return await self._coordinated(self.state.fetch_request(tps), OFFSET_FETCH, self.state.on_fetch, timed_out)
 
     async def leave(self) -> None:
         """LeaveGroup (dynamic members only: a static member's session keeps its assignment)."""
-        if self.member_id and self.instance_id is None and self.coordinator >= 0:
+        body = self.state.leave_request()
+        if body is not None and self.coordinator >= 0:
             try:
-                await self._send(LEAVE_GROUP, {"group_id": self.group_id, "member_id": self.member_id},
-                                 timeout=5.0)
+                await self._send(LEAVE_GROUP, body, timeout=5.0)
             except (TimeoutError, ConnectionError):
                 pass
-        self.member_id = "" if self.instance_id is None else self.member_id
-        self.generation = -1
-        self.need_rejoin = True
+        self.state.left()
