@@ -203,8 +203,12 @@ class Producer:
         return self._engine.pending() + sum(r[0].count for r in list(self._reports))
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
-        """Fails queued records with _PURGE_QUEUE (reports are served by the next poll)."""
-        self._engine.purge(in_queue)
+        """Fails queued records with _PURGE_QUEUE and records in flight with _PURGE_INFLIGHT
+        (their reports are served by the next poll; a purged record may still have been written)."""
+        async def purge() -> None:
+            self._engine.purge(in_queue, in_flight)
+
+        self._thread.run(purge(), timeout=10)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadataView:
         """Cluster metadata, confluent-kafka's ``ClusterMetadata`` shape."""

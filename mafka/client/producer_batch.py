@@ -68,7 +68,7 @@ class ProducerBatch:
     __slots__ = (
         "topic", "partition", "body", "count", "size", "base_ts", "max_ts", "records",
         "created", "limit", "base_sequence", "producer_id", "producer_epoch", "attempts",
-        "_built", "_built_for", "compression", "sent_at", "retry_at", "payload",
+        "_built", "_built_for", "compression", "sent_at", "retry_at", "payload", "purged",
     )
 
     def __init__(self, topic: str, partition: int, limit: int, compression: int, now: float) -> None:
@@ -78,6 +78,7 @@ class ProducerBatch:
         self.count = 0
         self.size = BATCH_OVERHEAD
         self.payload = 0
+        self.purged = False  # reported _PURGE_INFLIGHT: its answer, if any, is ignored
         self.base_ts = -1
         self.max_ts = -1
         self.records: list[tuple[Any, bytes | None, bytes | None, int, Any]] = []

@@ -316,6 +316,7 @@ class ProducerEngine:
             self._in_flight_requests[node] -= 1
             self.in_flight_batches -= len(batches)
         now = time.monotonic()
+        batches = [b for b in batches if not b.purged]
         if response is None and self.acks != 0:
             self.kernel.metadata.request_update()
             for batch in batches:
@@ -427,11 +428,25 @@ class ProducerEngine:
         """Records queued or in flight."""
         return self.accumulator.queued_records
 
-    def purge(self, in_queue: bool = True) -> list[ProducerBatch]:
-        """Removes queued batches (not in-flight ones), failing them with _PURGE_QUEUE."""
+    def purge(self, in_queue: bool = True, in_flight: bool = False) -> list[ProducerBatch]:
+        """Fails queued batches with _PURGE_QUEUE and (on the loop thread only) batches in flight
+        with _PURGE_INFLIGHT, whose answers are then ignored, as librdkafka's purge does.
+        Purging sent batches of an idempotent producer leaves sequence gaps, so it starts a new
+        producer id."""
         out = self.accumulator.take_all() if in_queue else []
         for batch in out:
             self._finish(batch, -1, -1, KafkaError(KafkaError._PURGE_QUEUE))
+        if in_flight:
+            flying = [b for state in self.accumulator.states.values() for b in state.in_flight]
+            for state in self.accumulator.states.values():
+                state.in_flight.clear()
+                state.retrying = False
+            for batch in flying:
+                batch.purged = True
+                self._finish(batch, -1, -1, KafkaError(KafkaError._PURGE_INFLIGHT))
+            if flying and self.idempotent:
+                self._reset_producer_id()
+            out += flying
         return out
 
     async def close(self) -> None:

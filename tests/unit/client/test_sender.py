@@ -628,3 +628,35 @@ def test_acks_zero_reports_without_waiting() -> None:
     assert sorted((r.partition, r.values, r.offset, r.error) for r in h.reports) == [
         (0, [b"a", b"b"], -1, None), (0, [b"c"], -1, None), (1, [b"x"], -1, None)]
     assert h.engine.pending() == 0
+
+
+# -- purge ---------------------------------------------------------------------------------------------
+
+
+def test_purge_fails_queued_and_in_flight_batches_and_ignores_their_answers() -> None:
+    h = Harness(pids=(7, 8), **{"batch.num.messages": 2})
+    h.append(0, b"a", b"b", b"c", b"d")
+
+    async def scenario(h: Harness) -> None:
+        await h.until(lambda: len(h.open_requests()) == 2, "two batches in flight")
+        h.append(1, b"q")
+        h.engine._pid_ready.clear()  # hold new sends: "q" stays queued
+        purged = h.engine.purge(in_queue=True, in_flight=True)
+        assert len(purged) == 3
+        for req in h.open_requests():
+            req.answer({0: NONE}, {0: 10})  # answers to purged batches change nothing
+        await h.settle()
+        h.append(0, b"e")
+        await h.until(lambda: len(h.open_requests()) == 1, "a new batch under a new producer id")
+        h.open_requests()[0].answer({0: NONE}, {0: 20})
+        await h.until(lambda: len(h.reports) == 4, "every report")
+
+    h.run(scenario)
+    outcome = [(r.values, None if r.error is None else r.error.code()) for r in h.reports]
+    assert outcome == [
+        ([b"q"], KafkaError._PURGE_QUEUE),
+        ([b"a", b"b"], KafkaError._PURGE_INFLIGHT),
+        ([b"c", b"d"], KafkaError._PURGE_INFLIGHT),
+        ([b"e"], None),
+    ]
+    assert [(b.pid, b.seq) for b in h.sent(0)][-1] == (8, 0)  # numbering restarts under a new id
