@@ -152,8 +152,13 @@ class GroupService:
     # ------------------------------------------------------------------ stalls
 
     def tick(self) -> None:
-        """Called every 100 ms by the broker: the reactor is running."""
-        self._last_tick = self.broker.reactor.seconds()
+        """Called every 100 ms by the broker: the reactor is running.
+
+        It checks for a stall too: after SIGCONT the reactor may run this overdue
+        tick before it reads the requests that queued during the freeze, and a
+        tick that only moved the clock on would hide the gap from them.
+        """
+        self._check_stall()
 
     def checked_coordinator(self) -> GroupCoordinator:
         """The coordinator, once this broker is known not to be a zombie.
@@ -169,6 +174,12 @@ class GroupService:
         (or, if its session survived, until twice the session timeout passed).
         Kafka 2.8 has no such check.
         """
+        self._check_stall()
+        return self.coordinator
+
+    def _check_stall(self) -> None:
+        """Resigns every offsets partition if the reactor did not run for longer than the
+        ZooKeeper session since the last tick or check (see :meth:`checked_coordinator`)."""
         reactor = self.broker.reactor
         now = reactor.seconds()
         session_s = self.broker.config.zookeeper_session_timeout_ms / 1000
@@ -187,7 +198,6 @@ class GroupService:
                 self._recheck_call.cancel()
             self._recheck_call = reactor.callLater(2 * session_s, self._recheck, False)
         self._last_tick = now
-        return self.coordinator
 
     def on_metadata_update(self) -> None:
         """The controller's metadata arrived: partitions resigned after a stall may be taken back."""
