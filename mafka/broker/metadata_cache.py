@@ -2,7 +2,8 @@
 
 Plain Python, no I/O.  Metadata requests are answered from here (Kafka's
 ``MetadataCache``): live brokers with their endpoints per listener, every
-partition's leader, leader epoch, replicas, ISR and offline replicas, and the
+partition's leader, leader epoch, replicas, ISR and offline replicas, every
+topic's id (16 raw bytes; zero for a topic created without one), and the
 controller's id.  An UpdateMetadata from an older controller epoch is
 refused (STALE_CONTROLLER_EPOCH); a partition whose leader is −2 is being
 deleted and leaves the cache.
@@ -58,11 +59,13 @@ class MetadataCache:
         self.cluster_id: str | None = None
         self.brokers: dict[int, BrokerEndpoints] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self.topic_ids: dict[str, bytes] = {}
+        self._names_by_id: dict[bytes, str] = {}
 
     # ------------------------------------------------------------------ updates
 
     def update(self, request: Any) -> tuple[ErrorCode, list[tuple[str, int]]]:
-        """Applies an UpdateMetadata v5 body.
+        """Applies an UpdateMetadata v5–7 body (topic ids from v7).
 
         Returns:
             (error, deleted partitions): STALE_CONTROLLER_EPOCH and nothing
@@ -79,6 +82,9 @@ class MetadataCache:
         deleted: list[tuple[str, int]] = []
         for topic_state in request.topic_states:
             topic = topic_state.topic_name
+            topic_id = getattr(topic_state, "topic_id", None)
+            if topic_id is not None and topic_id != bytes(16):
+                self.topic_ids[topic] = bytes(topic_id)
             for ps in topic_state.partition_states:
                 if ps.leader == LEADER_DURING_DELETE:
                     parts = self.partitions.get(topic)
@@ -86,6 +92,7 @@ class MetadataCache:
                         deleted.append((topic, ps.partition_index))
                         if not parts:
                             del self.partitions[topic]
+                            self.topic_ids.pop(topic, None)
                     continue
                 self.partitions.setdefault(topic, {})[ps.partition_index] = PartitionInfo(
                     ps.leader,
@@ -96,6 +103,7 @@ class MetadataCache:
                     ps.zk_version,
                     ps.controller_epoch,
                 )
+        self._names_by_id = {topic_id: topic for topic, topic_id in self.topic_ids.items()}
         return ErrorCode.NONE, deleted
 
     def note_leadership(self, topic: str, ps: Any) -> bool:
@@ -126,6 +134,14 @@ class MetadataCache:
 
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         return self.partitions.get(topic, {}).get(partition)
+
+    def topic_id(self, topic: str) -> bytes:
+        """The topic's id as 16 bytes (all zero when unknown, Kafka's ZERO_UUID)."""
+        return self.topic_ids.get(topic, bytes(16))
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        """The name of the topic with id *topic_id*, or None."""
+        return self._names_by_id.get(bytes(topic_id))
 
     def partition_count(self, topic: str) -> int:
         return len(self.partitions.get(topic, {}))
@@ -159,9 +175,19 @@ class MetadataCache:
                         "error_code": ErrorCode.NONE if leader_alive else ErrorCode.LEADER_NOT_AVAILABLE,
                         "partition_index": index,
                         "leader_id": info.leader if leader_alive else -1,
+                        "leader_epoch": info.leader_epoch,
                         "replica_nodes": list(info.replicas),
                         "isr_nodes": list(info.isr),
+                        "offline_replicas": list(info.offline_replicas),
                     }
                 )
-            out.append({"error_code": ErrorCode.NONE, "name": topic, "is_internal": topic in internal, "partitions": partitions})
+            out.append(
+                {
+                    "error_code": ErrorCode.NONE,
+                    "name": topic,
+                    "topic_id": self.topic_id(topic),
+                    "is_internal": topic in internal,
+                    "partitions": partitions,
+                }
+            )
         return out

@@ -4,11 +4,11 @@ Actions (exactly one): ``--create``, ``--list``, ``--describe``, ``--alter``,
 ``--delete``.  Output lines are Kafka's: ``Created topic t.``, the sorted
 topic list, and the describe format::
 
-    Topic: t<TAB>PartitionCount: 3<TAB>ReplicationFactor: 1<TAB>Configs: k=v
+    Topic: t<TAB>TopicId: 3Gd0H9ZWQn2uX4bQ8gXf2A<TAB>PartitionCount: 3<TAB>ReplicationFactor: 1<TAB>Configs: k=v
     <TAB>Topic: t<TAB>Partition: 0<TAB>Leader: 1<TAB>Replicas: 1<TAB>Isr: 1
 
-``TopicId`` is left out, as Kafka 2.8 does when the topic id is unknown
-(Metadata v4 carries none).  Errors print ``Error while executing topic
+``TopicId`` is left out when the topic has none (created before topic ids),
+as Kafka 2.8 does.  Errors print ``Error while executing topic
 command : <message>`` on stdout (as Kafka does) plus an ``ERROR`` line on
 stderr, and exit with status 1.
 """
@@ -86,10 +86,11 @@ def check_args(args: argparse.Namespace) -> str:
     return action
 
 
-def format_topic_line(name: str, partitions: int, rf: int, configs: dict[str, str]) -> str:
-    """Kafka 2.8's per-topic describe line (no TopicId: Metadata v4 has none)."""
+def format_topic_line(name: str, partitions: int, rf: int, configs: dict[str, str], topic_id: str | None = None) -> str:
+    """Kafka 2.8's per-topic describe line (``TopicId`` only when the topic has one)."""
     conf = ",".join(f"{k}={v}" for k, v in configs.items())
-    return f"Topic: {name}\tPartitionCount: {partitions}\tReplicationFactor: {rf}\tConfigs: {conf}"
+    shown_id = "" if topic_id is None else f"\tTopicId: {topic_id}"
+    return f"Topic: {name}{shown_id}\tPartitionCount: {partitions}\tReplicationFactor: {rf}\tConfigs: {conf}"
 
 
 def format_partition_line(name: str, partition: int, leader: int, replicas: list[int], isr: list[int]) -> str:
@@ -230,7 +231,7 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> None:
         elif args.unavailable_partitions:
             filtered = [p for p in parts if p.leader < 0 or p.leader not in live]
         if not (args.under_replicated_partitions or args.unavailable_partitions):
-            print(format_topic_line(t.topic, len(parts), rf, configs.get(t.topic, {})))
+            print(format_topic_line(t.topic, len(parts), rf, configs.get(t.topic, {}), t.topic_id))
         for p in filtered:
             print(format_partition_line(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
 

@@ -16,6 +16,17 @@ to be decoded, and an ``epoch`` bumped by every seek so that fetch
 responses started before it are dropped.  A partition without a position
 is reset — to its committed offset (the group's job: ``committed`` hook)
 or by ``auto.offset.reset`` through ListOffsets.
+
+Leader changes (KIP-320): fetches carry the leader epoch the client knows,
+so a broker that is no longer leader, or not yet, refuses them
+(FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH) and metadata is refreshed.
+When a partition's leader epoch moves on while the client holds a fetch
+position inside some epoch, the position is validated before fetching from
+the new leader: OffsetForLeaderEpoch tells where that epoch ends on the new
+leader, and a position past that end means the log was truncated (an
+unclean election): buffered records past it are dropped and the position
+goes back to the divergence point — or, with ``auto.offset.reset=error``,
+the partition stops with ``_LOG_TRUNCATION``, as Kafka's consumer does.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.message import Message
 from mafka.client.record_decoder import decode_records
+from mafka.client.transport import UnsupportedByBroker
 from mafka.errors import ErrorCode
 from mafka.wire.errors import ProtocolError
 
@@ -42,6 +54,7 @@ log = logging.getLogger("mafka.client.consumer")
 
 FETCH = 1
 LIST_OFFSETS = 2
+OFFSET_FOR_LEADER_EPOCH = 23
 EARLIEST = -2
 LATEST = -1
 TP = tuple[str, int]
@@ -57,8 +70,8 @@ class PartitionState:
 
     __slots__ = (
         "position", "fetch_offset", "paused", "chunks", "buffered", "epoch", "high_watermark",
-        "log_start", "last_stable", "eof_at", "resetting", "error", "leader_epoch", "reset_to",
-        "decoded", "decoded_end",
+        "log_start", "last_stable", "eof_at", "resetting", "error", "reset_to",
+        "decoded", "decoded_end", "position_epoch", "fetch_epoch", "validated_epoch",
     )
 
     def __init__(self, position: int | None) -> None:
@@ -77,7 +90,12 @@ class PartitionState:
         self.eof_at = -1
         self.resetting = False
         self.error: KafkaError | None = None
-        self.leader_epoch = -1
+        # Leader epochs of the records before ``position`` and before ``fetch_offset``
+        # (-1: unknown, e.g. after a seek), and the partition's leader epoch under which
+        # ``fetch_offset`` was last known valid (-1: not fetched yet).
+        self.position_epoch = -1
+        self.fetch_epoch = -1
+        self.validated_epoch = -1
         # EARLIEST/LATEST after a seek to the beginning/end or an out-of-range reset (no
         # committed-offset lookup then); None: committed offset, else auto.offset.reset.
         self.reset_to: int | None = None
@@ -170,6 +188,7 @@ class Fetcher:
         state.buffered = 0
         state.eof_at = -1
         state.error = None
+        state.position_epoch = state.fetch_epoch = -1
         if offset in (EARLIEST, LATEST):
             state.position = state.fetch_offset = None
             state.reset_to = offset
@@ -230,6 +249,7 @@ class Fetcher:
                         else:
                             out.extend(decoded.popleft() for _ in range(room))
                             state.position = out[-1]._offset + 1
+                        state.position_epoch = out[-1]._leader_epoch
                         continue
                     if not state.chunks:
                         break
@@ -326,11 +346,16 @@ class Fetcher:
             if not fetchable:
                 await wait_event(wake, 1.0)
                 continue
+            unconfirmed = self._unconfirmed(fetchable)
+            if unconfirmed:
+                await self._validate(node, unconfirmed)
+                continue
             sent = {tp: (state.epoch, state.fetch_offset) for tp, state in fetchable}
             topics: dict[str, list[dict[str, Any]]] = {}
             for (topic, partition), (_, offset) in sent.items():
                 topics.setdefault(topic, []).append({
-                    "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
+                    "partition": partition, "current_leader_epoch": md.leader_epoch(topic, partition),
+                    "fetch_offset": offset,
                     "log_start_offset": -1, "partition_max_bytes": self.partition_max_bytes,
                 })
             body = {
@@ -355,6 +380,113 @@ class Fetcher:
                 md.request_update()
                 await asyncio.sleep(self.backoff)
 
+    def _unconfirmed(self, fetchable: list[tuple[TP, PartitionState]]) -> list[tuple[TP, PartitionState, int]]:
+        """Partitions whose leader epoch moved on since their fetch position was last confirmed.
+
+        Returns (tp, state, new leader epoch) for each one that needs an
+        OffsetForLeaderEpoch check; a partition with nothing to check (first
+        fetch, a position of unknown epoch, a broker without epochs) is
+        confirmed here at once.
+        """
+        md = self.kernel.metadata
+        todo = []
+        with self.lock:
+            for tp, state in fetchable:
+                epoch = md.leader_epoch(*tp)
+                if epoch == state.validated_epoch:
+                    continue
+                if epoch > state.validated_epoch >= 0 and state.fetch_epoch >= 0:
+                    todo.append((tp, state, epoch))
+                else:
+                    state.validated_epoch = epoch
+        return todo
+
+    async def _validate(self, node: int, todo: list[tuple[TP, PartitionState, int]]) -> None:
+        """Checks fetch positions against the new leader's log (KIP-320); see the module docstring."""
+        asked = {tp: (state.epoch, state.fetch_offset, state.fetch_epoch, epoch) for tp, state, epoch in todo}
+        topics: dict[str, list[dict[str, int]]] = {}
+        for (topic, partition), (_, _, fetch_epoch, epoch) in asked.items():
+            topics.setdefault(topic, []).append(
+                {"partition": partition, "current_leader_epoch": epoch, "leader_epoch": fetch_epoch})
+        body = {"replica_id": -1, "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+        try:
+            response = await self.kernel.send(node, OFFSET_FOR_LEADER_EPOCH, body, channel="fetch")
+        except UnsupportedByBroker:
+            with self.lock:
+                for _tp, state, epoch in todo:
+                    state.validated_epoch = epoch  # nothing to check with: fetch on (Kafka's consumer too)
+            return
+        except (TimeoutError, ConnectionError) as exc:
+            log.debug("offset validation with %d failed: %s", node, exc)
+            self.kernel.metadata.request_update()
+            await asyncio.sleep(self.backoff)
+            return
+        retry = False
+        with self.lock:
+            for t in response.topics:
+                for p in t.partitions:
+                    tp = (t.topic, p.partition)
+                    state = self.partitions.get(tp)
+                    if state is None or tp not in asked or asked[tp][0] != state.epoch:
+                        continue  # unassigned or sought meanwhile
+                    _, fetch_offset, fetch_epoch, epoch = asked[tp]
+                    if p.error_code != ErrorCode.NONE:
+                        # FENCED_LEADER_EPOCH: our metadata is behind; UNKNOWN_LEADER_EPOCH: the
+                        # broker is; NOT_LEADER_OR_FOLLOWER: the leader moved again.  Ask again later.
+                        log.debug("offset validation of %s-%d: %s", tp[0], tp[1], ErrorCode(p.error_code).name)
+                        retry = True
+                        continue
+                    if p.end_offset < 0 or p.leader_epoch < 0:
+                        self._truncated(tp, state, None, -1, f"the new leader has no leader epoch {fetch_epoch}")
+                    elif p.end_offset < fetch_offset:
+                        self._truncated(tp, state, p.end_offset, p.leader_epoch,
+                                        f"leader epoch {fetch_epoch} ends at offset {p.end_offset} on the new "
+                                        f"leader, before the fetch position {fetch_offset}")
+                    else:
+                        state.validated_epoch = epoch
+        if retry:
+            self.kernel.metadata.request_update()
+            await asyncio.sleep(self.backoff)
+
+    def _truncated(self, tp: TP, state: PartitionState, end_offset: int | None, end_epoch: int, why: str) -> None:
+        """The log diverged under the fetch position (caller holds the lock).
+
+        Buffered records are dropped.  If the application has not yet read
+        past ``end_offset`` it resumes at its position; otherwise the
+        position goes back to ``end_offset`` (``None``: unknown, so
+        ``auto.offset.reset`` decides) — or, with ``auto.offset.reset=error``,
+        the partition stops with ``_LOG_TRUNCATION``.
+        """
+        state.epoch += 1
+        state.chunks.clear()
+        state.decoded.clear()
+        state.buffered = 0
+        state.eof_at = -1
+        position = state.position
+        if end_offset is not None and position is not None and position <= end_offset:
+            log.info("%s-%d: log truncated (%s); re-fetching from position %d", tp[0], tp[1], why, position)
+            state.fetch_offset = position
+            state.fetch_epoch = state.position_epoch
+            return
+        if self.reset_to is None:
+            state.error = KafkaError(KafkaError._LOG_TRUNCATION, f"{tp[0]}-{tp[1]}: {why}")
+            self.errors.append(Message(tp[0], tp[1], position, None, None, error=state.error))
+            self.ready.notify_all()
+            if self.on_data is not None:
+                self.on_data()
+            return
+        if end_offset is None:
+            log.warning("%s-%d: log truncated (%s); resetting by auto.offset.reset", tp[0], tp[1], why)
+            state.position = state.fetch_offset = None
+            state.reset_to = self.reset_to
+            if self._reset_event is not None:
+                self._reset_event.set()
+            return
+        log.warning("%s-%d: log truncated (%s); records after offset %d were lost, resuming there",
+                    tp[0], tp[1], why, end_offset)
+        state.position = state.fetch_offset = end_offset
+        state.position_epoch = state.fetch_epoch = end_epoch
+
     def _on_response(self, node: int, response: Any, sent: dict[TP, tuple[int, int]]) -> bool:
         """Buffers fetched data; returns True if metadata should be refreshed."""
         refresh = False
@@ -375,7 +507,7 @@ class Fetcher:
                         if records:
                             # The next fetch offset comes from the batches' last offsets.
                             try:
-                                nxt = _next_offset(records, state.fetch_offset)
+                                nxt, batch_epoch = _next_offset(records, state.fetch_offset)
                             except ProtocolError as exc:
                                 # Corrupt framing: the partition stops here and the application
                                 # is told, rather than the same bytes being fetched forever.
@@ -388,6 +520,7 @@ class Fetcher:
                                 state.chunks.append((state.epoch, records, p.aborted_transactions))
                                 state.buffered += len(records)
                                 state.fetch_offset = nxt
+                                state.fetch_epoch = batch_epoch
                                 got_data = True
                             elif len(records) >= self.partition_max_bytes:
                                 # Only a pre-KIP-74 broker sends a partial batch and nothing else.
@@ -482,6 +615,7 @@ class Fetcher:
                 state = self.partitions.get(tp)
                 if state is not None and state.epoch == epochs[tp] and state.position is None:
                     state.position = state.fetch_offset = offset
+                    state.position_epoch = state.fetch_epoch = -1
                     state.reset_to = None
         for ev in self._wake.values():
             ev.set()
@@ -527,11 +661,13 @@ class Fetcher:
         return out
 
 
-def _next_offset(records: Any, current: int) -> int:
-    """The offset after the last whole batch of a fetched record set."""
+def _next_offset(records: Any, current: int) -> tuple[int, int]:
+    """The offset after the last whole batch of a fetched record set, and that batch's leader epoch."""
     from mafka.wire.batch import iter_batches
 
-    nxt = current
+    nxt, epoch = current, -1
     for _, h in iter_batches(records):
-        nxt = max(nxt, h.base_offset + h.last_offset_delta + 1)
-    return nxt
+        end = h.base_offset + h.last_offset_delta + 1
+        if end > nxt:
+            nxt, epoch = end, h.partition_leader_epoch
+    return nxt, epoch

@@ -42,6 +42,7 @@ LOCAL_ERRORS: dict[str, tuple[int, str]] = {
     "_FATAL": (-150, "Local: Fatal error"),
     "_MAX_POLL_EXCEEDED": (-147, "Local: Maximum application poll interval (max.poll.interval.ms) exceeded"),
     "_ASSIGNMENT_LOST": (-142, "Local: Group partitions lost"),
+    "_LOG_TRUNCATION": (-139, "Local: Partition log truncation detected"),
 }
 
 _LOCAL_BY_CODE = {code: (name, text) for name, (code, text) in LOCAL_ERRORS.items()}

@@ -3,7 +3,10 @@
 :class:`ClusterMetadata` answers "who leads this partition", "how many
 partitions has this topic", "where is broker N" from the last Metadata
 response it was given, and tracks which topics the client needs so the
-next refresh asks for them.  The I/O layer decides when to refresh
+next refresh asks for them.  Partitions carry their leader epoch (Metadata
+v7+): an answer from a broker that lags behind (an older epoch than the one
+known) does not replace a partition's newer state (KIP-320).  The I/O layer
+decides when to refresh
 (:attr:`ClusterMetadata.need_update`, the age against
 ``metadata.max.age.ms``) and feeds the result to :meth:`update`.
 """
@@ -40,6 +43,7 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isrs: tuple[int, ...]
     error: int = 0
+    leader_epoch: int = -1
 
 
 @dataclass(slots=True)
@@ -50,6 +54,7 @@ class TopicInfo:
     partitions: dict[int, PartitionInfo] = field(default_factory=dict)
     error: int = 0
     is_internal: bool = False
+    topic_id: bytes = bytes(16)
 
 
 class ClusterMetadata:
@@ -93,7 +98,10 @@ class ClusterMetadata:
 
         Topics the response describes replace what was known; with
         ``all_topics`` (the request named none) topics it leaves out are
-        forgotten, since they no longer exist.
+        forgotten, since they no longer exist.  A partition described with
+        an older leader epoch than the known one keeps the known state, and
+        a refresh is asked for again (the answering broker was behind) —
+        unless the topic id changed (the topic was deleted and created again).
         """
         self.brokers = {
             b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
@@ -102,19 +110,33 @@ class ClusterMetadata:
         self.controller_id = getattr(response, "controller_id", -1)
         self.cluster_id = getattr(response, "cluster_id", None)
         described: dict[str, TopicInfo] = {}
+        stale = False
         for t in response.topics:
-            info = TopicInfo(t.name, error=t.error_code, is_internal=getattr(t, "is_internal", False))
+            if t.name is None:
+                continue  # asked by id and unknown (Mafka asks by name)
+            topic_id = bytes(getattr(t, "topic_id", None) or bytes(16))
+            info = TopicInfo(t.name, error=t.error_code, is_internal=getattr(t, "is_internal", False),
+                             topic_id=topic_id)
+            known = self.topics.get(t.name)
+            if known is not None and known.topic_id != topic_id:
+                known = None  # deleted and created again: epochs start over
             for p in t.partitions:
+                epoch = getattr(p, "leader_epoch", -1)
+                old = None if known is None else known.partitions.get(p.partition_index)
+                if old is not None and epoch < old.leader_epoch:
+                    info.partitions[p.partition_index] = old
+                    stale = True
+                    continue
                 info.partitions[p.partition_index] = PartitionInfo(
                     p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes),
-                    p.error_code,
+                    p.error_code, epoch,
                 )
             described[t.name] = info
         if all_topics:
             self.topics = described
         else:
             self.topics.update(described)
-        self.need_update = False
+        self.need_update = stale
         self.updated_at = now
         self.version += 1
         self._available = {}
@@ -139,6 +161,14 @@ class ClusterMetadata:
             return -1
         p = info.partitions.get(partition)
         return -1 if p is None else p.leader
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch, or -1 (unknown, or a broker older than Metadata v7)."""
+        info = self.topics.get(topic)
+        if info is None:
+            return -1
+        p = info.partitions.get(partition)
+        return -1 if p is None else p.leader_epoch
 
     def available_partitions(self, topic: str) -> list[int]:
         """Partitions of ``topic`` that have a live leader (cached until the next :meth:`update`;

@@ -2,7 +2,9 @@
 
 Shared by the producer, the consumer and the admin client: brokers by id,
 topics by name (each with partitions by id), ``controller_id``,
-``cluster_id``, ``orig_broker_id`` / ``orig_broker_name``.
+``cluster_id``, ``orig_broker_id`` / ``orig_broker_name``.  Beyond
+confluent-kafka's fields, a topic carries ``topic_id`` (Kafka's base64 form,
+None when the broker has none) and a partition its ``leader_epoch``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.metadata import BrokerInfo
+from mafka.coordination.znodes import uuid_string
 
 __all__ = ["ClusterMetadataView", "TopicMetadataView", "PartitionMetadataView", "list_topics"]
 
@@ -23,6 +26,7 @@ class PartitionMetadataView:
     replicas: list[int]
     isrs: list[int]
     error: KafkaError | None = None
+    leader_epoch: int = -1
 
 
 @dataclass
@@ -30,6 +34,7 @@ class TopicMetadataView:
     topic: str
     partitions: dict[int, PartitionMetadataView] = field(default_factory=dict)
     error: KafkaError | None = None
+    topic_id: str | None = None
 
 
 @dataclass
@@ -61,9 +66,10 @@ async def _fetch(kernel: Any, topic: str | None) -> ClusterMetadataView:
         if info is None:
             view.topics[name] = TopicMetadataView(name, error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PARTITION))
             continue
-        tv = TopicMetadataView(name, error=_err(info.error))
+        tv = TopicMetadataView(name, error=_err(info.error), topic_id=uuid_string(info.topic_id))
         for p in info.partitions.values():
-            tv.partitions[p.id] = PartitionMetadataView(p.id, p.leader, list(p.replicas), list(p.isrs), _err(p.error))
+            tv.partitions[p.id] = PartitionMetadataView(p.id, p.leader, list(p.replicas), list(p.isrs), _err(p.error),
+                                                        p.leader_epoch)
         view.topics[name] = tv
     return view
 

@@ -42,6 +42,7 @@ from mafka.coordination.znodes import (
     Endpoint,
     LeaderIsrAndControllerEpoch,
     TopicPartition,
+    uuid_bytes,
 )
 from mafka.errors import ErrorCode
 
@@ -67,7 +68,7 @@ __all__ = [
 log = logging.getLogger("mafka.controller.channel")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 2, 1, 5
+LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 2, 1, 7
 
 _API_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
@@ -217,15 +218,24 @@ def update_metadata_body(
     broker_epoch: int,
     partition_states: Mapping[TopicPartition, Mapping[str, Any]],
     live_brokers: Mapping[int, BrokerRegistration],
+    topic_ids: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """An UpdateMetadata v5 request body.
+    """An UpdateMetadata v7 request body.
+
+    Each topic carries its id from *topic_ids* (Kafka's base64 form, sent as
+    16 raw bytes; a topic without one — created before ids — sends the zero
+    UUID, as Kafka does).
 
     Every live broker is listed with **all** its listeners
     (``{port, host, listener, security_protocol}``, protocol as Kafka's id:
     0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL) and its rack.
     """
     topic_states = [
-        {"topic_name": topic, "partition_states": [dict(state) for _, state in entries]}
+        {
+            "topic_name": topic,
+            "topic_id": uuid_bytes((topic_ids or {}).get(topic)),
+            "partition_states": [dict(state) for _, state in entries],
+        }
         for topic, entries in _by_topic(partition_states.items()).items()
     ]
     brokers = []
@@ -617,6 +627,7 @@ class ControllerBrokerRequestBatch:
                 ctx.broker_epoch(broker_id),
                 self.update_metadata_partitions,
                 ctx.live_brokers,
+                ctx.topic_ids,
             )
             self.channel.send(
                 broker_id,

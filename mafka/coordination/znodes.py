@@ -100,6 +100,8 @@ __all__ = [
     "encode_json",
     "new_cluster_id",
     "new_topic_id",
+    "uuid_bytes",
+    "uuid_string",
     "sequence_number",
     "validate_base64_uuid",
 ]
@@ -533,6 +535,20 @@ def validate_base64_uuid(value: str, what: str = "uuid") -> str:
 
 def _uuid_to_base64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def uuid_bytes(value: str | None) -> bytes:
+    """The 16 wire bytes of a base64 UUID (``Uuid.fromString``); None is Kafka's ZERO_UUID."""
+    if value is None:
+        return bytes(16)
+    return base64.urlsafe_b64decode(value + "==")
+
+
+def uuid_string(raw: bytes) -> str | None:
+    """The base64 form of 16 wire bytes (``Uuid.toString``); the zero UUID is None."""
+    if raw == bytes(16):
+        return None
+    return _uuid_to_base64(raw)
 
 
 def new_cluster_id() -> str:

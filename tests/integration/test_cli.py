@@ -73,7 +73,9 @@ def test_topic_lifecycle(cluster: LocalCluster) -> None:
         return lines if r.returncode == 0 and len(lines) == count + 1 and f"PartitionCount: {count}" in lines[0] else None
 
     lines = poll(lambda: described(2), "the topic with 2 partitions")
-    assert lines[0] == "Topic: admin\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: "
+    # The topic id is the one the controller wrote to /brokers/topics/admin (Metadata v10+).
+    assert re.fullmatch(r"Topic: admin\tTopicId: [A-Za-z0-9_-]{22}\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: ",
+                        lines[0]), lines[0]
     for i, line in enumerate(lines[1:]):
         fields = line.split("\t")
         assert fields[:3] == ["", "Topic: admin", f"Partition: {i}"]

@@ -12,6 +12,11 @@
    the same run (both figures printed; run with ``-s``).  The assertion is on
    mafka.client only: every record written to the healthy brokers' partitions
    during the freeze arrives while the broker is still frozen.
+3. KIP-320: a consumer that has read records only an old leader held
+   notices, after an unclean election, that the new leader's log diverged
+   below its position, and goes back to the divergence point, so it reads
+   every record written to the new leader.  The negative control is the same
+   consumer with offset validation switched off: it skips them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ import pytest
 
 from .chaos import ContinuousProducer, create_topic, healed
 from .cluster import LocalCluster
-from .test_replication import SAFE, SESSION_TIMEOUT_S, SETTINGS, final_check, kill_leader, running
+from .test_replication import (
+    SAFE,
+    SESSION_TIMEOUT_S,
+    SETTINGS,
+    explained,
+    final_check,
+    kill_leader,
+    running,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -177,3 +190,76 @@ def test_a_frozen_broker_does_not_stall_the_other_brokers_partitions(cluster, ch
     got, seconds, complete = results["mafka.client"]
     assert complete, f"mafka.client read {got} of {burst} while broker {victim} was frozen"
     assert seconds < thawed_at - paused
+
+
+def test_a_consumer_goes_back_to_the_divergence_point_after_an_unclean_election(cluster, chaos):
+    from mafka.client import Consumer, Producer, TopicPartition
+
+    topic = create_topic(cluster, partitions=1, rf=3, chaos=chaos,
+                         configs={"unclean.leader.election.enable": "true", "min.insync.replicas": "1"})
+    leader = chaos.leader(topic, 0)
+    followers = [r for r in chaos.replicas(topic, 0) if r != leader]
+
+    def produce(tag: str, n: int) -> None:
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 1})
+        try:
+            for i in range(n):
+                producer.produce(topic, value=f"{tag}-{i}".encode(), partition=0)
+            assert producer.flush(60) == 0
+        finally:
+            producer.close()
+
+    def consumer(validating: bool) -> Consumer:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"kip320-{validating}",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100})
+        if not validating:
+            c._fetcher._unconfirmed = lambda fetchable: []  # noqa: SLF001 — the negative control
+        c.assign([TopicPartition(topic, 0, 0)])
+        return c
+
+    def read(c: Consumer, until, timeout: float = 60.0) -> list[tuple[int, bytes]]:
+        got: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + timeout
+        while not until(got) and time.monotonic() < deadline:
+            for m in c.consume(100, 0.2):
+                assert m.error() is None, m.error()
+                got.append((m.offset(), m.value()))
+        return got
+
+    produce("both", 50)  # on all three replicas
+    for f in followers:
+        chaos.kill(f)
+    with explained(chaos, topic):
+        chaos.wait_isr(topic, 0, [leader], timeout=SESSION_TIMEOUT_S + 20)
+    produce("alone", 30)  # offsets 50-79, on the leader only
+    consumers = {True: consumer(True), False: consumer(False)}
+    try:
+        for c in consumers.values():
+            assert len(read(c, lambda got: len(got) >= 80)) == 80
+            c.pause([TopicPartition(topic, 0)])  # hold the position at 80 through the failover
+        chaos.kill(leader)
+        with explained(chaos, topic):
+            chaos.wait_dead(leader)
+            chaos.wait_unregistered(leader)
+            for f in followers:
+                chaos.restart(f)
+            new = chaos.wait_leader(topic, 0, timeout=60, not_in=[leader])
+        produce("after", 40)  # offsets 50-89 on the unclean leader: 50-79 differ from what was read
+        after = {f"after-{i}".encode() for i in range(40)}
+        seen = {}
+        for validating, c in consumers.items():
+            c.resume([TopicPartition(topic, 0)])
+            got = read(c, lambda got: after <= {v for _, v in got}, timeout=30 if validating else 10)
+            seen[validating] = got
+    finally:
+        for c in consumers.values():
+            c.close()
+        chaos.restart(leader)  # it truncates to the new leader's log
+    print(f"unclean election of broker {new}: the validating consumer read {len(seen[True])} records after it "
+          f"(offsets {seen[True][0][0] if seen[True] else None}-{seen[True][-1][0] if seen[True] else None}); "
+          f"without validation {len(seen[False])} "
+          f"(offsets {seen[False][0][0] if seen[False] else None}-{seen[False][-1][0] if seen[False] else None})")
+    assert [o for o, _ in seen[True]] == list(range(50, 90)), seen[True]
+    assert {v for _, v in seen[True]} == after
+    # Negative control: without KIP-320 the consumer resumes at 80 and never sees after-0..after-29.
+    assert not after <= {v for _, v in seen[False]}, seen[False]

@@ -1,7 +1,8 @@
-"""UpdateMetadata (api key 6), decoded at v5–5.
+"""UpdateMetadata (api key 6), decoded at v5–7.
 
 Inter-broker, controller → every broker; v5 carries broker_epoch, topic-
-grouped partition states and offline replicas. Not advertised.
+grouped partition states and offline replicas, v6 is flexible, v7 adds each
+topic's id (Kafka 2.8, so brokers can answer Metadata v10+). Not advertised.
 
 Fields follow Kafka's ``UpdateMetadataRequest.json`` / ``UpdateMetadataResponse.json``.
 """
@@ -15,14 +16,15 @@ SPEC = api(
     6,
     "UpdateMetadata",
     advertised=None,
-    decode=(5, 5),
-    flexible="none",
+    decode=(5, 7),
+    flexible="6+",
     request=[
         F("controller_id", "int32", "0+"),
         F("controller_epoch", "int32", "0+"),
         F("broker_epoch", "int64", "5+", default=-1),
         F("topic_states", "[]UpdateMetadataTopicState", "5+",
             F("topic_name", "string", "5+"),
+            F("topic_id", "uuid", "7+"),
             F("partition_states", "[]UpdateMetadataPartitionState", "5+",
                 F("partition_index", "int32", "0+"),
                 F("controller_epoch", "int32", "0+"),

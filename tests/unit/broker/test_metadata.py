@@ -7,7 +7,8 @@ from types import SimpleNamespace
 from mafka.broker.handlers import metadata as metadata_handler
 from mafka.broker.metadata_cache import MetadataCache
 from mafka.errors import ErrorCode
-from mafka.wire.codec import decode_request, encode_request
+from mafka.wire.codec import decode_body, decode_request, encode_body, encode_request
+from mafka.wire.registry import API_SPECS
 
 
 def update_metadata(controller_epoch=1, *, brokers=(1, 2, 3), leaders=None, topic="t", partitions=3, extra_topics=()):
@@ -109,3 +110,84 @@ def test_a_listener_without_endpoints_sees_no_brokers():
     body = metadata_handler.handlers(broker(cache))[3](metadata_request(1, None), SimpleNamespace(listener="INTERNAL"))
     assert body["brokers"] == []
     assert all(p["leader_id"] == -1 for p in body["topics"][0]["partitions"])
+
+
+TOPIC_ID = bytes(range(1, 17))
+
+
+def update_metadata_v7(topic_id=TOPIC_ID, leader_epoch=7):
+    body = {
+        "controller_id": 1,
+        "controller_epoch": 1,
+        "broker_epoch": -1,
+        "topic_states": [
+            {
+                "topic_name": "t",
+                "topic_id": topic_id,
+                "partition_states": [
+                    {"partition_index": 0, "controller_epoch": 1, "leader": 1, "leader_epoch": leader_epoch,
+                     "isr": [1], "zk_version": 3, "replicas": [1, 2], "offline_replicas": [2]},
+                ],
+            }
+        ],
+        "live_brokers": [
+            {"id": 1, "endpoints": [{"port": 9091, "host": "127.0.0.1", "listener": "PLAINTEXT", "security_protocol": 0}], "rack": None}
+        ],
+    }
+    return decode_request(encode_request(6, 7, 1, "controller", body)[4:]).body
+
+
+def answer(cache, version, topics, **flags):
+    body = {"topics": topics, "allow_auto_topic_creation": False, **flags}
+    request = decode_request(encode_request(3, version, 1, "c", body)[4:])
+    response = metadata_handler.handlers(broker(cache))[3](request, CONN)
+    spec = API_SPECS[3].response
+    return decode_body(spec, version, encode_body(spec, version, response))
+
+
+def test_every_metadata_version_encodes_the_answer_and_v7_plus_carry_leader_epochs_and_offline_replicas():
+    cache = MetadataCache(1)
+    cache.update(update_metadata_v7())
+    for version in range(13):
+        body = answer(cache, version, [{"name": "t"}])
+        partition = body.topics[0].partitions[0]
+        assert partition.leader_id == 1
+        assert partition.leader_epoch == (7 if version >= 7 else -1)
+        assert list(partition.offline_replicas) == ([2] if version >= 5 else [])
+
+
+def test_topic_ids_are_answered_from_v10_and_topics_can_be_named_by_id():
+    cache = MetadataCache(1)
+    cache.update(update_metadata_v7())
+    assert cache.topic_id("t") == TOPIC_ID and cache.topic_name(TOPIC_ID) == "t"
+    body = answer(cache, 12, [{"name": None, "topic_id": TOPIC_ID}])
+    assert [(t.name, t.topic_id, t.error_code) for t in body.topics] == [("t", TOPIC_ID, ErrorCode.NONE)]
+    unknown = bytes(15) + b"\x09"
+    body = answer(cache, 12, [{"name": None, "topic_id": unknown}])
+    assert [(t.name, t.topic_id, t.error_code) for t in body.topics] == [(None, unknown, ErrorCode.UNKNOWN_TOPIC_ID)]
+    # A topic created before ids (zero UUID from the controller) answers the zero UUID.
+    other = MetadataCache(1)
+    other.update(update_metadata_v7(topic_id=bytes(16)))
+    assert answer(other, 10, None).topics[0].topic_id == bytes(16)
+
+
+def test_authorized_operations_are_everything_when_asked_and_min_int_otherwise():
+    cache = MetadataCache(1)
+    cache.update(update_metadata_v7())
+    body = answer(cache, 8, None, include_cluster_authorized_operations=True, include_topic_authorized_operations=True)
+    # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS = bits 3-8, 10, 11
+    assert body.topics[0].topic_authorized_operations == 0b110111111000
+    # CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE = bits 5, 7-12
+    assert body.cluster_authorized_operations == 0b1111110100000
+    body = answer(cache, 9, None)
+    assert body.topics[0].topic_authorized_operations == -(2**31)
+    assert body.cluster_authorized_operations == -(2**31)
+
+
+def test_a_deleted_topic_forgets_its_id():
+    cache = MetadataCache(1)
+    cache.update(update_metadata_v7())
+    states = update_metadata_v7()
+    states.topic_states[0].partition_states[0].leader = -2
+    cache.update(states)
+    assert cache.topic_name(TOPIC_ID) is None and cache.topic_id("t") == bytes(16)

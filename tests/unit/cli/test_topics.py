@@ -60,6 +60,10 @@ def test_bad_bootstrap_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
 def test_describe_lines() -> None:
     assert topics.format_topic_line("t", 6, 1, {}) == "Topic: t\tPartitionCount: 6\tReplicationFactor: 1\tConfigs: "
     assert (
+        topics.format_topic_line("t", 6, 1, {}, "3Gd0H9ZWQn2uX4bQ8gXf2A")
+        == "Topic: t\tTopicId: 3Gd0H9ZWQn2uX4bQ8gXf2A\tPartitionCount: 6\tReplicationFactor: 1\tConfigs: "
+    )
+    assert (
         topics.format_topic_line("t", 3, 3, {"retention.ms": "1000", "cleanup.policy": "compact"})
         == "Topic: t\tPartitionCount: 3\tReplicationFactor: 3\tConfigs: retention.ms=1000,cleanup.policy=compact"
     )

@@ -169,3 +169,35 @@ def test_request_update_and_update_clears_it() -> None:
     md.update(response([], []), now=3.0)
     assert not md.need_update
     assert md.brokers == {} and md.updated_at == 3.0
+
+
+def epoch_part(index: int, leader: int, epoch: int) -> NS:
+    p = part(index, leader)
+    p.leader_epoch = epoch
+    return p
+
+
+def test_an_answer_with_an_older_leader_epoch_keeps_the_newer_state_and_asks_again() -> None:
+    """KIP-320: a lagging broker's Metadata must not move a partition back to its old leader."""
+    md = ClusterMetadata()
+    md.update(response([broker(1), broker(2)], [topic("t", [epoch_part(0, 2, 5), epoch_part(1, 1, 3)])]), now=0.0)
+    assert (md.leader("t", 0), md.leader_epoch("t", 0)) == (2, 5)
+    md.update(response([broker(1), broker(2)], [topic("t", [epoch_part(0, 1, 4), epoch_part(1, 2, 4)])]), now=1.0)
+    assert (md.leader("t", 0), md.leader_epoch("t", 0)) == (2, 5)  # stale: kept
+    assert (md.leader("t", 1), md.leader_epoch("t", 1)) == (2, 4)  # newer: taken
+    assert md.need_update is True
+    md.update(response([broker(1), broker(2)], [topic("t", [epoch_part(0, 1, 6), epoch_part(1, 2, 4)])]), now=2.0)
+    assert (md.leader("t", 0), md.leader_epoch("t", 0)) == (1, 6)
+    assert md.need_update is False
+
+
+def test_a_topic_created_again_under_a_new_id_starts_its_epochs_over() -> None:
+    md = ClusterMetadata()
+    old = topic("t", [epoch_part(0, 2, 9)])
+    old.topic_id = b"\x01" * 16
+    md.update(response([broker(1), broker(2)], [old]), now=0.0)
+    new = topic("t", [epoch_part(0, 1, 0)])
+    new.topic_id = b"\x02" * 16
+    md.update(response([broker(1), broker(2)], [new]), now=1.0)
+    assert (md.leader("t", 0), md.leader_epoch("t", 0)) == (1, 0)
+    assert md.topics["t"].topic_id == b"\x02" * 16

@@ -455,3 +455,155 @@ def test_corrupt_framing_stops_the_partition_and_tells_the_application() -> None
     # The broken partition is no longer fetched (no busy refetch of the same bytes).
     assert TP not in [tp for tp, _ in f._fetchable(1)]
     assert TP1 in [tp for tp, _ in f._fetchable(1)]
+
+
+# -- leader changes: KIP-320 offset validation ------------------------------------------------------
+
+
+def epochs(f: Fetcher, epoch: int) -> None:
+    """Metadata now says partition 0 of "t" is led by broker 1 in leader epoch ``epoch``."""
+    f.kernel.metadata.update(NS(brokers=[NS(node_id=1, host="h", port=1)], topics=[NS(
+        error_code=0, name="t", partitions=[
+            NS(error_code=0, partition_index=0, leader_id=1, replica_nodes=[1], isr_nodes=[1], leader_epoch=epoch)])]),
+        now=1.0)
+
+
+def answering(f: Fetcher, *, end_offset: int = -1, leader_epoch: int = -1, error: int = 0,
+              raises: BaseException | None = None, during: Any = None) -> list[Any]:
+    """Makes the kernel answer OffsetForLeaderEpoch so; returns the list of request bodies sent."""
+    sent: list[Any] = []
+
+    async def send(node: int, api_key: int, body: Any, **kw: Any) -> Any:
+        sent.append((node, api_key, body))
+        if during is not None:
+            during()
+        if raises is not None:
+            raise raises
+        return NS(topics=[NS(topic="t", partitions=[
+            NS(error_code=error, partition=0, leader_epoch=leader_epoch, end_offset=end_offset)])])
+
+    f.kernel.send = send
+    return sent
+
+
+def fetched_in_epoch_3() -> Fetcher:
+    """Position 0 drained to 2, fetched up to 6, all in leader epoch 3, confirmed under epoch 3."""
+    f = make(**{"auto.offset.reset": "earliest"})
+    epochs(f, 3)
+    f.assign({TP: 0})
+    assert f._unconfirmed([(TP, f.partitions[TP])]) == []  # the first fetch has nothing to check
+    deliver(f, batch(0, 6, partition_leader_epoch=3), hw=6)
+    assert offsets(f.drain(2)) == [0, 1]
+    state = f.partitions[TP]
+    assert (state.position, state.position_epoch, state.fetch_offset, state.fetch_epoch) == (2, 3, 6, 3)
+    return f
+
+
+def test_a_new_leader_epoch_holds_fetching_until_the_position_is_confirmed() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    state = f.partitions[TP]
+    epochs(f, 4)
+    todo = f._unconfirmed([(TP, state)])
+    assert todo == [(TP, state, 4)]
+    sent = answering(f, end_offset=6, leader_epoch=3)
+    asyncio.run(f._validate(1, todo))
+    assert sent[0][1] == 23
+    assert sent[0][2]["topics"] == [{"topic": "t", "partitions": [
+        {"partition": 0, "current_leader_epoch": 4, "leader_epoch": 3}]}]
+    assert state.validated_epoch == 4 and state.fetch_offset == 6
+    assert offsets(f.drain(10)) == [2, 3, 4, 5]  # nothing was dropped
+
+
+def test_truncation_past_the_position_drops_the_buffer_and_refetches_from_the_position() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, end_offset=4, leader_epoch=3)
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    assert (state.position, state.fetch_offset, state.fetch_epoch) == (2, 2, 3)
+    assert state.buffered == 0 and f.drain(10) == []
+    assert f._unconfirmed([(TP, state)]) == [(TP, state, 4)]  # checked again from the position
+
+
+def test_truncation_under_the_position_moves_it_back_to_the_divergence_point() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    f.drain(10)  # the application has read up to 6
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, end_offset=1, leader_epoch=2)
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    assert (state.position, state.fetch_offset, state.position_epoch) == (1, 1, 2)
+    assert state.error is None
+
+
+def test_truncation_with_auto_offset_reset_error_stops_the_partition_with_log_truncation() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    f.reset_to = None  # auto.offset.reset=error
+    f.drain(10)
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, end_offset=1, leader_epoch=2)
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    [event] = f.drain(10)
+    assert event.error().code() == KafkaError._LOG_TRUNCATION
+    assert state.error is not None and f._fetchable(1) == []
+
+
+def test_an_unknown_epoch_on_the_new_leader_resets_by_auto_offset_reset() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    f.drain(10)
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, end_offset=-1, leader_epoch=-1)
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    assert state.position is None and state.reset_to == EARLIEST
+
+
+@pytest.mark.parametrize("error", [ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH,
+                                   ErrorCode.NOT_LEADER_OR_FOLLOWER])
+def test_a_refused_validation_is_asked_again_after_a_metadata_refresh(error: ErrorCode) -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    f.backoff = 0
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, error=error)
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    assert state.validated_epoch == 3 and f.kernel.metadata.need_update
+    assert f._unconfirmed([(TP, state)]) == [(TP, state, 4)]
+
+
+def test_a_broker_without_offset_for_leader_epoch_is_fetched_from_unchecked() -> None:
+    import asyncio
+
+    from mafka.client.transport import UnsupportedByBroker
+
+    f = fetched_in_epoch_3()
+    state = f.partitions[TP]
+    epochs(f, 4)
+    answering(f, raises=UnsupportedByBroker("no"))
+    asyncio.run(f._validate(1, f._unconfirmed([(TP, state)])))
+    assert state.validated_epoch == 4 and state.fetch_offset == 6
+
+
+def test_a_validation_answer_for_a_position_sought_meanwhile_is_ignored() -> None:
+    import asyncio
+
+    f = fetched_in_epoch_3()
+    state = f.partitions[TP]
+    epochs(f, 4)
+    todo = f._unconfirmed([(TP, state)])
+    answering(f, end_offset=0, leader_epoch=3, during=lambda: f.seek(TP, 5))
+    asyncio.run(f._validate(1, todo))
+    assert (state.position, state.fetch_offset) == (5, 5) and state.error is None

@@ -25,7 +25,7 @@ from mafka.errors import ErrorCode
 from mafka.wire.codec import decode_body, encode_body
 from mafka.wire.registry import spec_for
 
-VERSIONS = {LEADER_AND_ISR: 2, STOP_REPLICA: 1, UPDATE_METADATA: 5}
+VERSIONS = {LEADER_AND_ISR: 2, STOP_REPLICA: 1, UPDATE_METADATA: 7}
 
 
 def wire(api_key: int, body: Any) -> Any:

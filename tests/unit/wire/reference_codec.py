@@ -17,7 +17,7 @@ from typing import Any
 import kafka.protocol
 from kafka.protocol.api_message import ApiMessage
 
-from .strategies import in_version, int_to_bitfield, snake
+from .strategies import KAFKA_NAMES, field_name, in_version, int_to_bitfield
 
 _FIXTURES = "tests.unit.wire.kafka_schemas"
 _FIXTURE_NAMES = {
@@ -51,6 +51,7 @@ def message_class(name: str) -> type:
         importlib.import_module(info.name)
     for cls in _all_subclasses(ApiMessage):
         if cls.__name__ == name and getattr(cls, "_class_version", None) is None and cls._json is not None:
+            _note_renames(name, cls._json["fields"])
             return cls
     raise LookupError(name)
 
@@ -58,6 +59,17 @@ def message_class(name: str) -> type:
 def json_fields(name: str) -> list[dict[str, Any]]:
     """The JSON field list kafka-python holds for *name*."""
     return message_class(name)._json["fields"]
+
+
+def _note_renames(name: str, fields: list[dict[str, Any]]) -> None:
+    """Records the fields kafka-python renamed in *name*'s loaded schema (see ``KAFKA_NAMES``)."""
+    if name == "MetadataResponse":
+        # kafka-python renames both authorized-operations fields to ``authorized_operations``.
+        topic_fields = next(f for f in fields if f["name"] == "Topics")["fields"]
+        for owner, kafka_name in ((fields, "ClusterAuthorizedOperations"), (topic_fields, "TopicAuthorizedOperations")):
+            for f in owner:
+                if f["name"] in ("authorized_operations", kafka_name):
+                    KAFKA_NAMES[id(f)] = kafka_name
 
 
 def build(name: str, version: int, vals: dict[str, Any]) -> Any:
@@ -71,7 +83,7 @@ def _build_struct(data_class: type, struct_field: Any, vals: dict[str, Any], ver
     for f in struct_field.fields.values():
         if not in_version(f._json, version):
             continue
-        v = vals[snake(f._json["name"])]
+        v = vals[field_name(f._json)]
         if f.is_struct_array() and v is not None:
             v = [_build_struct(f.data_class, f, e, version) for e in v]
         elif f.is_struct() and v is not None:

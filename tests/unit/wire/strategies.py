@@ -35,6 +35,23 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+#: Field descriptions (by ``id``) that kafka-python renamed in its loaded
+#: schema → Kafka's own name, which Mafka uses.
+KAFKA_NAMES: dict[int, str] = {}
+
+
+#: Kafka's name → kafka-python's attribute, where kafka-python renamed a field.
+KAFKA_PYTHON_ATTRIBUTES = {
+    "cluster_authorized_operations": "authorized_operations",
+    "topic_authorized_operations": "authorized_operations",
+}
+
+
+def field_name(d: dict[str, Any]) -> str:
+    """The snake_case Kafka name of a JSON field description (undoing kafka-python's renames)."""
+    return snake(KAFKA_NAMES.get(id(d), d["name"]))
+
+
 def mafka_fields(fields: tuple[Field, ...]) -> list[dict[str, Any]]:
     """Mafka Field trees → the JSON-style description."""
     out = []
@@ -90,7 +107,7 @@ def values(fields: list[dict[str, Any]], version: int, *, max_list: int = 3) -> 
         s = st.lists(inner, max_size=max_list) if t.startswith("[]") else inner
         if _nullable(d, version):
             s = st.none() | s
-        parts[snake(d["name"])] = s
+        parts[field_name(d)] = s
     return st.fixed_dictionaries(parts)
 
 
@@ -105,8 +122,13 @@ def plain(obj: Any, fields: list[dict[str, Any]], version: int) -> Any:
     for d in fields:
         if not in_version(d, version):
             continue
-        name = snake(d["name"])
-        value = obj[name] if isinstance(obj, dict) else getattr(obj, name)
+        name = field_name(d)
+        if isinstance(obj, dict):
+            value = obj[name]
+        elif hasattr(obj, snake(d["name"])):
+            value = getattr(obj, snake(d["name"]))
+        else:
+            value = getattr(obj, KAFKA_PYTHON_ATTRIBUTES[name])
         t = d["type"]
         elem_t = t[2:] if t.startswith("[]") else t
         struct = d.get("fields") is not None or elem_t[:1].isupper()
@@ -117,6 +139,8 @@ def plain(obj: Any, fields: list[dict[str, Any]], version: int) -> Any:
             value = plain(value, d.get("fields", []), version)
         elif t in ("int32", "bitfield") and (value is None or isinstance(value, set)):
             value = bitfield_to_int(value)
+        elif t == "uuid" and value is None:
+            value = bytes(16)  # kafka-python decodes Kafka's ZERO_UUID as None
         else:
             value = _norm(value)
         out[name] = value

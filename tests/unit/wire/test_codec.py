@@ -26,7 +26,7 @@ from .strategies import mafka_fields, values
 
 # shared/reference/kafka-protocol.md §2.3: advertised (min, max) per api key.
 REFERENCE_TABLE = {
-    0: (0, 7), 1: (0, 11), 2: (0, 2), 3: (0, 4), 8: (0, 3), 9: (0, 3), 10: (0, 2), 11: (0, 5),
+    0: (0, 7), 1: (0, 11), 2: (0, 2), 3: (0, 12), 8: (0, 3), 9: (0, 3), 10: (0, 2), 11: (0, 5),
     12: (0, 3), 13: (0, 2), 14: (0, 3), 15: (0, 4), 16: (0, 2), 17: (0, 1), 18: (0, 4),
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 1), 23: (2, 3), 24: (0, 2), 25: (0, 2),
     26: (0, 2), 27: (0, 0), 28: (0, 2), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
@@ -47,7 +47,7 @@ def test_decode_ranges_match_the_reference():
     for key, (_, hi) in REFERENCE_TABLE.items():
         spec = API_SPECS[key]
         assert spec.decode == (REFERENCE_DECODE_FLOOR.get(key, REFERENCE_TABLE[key][0]), hi), spec.name
-    inter_broker = {4: (2, 2), 5: (1, 1), 6: (5, 5), 7: (2, 2)}
+    inter_broker = {4: (2, 2), 5: (1, 1), 6: (5, 7), 7: (2, 2)}
     for key, rng in inter_broker.items():
         assert API_SPECS[key].decode == rng
         assert API_SPECS[key].advertised is None
@@ -86,17 +86,30 @@ def test_unknown_api_key_is_refused():
         decode_request(struct.pack(">hhih", 1000, 0, 1, -1))
 
 
-@pytest.mark.parametrize(("key", "version"), [(0, 2), (0, 8), (1, 3), (1, 12), (3, 5), (23, 1), (4, 1), (6, 6)])
+@pytest.mark.parametrize(("key", "version"), [(0, 2), (0, 8), (1, 3), (1, 12), (3, 13), (23, 1), (4, 1), (6, 8)])
 def test_versions_outside_the_decode_range_are_refused(key, version):
     with pytest.raises(UnsupportedVersion):
         decode_request(struct.pack(">hhih", key, version, 1, -1) + b"\x00" * 32)
 
 
-def test_trailing_bytes_are_refused():
+def test_trailing_bytes_after_a_request_body_are_ignored_as_kafka_does():
     frame = encode_request(12, 0, 5, "c", {"group_id": "g", "generation_id": 1, "member_id": "m"})
     assert decode_request(frame[4:]).body.group_id == "g"
+    assert decode_request(frame[4:] + b"\x00").body.group_id == "g"
+    # librdkafka 2.16's all-topics Metadata v12 request, as captured: the compact topic array
+    # is a 4-byte zero placeholder, read by Kafka (and so by Mafka) as null, then ignored bytes.
+    captured = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    body = decode_request(captured).body
+    assert body.topics is None and body.allow_auto_topic_creation is False
+
+
+def test_trailing_bytes_after_a_response_body_are_refused():
+    from mafka.wire.codec import decode_response
+
+    frame = encode_response(RequestHeader(12, 0, 5, "c"), {"error_code": 0})
+    decode_response(12, 0, frame[4:])
     with pytest.raises(ProtocolError, match="trailing"):
-        decode_request(frame[4:] + b"\x00")
+        decode_response(12, 0, frame[4:] + b"\x00")
 
 
 def test_short_frame_is_refused():
