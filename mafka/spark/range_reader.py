@@ -1,0 +1,110 @@
+"""Reading exactly one :class:`~mafka.spark.offset_ranges.OffsetRange` with ``mafka.client`` (runs in Spark tasks).
+
+A reader is a consumer with no group (nothing is committed) assigned to the
+range's partition at ``from_offset``; it yields the records with offsets in
+``[from_offset, until_offset)`` and stops once its position reaches
+``until_offset`` — also when the last offsets hold no record (compaction,
+transaction markers).  A retried task reads the same range again and gets
+the same records.
+
+Records gone since planning (retention, DeleteRecords) show up as an
+out-of-range fetch position: with ``fail_on_data_loss`` (Spark's
+``failOnDataLoss``, the default) the read fails naming the partition and
+offsets; otherwise it logs, moves to the log start and reads what is left of
+the range.  No progress for ``poll_timeout`` seconds (Spark's
+``kafkaConsumer.pollTimeoutMs``) fails the read rather than hanging the task.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from mafka.client.consumer import Consumer
+from mafka.client.kafka_error import KafkaError
+from mafka.client.message import Message, TopicPartition
+from mafka.spark.offset_ranges import OffsetRange
+
+__all__ = ["read_range", "DataLossError", "ReadTimeoutError"]
+
+log = logging.getLogger("mafka.spark")
+
+
+class DataLossError(RuntimeError):
+    """Records of the range were deleted before they could be read (``failOnDataLoss=true``)."""
+
+
+class ReadTimeoutError(TimeoutError):
+    """The range made no progress for ``kafkaConsumer.pollTimeoutMs``."""
+
+
+def read_range(bootstrap_servers: str, r: OffsetRange, client_config: Mapping[str, Any] | None = None, *,
+               fail_on_data_loss: bool = True, poll_timeout: float = 120.0,
+               batch: int = 10_000) -> Iterator[Message]:
+    """Yields the records of ``r`` in offset order (see the module docstring).
+
+    Raises:
+        DataLossError: part of the range is gone and ``fail_on_data_loss``.
+        ReadTimeoutError: no progress for ``poll_timeout`` seconds.
+    """
+    if r.count() <= 0:
+        return
+    conf = {
+        **(client_config or {}),
+        "bootstrap.servers": bootstrap_servers,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "error",
+        # The range is bounded: fetch no further ahead than it reaches.
+        "queued.max.messages.kbytes": max(1024, min(65536, r.count() // 8)),
+    }
+    conf.pop("group.id", None)
+    consumer = Consumer(conf)
+    tp = TopicPartition(r.topic, r.partition, r.from_offset)
+    try:
+        consumer.assign([tp])
+        position = r.from_offset
+        progressed = time.monotonic()
+        while position < r.until_offset:
+            messages = consumer.consume(batch, 1.0)
+            if len(messages) == 1 and messages[0].error() is not None:
+                position = _on_error(consumer, r, messages[0], position, fail_on_data_loss)
+                progressed = time.monotonic()
+                continue
+            if messages:
+                last = messages[-1].offset()
+                if last >= r.until_offset - 1:
+                    for m in messages:
+                        if m.offset() < r.until_offset:
+                            yield m
+                    return
+                yield from messages
+                position = last + 1
+                progressed = time.monotonic()
+                continue
+            # Nothing returned: past trailing markers or compacted-away offsets, the position moves alone.
+            now_at = consumer.position([TopicPartition(r.topic, r.partition)])[0].offset
+            if now_at >= 0 and now_at > position:
+                position = now_at
+                progressed = time.monotonic()
+            elif time.monotonic() - progressed > poll_timeout:
+                raise ReadTimeoutError(
+                    f"{r.topic}-{r.partition}: no records for {poll_timeout:.0f} s at offset {position} "
+                    f"(reading up to {r.until_offset}; kafkaConsumer.pollTimeoutMs)")
+    finally:
+        consumer.close()
+
+
+def _on_error(consumer: Consumer, r: OffsetRange, event: Message, position: int, fail_on_data_loss: bool) -> int:
+    error = event.error()
+    if error.code() not in (KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._LOG_TRUNCATION):
+        raise RuntimeError(f"{r.topic}-{r.partition}: reading offsets {position} to {r.until_offset}: {error}")
+    message = (f"{r.topic}-{r.partition}: offsets from {position} of the range {r.from_offset}-{r.until_offset} "
+               f"are no longer in the log ({error.name()})")
+    if fail_on_data_loss:
+        raise DataLossError(message + "; set failOnDataLoss=false to skip them")
+    low, _ = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition), timeout=30)
+    log.warning("%s; skipping to the log start %d (failOnDataLoss=false)", message, low)
+    consumer.seek(TopicPartition(r.topic, r.partition, max(low, position)))
+    return max(low, position)
