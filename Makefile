@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos bench-wire bench-log bench-replication bench-groups bench-client system-deps clean
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -19,7 +19,7 @@ test: system-deps $(STAMP) lint
 	$(BIN)/pytest -q -p no:cacheprovider tests
 
 lint: $(STAMP)
-	$(BIN)/ruff check mafka tests scripts
+	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
@@ -43,6 +43,14 @@ bench-groups: system-deps $(STAMP)
 # mafka.client beside kafka-python, aiokafka and confluent-kafka (RECORDS=1000000 ROUNDS=3 by default).
 bench-client: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_client.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+# The Spark ETL job on a local cluster and a sample dataset (EVENTS=300000 by default).
+demo: system-deps $(STAMP)
+	$(BIN)/python scripts/demo_spark.py $(if $(EVENTS),--events $(EVENTS))
+
+# spark.read.format("mafka") count and groupBy on local[2] (RECORDS=2000000 by default).
+bench-spark: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_spark.py $(if $(RECORDS),--records $(RECORDS))
 
 system-deps:
 	@scripts/install-system-deps.sh

@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         producer_perf_test,
         reassign_partitions,
         server_start,
+        spark_etl,
         topics,
     )
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     consumer_groups.add_parser(sub)
     producer_perf_test.add_parser(sub)
     consumer_perf_test.add_parser(sub)
+    spark_etl.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)
