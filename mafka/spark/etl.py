@@ -11,7 +11,7 @@ Each run:
    counted and left out), and aggregates per user and hour: ``events``
    (count) and ``amount`` (sum);
 3. writes the result as Parquet partitioned by ``date`` under
-   ``<output>/runs/<run id>/`` — written to a temporary directory and renamed
+   ``<output>/runs/run=<run id>/`` — written to a temporary directory and renamed
    into place — and, with ``--output-topic``, as JSON records keyed
    ``user|hour`` to that topic;
 4. records the ranges it consumed in the manifest (atomically replaced), so
@@ -24,8 +24,9 @@ double counting in the Parquet output.  The output topic is written at least
 once (as Spark's Kafka sink): a repeated run may write an hour's record
 again, under the same key.
 
-Reading the result: ``spark.read.parquet("<output>/runs")`` and sum
-``events`` / ``amount`` per ``user``, ``hour`` (an hour can straddle runs).
+Reading the result: ``spark.read.parquet("<output>/runs")`` (partition
+columns ``run`` and ``date``) and sum ``events`` / ``amount`` per ``user``,
+``hour`` (an hour can straddle runs).
 """
 
 from __future__ import annotations
@@ -127,10 +128,10 @@ def run_etl(spark: Any, bootstrap: str, topic: str, output: str | Path, *, outpu
         ).cache()
         runs = output / "runs"
         runs.mkdir(exist_ok=True)
-        tmp = runs / f".{run_id}.tmp"
+        tmp = runs / f".run={run_id}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         hourly.write.partitionBy("date").parquet(str(tmp))
-        final = runs / run_id
+        final = runs / f"run={run_id}"
         shutil.rmtree(final, ignore_errors=True)  # a repeated run replaces its own output
         os.replace(tmp, final)
         entry["rows"] = hourly.count()

@@ -4,8 +4,7 @@ One SparkSession for the whole module (start-up costs seconds).  Checks:
 RDD partitions are 1:1 with offset ranges; a DataFrame read equals what
 confluent-kafka reads for the same ranges, row by row, headers included;
 write then read back; bad options fail on the driver naming the option; a
-leader killed between planning and reading still yields exactly the planned
-rows; the ETL job's output and manifest, with a repeated run that adds
+leader killed while a read runs still yields exactly the planned rows; the ETL job's output and manifest, with a repeated run that adds
 nothing and an incremental run that adds exactly the new records.
 """
 
@@ -15,6 +14,7 @@ import datetime as dt
 import json
 import os
 import sys
+import time
 import uuid
 
 import pytest
@@ -45,7 +45,8 @@ def spark():
 
     session = (SparkSession.builder.master("local[2]").appName("mafka-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.showConsoleProgress", "false")
+               .getOrCreate())
     yield session
     session.stop()
 
@@ -165,21 +166,45 @@ def test_bad_options_fail_on_the_driver_naming_the_option(cluster, spark, option
         spark.read.format("mafka").options(**options).load().count()
 
 
-def test_a_leader_killed_after_planning_still_gives_exactly_the_planned_rows(cluster, spark):
+def test_a_leader_killed_during_a_read_still_gives_exactly_the_planned_rows(cluster, spark):
+    import threading
+
     from mafka.spark import offset_range_rdd, plan
 
     topic = create(cluster)
-    produce(cluster, topic, per_partition=500)
+    per_partition = 20_000
+    produce(cluster, topic, per_partition=per_partition)
     ranges = plan({"kafka.bootstrap.servers": cluster.bootstrap, "subscribe": topic,
-                   "maxRecordsPerPartition": "100"})
+                   "maxRecordsPerPartition": "500"})
+    assert len(ranges) == PARTITIONS * per_partition // 500
     chaos = Chaos(cluster)
+    victim = chaos.leader(topic, PARTITIONS - 1)  # its ranges come last in the job
+    first_victim_task = min(i for i, r in enumerate(ranges) if chaos.leader(topic, r.partition) == victim)
+    result: dict[str, object] = {}
+
+    def job() -> None:
+        try:
+            result["rows"] = offset_range_rdd(spark.sparkContext, cluster.bootstrap, ranges, pairs=False).map(
+                lambda row: (row[3], row[4], row[1])).collect()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            result["error"] = exc
+
+    runner = threading.Thread(target=job)
     try:
-        victim = chaos.leader(topic, 0)
+        runner.start()
+        tracker = spark.sparkContext.statusTracker()
+        stages = chaos.wait_until(lambda: tracker.getActiveStageIds(), 60, "the read started")
+        time.sleep(0.5)
         chaos.kill(victim)
-        rows = offset_range_rdd(spark.sparkContext, cluster.bootstrap, ranges).collect()
-        assert sorted((r[3], r[4]) for r in rows) == [(p, i) for p in range(PARTITIONS) for i in range(500)]
-        assert all(r[1] == f"{r[3]}-{r[4]}".encode() for r in rows)
+        done = tracker.getStageInfo(stages[0]).numCompletedTasks
+        assert done < first_victim_task, f"{done} tasks had finished: none left for the killed leader's ranges"
+        runner.join(300)
+        assert not runner.is_alive() and "error" not in result, result.get("error")
+        rows = result["rows"]
+        assert sorted((p, o) for p, o, _ in rows) == [(p, i) for p in range(PARTITIONS) for i in range(per_partition)]
+        assert all(v == f"{p}-{o}".encode() for p, o, v in rows)
     finally:
+        runner.join(300)
         chaos.restart(victim)
         chaos.close()
 
@@ -219,11 +244,25 @@ def test_the_etl_job_is_incremental_and_a_repeated_run_adds_nothing(cluster, spa
         return {(u, e, a) for u, (e, a) in counts.items()}
 
     assert totals() == expected(300)
+    # A run that fails after writing its Parquet but before its manifest entry ...
     produce(cluster, topic, per_partition=100, start=300, partitions=2, value=event)
+    import mafka.spark.etl as etl
+
+    real = etl._write_manifest
+    etl._write_manifest = lambda *a: (_ for _ in ()).throw(RuntimeError("crash before the manifest"))
+    try:
+        with pytest.raises(RuntimeError, match="crash before the manifest"):
+            run_etl(spark, cluster.bootstrap, topic, out)
+    finally:
+        etl._write_manifest = real
+    # ... is repeated (with more records by now): it replaces its own output, nothing counts twice.
+    produce(cluster, topic, per_partition=50, start=400, partitions=2, value=event)
     second = run_etl(spark, cluster.bootstrap, topic, out)
-    assert second["records"] == 200
-    assert [(r["partition"], r["from"], r["until"]) for r in second["ranges"]] == [(0, 300, 400), (1, 300, 400)]
-    assert totals() == expected(400)
+    assert second["records"] == 300
+    assert [(r["partition"], r["from"], r["until"]) for r in second["ranges"]] == [(0, 300, 450), (1, 300, 450)]
+    assert sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith(".")) == sorted(
+        f"run={r['run_id']}" for r in json.loads((out / MANIFEST).read_text())["runs"] if r["records"])
+    assert totals() == expected(450)
     # The output topic holds one record per (user, hour) of the first run.
     hourly = (spark.read.format("mafka").option("kafka.bootstrap.servers", cluster.bootstrap)
               .option("subscribe", f"{topic}-hourly").load().collect())

@@ -1,0 +1,144 @@
+"""mafka.spark on a Spark standalone cluster: a master and one worker started here, executors in their own JVMs.
+
+Proves the data source and the RDD path reach executors that are separate
+processes (not the driver's local[N] threads): a driver script, run as its
+own process against ``spark://``, reads a topic with ``format("mafka")`` and
+with ``offset_range_rdd`` and prints counts and per-partition checksums,
+which must equal what was produced; the worker's executor logs show the
+tasks ran there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+import zlib
+from pathlib import Path
+
+import pytest
+
+from .cluster import LocalCluster, free_ports
+
+pytestmark = pytest.mark.integration
+
+DRIVER = r'''
+import json, sys, zlib
+from pyspark.sql import SparkSession
+from mafka.spark import offset_range_rdd, plan
+
+master, bootstrap, topic = sys.argv[1:4]
+spark = (SparkSession.builder.master(master).appName("mafka-standalone")
+         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.executor.memory", "1g").getOrCreate())
+options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "maxRecordsPerPartition": "250"}
+df = spark.read.format("mafka").options(**options).load()
+sums = {}
+for row in df.select("partition", "offset", "value").collect():
+    sums.setdefault(row.partition, []).append((row.offset, bytes(row.value)))
+rdd = offset_range_rdd(spark.sparkContext, bootstrap, plan(options), pairs=True)
+out = {
+    "df_partitions": df.rdd.getNumPartitions(),
+    "df": {p: [len(v), zlib.crc32(b"".join(val for _, val in sorted(v)))] for p, v in sums.items()},
+    "rdd_count": rdd.count(),
+}
+print("RESULT " + json.dumps(out), flush=True)
+spark.stop()
+'''
+
+
+def _spark_class() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+
+
+def _wait_json(url: str, ok, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                last = json.load(r)
+                if ok(last):
+                    return last
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url}: not ready in {timeout} s (last answer {last})")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("spark-standalone") / "cluster", brokers=3)
+    c.start()
+    yield c
+    c.stop()
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory):
+    work = tmp_path_factory.mktemp("spark-standalone-work")
+    port, ui, worker_ui = free_ports(3)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_WORKER_DIR=str(work / "work"), SPARK_LOG_DIR=str(work / "logs"))
+    logs = [open(work / "master.log", "wb"), open(work / "worker.log", "wb")]
+    master = subprocess.Popen(
+        [_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+         "--webui-port", str(ui)], env=env, stdout=logs[0], stderr=subprocess.STDOUT, start_new_session=True)
+    worker = None
+    try:
+        _wait_json(f"http://127.0.0.1:{ui}/json/", lambda j: j.get("status") == "ALIVE", 90)
+        worker = subprocess.Popen(
+            [_spark_class(), "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
+             "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(worker_ui)],
+            env=env, stdout=logs[1], stderr=subprocess.STDOUT, start_new_session=True)
+        _wait_json(f"http://127.0.0.1:{ui}/json/", lambda j: j.get("aliveworkers", 0) >= 1, 90)
+        yield f"spark://127.0.0.1:{port}", env, work
+    finally:
+        for proc in (worker, master):
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(20)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+        for f in logs:
+            f.close()
+
+
+def test_reads_run_on_a_standalone_clusters_executors(cluster, standalone, tmp_path):
+    from mafka.client import AdminClient, NewTopic, Producer
+
+    master, env, work = standalone
+    topic = f"standalone-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    admin.close()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 5})
+    values = {p: [f"{p}:{i}".encode() for i in range(1000)] for p in range(3)}
+    for i in range(1000):
+        for p in range(3):
+            producer.produce(topic, values[p][i], partition=p)
+    assert producer.flush(60) == 0
+    producer.close()
+
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    run = subprocess.run([sys.executable, str(script), master, cluster.bootstrap, topic], env=env,
+                         capture_output=True, text=True, timeout=300)
+    result_line = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
+    assert run.returncode == 0 and result_line, f"driver failed:\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
+    result = json.loads(result_line[0][len("RESULT "):])
+    assert result["df_partitions"] == 12
+    assert result["df"] == {str(p): [1000, zlib.crc32(b"".join(values[p]))] for p in range(3)}
+    assert result["rdd_count"] == 3000
+    # The tasks ran in the worker's executor (its own JVM and Python workers), whose stderr is kept per app.
+    executor_logs = list((work / "work").glob("app-*/*/stderr"))
+    assert executor_logs, "no executor ran on the standalone worker"
+    assert any("Finished task" in p.read_text(errors="replace") for p in executor_logs)
