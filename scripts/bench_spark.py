@@ -58,11 +58,12 @@ def main() -> int:
         producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
         value = b"x" * 100
         for i in range(args.records):
-            try:
-                producer.produce(topic, value, partition=i % PARTITIONS)
-            except BufferError:
-                producer.poll(0.01)
-                producer.produce(topic, value, partition=i % PARTITIONS)
+            while True:
+                try:
+                    producer.produce(topic, value, partition=i % PARTITIONS)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
         assert producer.flush(300) == 0
         producer.close()
 
@@ -72,7 +73,8 @@ def main() -> int:
 
         started = time.monotonic()
         spark = (SparkSession.builder.master("local[2]").appName("mafka-bench")
-                 .config("spark.ui.enabled", "false").getOrCreate())
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         print(f"SparkSession started in {time.monotonic() - started:.1f} s", flush=True)
         options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}

@@ -196,6 +196,29 @@ class Consumer:
                 if not self._events:
                     fetcher.ready.wait(0.2 if left is None else min(0.2, left))
 
+    def consume_record_sets(self, max_sets: int = 16, timeout: float = -1) -> tuple[list[Any], Message | None]:
+        """Fetched record sets undecoded, for readers with their own decoder (mafka.spark's Arrow columns).
+
+        Waits up to ``timeout`` seconds for the first; returns
+        ``([(topic_partition, records, aborted_transactions, min_offset), ...],
+        error event or None)`` — see ``Fetcher.drain_record_sets``.  Not for
+        group consumers: rebalance events are not served here.
+        """
+        self._check_open()
+        if self._member is not None:
+            raise RuntimeError("consume_record_sets() is for consumers without a group")
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        fetcher = self._fetcher
+        while True:
+            sets, error = fetcher.drain_record_sets(max_sets)
+            if sets or error is not None:
+                return sets, error
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return [], None
+            with fetcher.ready:
+                fetcher.ready.wait(0.2 if left is None else min(0.2, left))
+
     def _serve_event(self, event: Any) -> Message | None:
         if isinstance(event, KafkaError):
             if self._error_cb is not None:

@@ -78,7 +78,8 @@ class PartitionState:
         self.position = position
         self.fetch_offset = position
         self.paused = False
-        self.chunks: deque[tuple[int, Any, Any]] = deque()  # (epoch, records, aborted)
+        # (epoch, records, aborted, offset after the chunk's last batch, that batch's leader epoch)
+        self.chunks: deque[tuple[int, Any, Any, int, int]] = deque()
         self.decoded: deque[Message] = deque()  # decoded, not yet returned (position order)
         # The offset after the chunk ``decoded`` came from (past trailing control/aborted batches).
         self.decoded_end = -1
@@ -253,7 +254,7 @@ class Fetcher:
                         continue
                     if not state.chunks:
                         break
-                    epoch, records, aborted = state.chunks.popleft()
+                    epoch, records, aborted, _, _ = state.chunks.popleft()
                     state.buffered -= len(records)
                     freed = True
                     if epoch != state.epoch or state.position is None:
@@ -287,6 +288,40 @@ class Fetcher:
         if freed:
             self.poke()
         return out
+
+    def drain_record_sets(self, max_sets: int) -> tuple[list[tuple[TP, Any, Any, int]], Message | None]:
+        """Buffered fetch responses as raw record sets, for decoders of their own (mafka.spark's columns).
+
+        Returns ``([(tp, records, aborted_transactions, min_offset), ...], error)``:
+        each record set may begin below ``min_offset`` (a compressed batch is
+        fetched whole) and its records below it belong to earlier positions;
+        the partition's position moves to the end of the set.  ``error`` is an
+        error event (then no sets), as :meth:`drain` would return it.
+        Partitions whose records were partly drained as Messages are skipped
+        until those are consumed.
+        """
+        out: list[tuple[TP, Any, Any, int]] = []
+        freed = False
+        with self.lock:
+            if self.errors:
+                return [], self.errors.popleft()
+            for tp, state in self.partitions.items():
+                if state.paused or state.decoded:
+                    continue
+                while state.chunks and len(out) < max_sets:
+                    epoch, records, aborted, nxt, batch_epoch = state.chunks.popleft()
+                    state.buffered -= len(records)
+                    freed = True
+                    if epoch != state.epoch or state.position is None:
+                        continue
+                    out.append((tp, records, aborted, state.position))
+                    state.position = max(state.position, nxt)
+                    state.position_epoch = batch_epoch
+                if len(out) >= max_sets:
+                    break
+        if freed:
+            self.poke()
+        return out, None
 
     # -- loop side -----------------------------------------------------------------------
 
@@ -517,7 +552,7 @@ class Fetcher:
                                 got_data = True
                                 continue
                             if nxt > state.fetch_offset:
-                                state.chunks.append((state.epoch, records, p.aborted_transactions))
+                                state.chunks.append((state.epoch, records, p.aborted_transactions, nxt, batch_epoch))
                                 state.buffered += len(records)
                                 state.fetch_offset = nxt
                                 state.fetch_epoch = batch_epoch

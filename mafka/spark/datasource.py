@@ -5,8 +5,8 @@ Reading: ``spark.read.format("mafka").option("kafka.bootstrap.servers", ...)
 (:mod:`mafka.spark.offset_ranges`, :mod:`mafka.spark.rows`).  Planning runs
 once, in Spark's planner process on the driver; each Spark partition is one
 :class:`~mafka.spark.offset_ranges.OffsetRange`, read by a task with
-:func:`~mafka.spark.range_reader.read_range` and returned as Arrow record
-batches.
+:func:`~mafka.spark.range_reader.read_range_arrow` and returned as Arrow record
+batches decoded by :mod:`mafka.spark.columnar` (no Python object per record).
 
 Writing: ``df.write.format("mafka").mode("append").option(
 "kafka.bootstrap.servers", ...).option("topic", ...).save()`` takes the Kafka
@@ -35,10 +35,6 @@ from pyspark.sql.datasource import (
 from mafka.spark.offset_ranges import OffsetRange, ReadOptionsError, parse_read_options
 
 __all__ = ["MafkaDataSource", "RangePartition"]
-
-#: Records per Arrow batch handed to Spark.
-ARROW_BATCH = 20_000
-
 
 class RangePartition(InputPartition):
     """One Spark partition: one offset range (``value``), or None for a read that covers nothing."""
@@ -81,22 +77,14 @@ class MafkaBatchReader(DataSourceReader):
         return [RangePartition(r) for r in ranges] or [RangePartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from mafka.spark.range_reader import read_range
-        from mafka.spark.rows import to_arrow
+        from mafka.spark.range_reader import read_range_arrow
 
         r: OffsetRange | None = partition.value
         if r is None:
             return
-        records = read_range(self.options.bootstrap_servers, r, self.options.client_config,
-                             fail_on_data_loss=self.options.fail_on_data_loss, poll_timeout=self.poll_timeout)
-        chunk = []
-        for m in records:
-            chunk.append(m)
-            if len(chunk) >= ARROW_BATCH:
-                yield to_arrow(chunk, self.options.include_headers)
-                chunk = []
-        if chunk:
-            yield to_arrow(chunk, self.options.include_headers)
+        yield from read_range_arrow(self.options.bootstrap_servers, r, self.options.client_config,
+                                    include_headers=self.options.include_headers,
+                                    fail_on_data_loss=self.options.fail_on_data_loss, poll_timeout=self.poll_timeout)
 
 
 class WriteResult(WriterCommitMessage):

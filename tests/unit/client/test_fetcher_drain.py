@@ -232,7 +232,7 @@ def test_stale_chunk_of_old_epoch_is_not_decoded() -> None:
     f.assign({TP: 0})
     data = batch(0, 3)
     state = f.partitions[TP]
-    state.chunks.append((state.epoch - 1, data, None))
+    state.chunks.append((state.epoch - 1, data, None, 3, -1))
     state.buffered += len(data)
     with mock.patch("mafka.client.fetcher.decode_records") as spy:
         assert f.drain(10) == []
