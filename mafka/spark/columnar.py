@@ -46,7 +46,26 @@ def arrow_schema(include_headers: bool = False) -> pa.Schema:
 
 
 def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Zigzag varints (up to 10 bytes) at every position: (values, positions after them)."""
+    """Zigzag varints at every position: (values, positions after them).
+
+    Varints of up to three bytes (every length and delta below 2**20) take
+    one pass of whole-array operations; longer ones fall back to a loop
+    over bytes.  ``buf`` must have spare bytes after its last varint.
+    """
+    if len(pos) and pos.max() >= len(buf) - 2:
+        raise ProtocolError("varint runs past the end of its batch")
+    b0 = buf[pos].astype(np.int64)
+    b1 = buf[pos + 1].astype(np.int64)
+    b2 = buf[pos + 2].astype(np.int64)
+    two = b0 >= 0x80
+    three = two & (b1 >= 0x80)
+    if (three & (b2 >= 0x80)).any():
+        return _long_varints(buf, pos)
+    u = (b0 & 0x7F) | np.where(two, (b1 & 0x7F) << 7, 0) | np.where(three, b2 << 14, 0)
+    return (u >> 1) ^ -(u & 1), pos + 1 + two + three
+
+
+def _long_varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     value = np.zeros(len(pos), dtype=np.uint64)
     at = pos.copy()
     live = np.ones(len(pos), dtype=bool)
@@ -55,7 +74,7 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if shift > 63:
             raise ProtocolError("varint longer than 10 bytes")
         idx = np.nonzero(live)[0]
-        if len(idx) and at[idx].max() >= len(buf):
+        if at[idx].max() >= len(buf):
             raise ProtocolError("varint runs past the end of its batch")
         b = buf[at[idx]].astype(np.uint64)
         value[idx] |= (b & np.uint64(0x7F)) << np.uint64(shift)
@@ -67,24 +86,41 @@ def _varints(buf: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _binary(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """An Arrow binary column of ``buf[start:start+length]`` per row; a negative length is null."""
+    """An Arrow binary column of ``buf[start:start+length]`` per row; a negative length is null.
+
+    Built as a binary-view array over ``buf`` (16-byte views: lengths up to 12
+    inline, longer ones as prefix + offset) and cast to binary, so the bytes
+    are gathered by Arrow's C++ rather than per record in Python.  ``buf``
+    must have 12 spare bytes at its end.
+    """
     n = len(starts)
     present = lengths >= 0
-    sizes = np.where(present, lengths, 0)
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(sizes, out=offsets[1:])
-    total = int(offsets[-1])
-    if total:
-        # Byte i of the column comes from buf[starts[row] + (i - offsets[row])].
-        gather = np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
-        data = buf[gather]
+    sizes = np.where(present, lengths, 0).astype(np.int32)
+    views = np.zeros((n, 4), dtype=np.int32)
+    views[:, 0] = sizes
+    raw = views.view(np.uint8).reshape(n, 16)
+    windows = np.lib.stride_tricks.as_strided(buf, shape=(len(buf) - 12, 12), strides=(1, 1))
+    long = sizes > 12
+    if long.all():
+        raw[:, 4:8] = windows[starts, :4]
+        views[:, 3] = starts
     else:
-        data = np.zeros(0, dtype=np.uint8)
+        inline = (sizes > 0) & ~long
+        if inline.any():
+            idx = np.nonzero(inline)[0]
+            data = windows[starts[idx]]
+            data[np.arange(12) >= sizes[idx, None]] = 0
+            raw[idx, 4:16] = data
+        if long.any():
+            idx = np.nonzero(long)[0]
+            raw[idx, 4:8] = windows[starts[idx], :4]
+            views[idx, 3] = starts[idx]
     validity = None
     if not present.all():
         validity = pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.Array.from_buffers(pa.binary(), n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
+    view = pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), pa.py_buffer(buf)],
                                  null_count=int(n - present.sum()))
+    return view.cast(pa.binary())
 
 
 def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, until_offset: int, *,
@@ -101,8 +137,9 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
     aborting: set[int] = set()
     bodies: list[bytes] = []
     body_base = 0
-    starts: list[int] = []
-    ends: list[int] = []
+    starts: list[int] = []  # where each record's length varint is (in the joined bodies)
+    append = starts.append
+    batch_ends: list[tuple[int, int]] = []  # (records so far, end of that batch's body)
     batch_rows: list[tuple[int, int, int, int]] = []  # (records, base_offset, base_timestamp or -1, log-append ts)
     for pos, h in iter_batches(data):
         last = h.base_offset + h.last_offset_delta
@@ -134,38 +171,43 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
             body = bytes(body)
         else:
             body = data[start:end]
-        # The walk over record lengths: the one sequential step.
-        p, e = 0, len(body)
+        # The walk over record lengths, the one sequential step: it only notes where each
+        # record's length varint is; lengths are decoded again, checked, for all at once below.
+        p = 0
         try:
             for _ in range(h.record_count):
+                append(body_base + p)
                 b = body[p]
                 if b < 0x80:
-                    length = (b >> 1) ^ -(b & 1)
-                    p += 1
+                    p += 1 + ((b >> 1) ^ -(b & 1))
                 else:
                     c = body[p + 1]
                     if c < 0x80:
                         u = (b & 0x7F) | (c << 7)
-                        length = (u >> 1) ^ -(u & 1)
-                        p += 2
+                        p += 2 + ((u >> 1) ^ -(u & 1))
                     else:
-                        length, p = decode_varint(body, p)
-                if length <= 0 or p + length > e:
-                    raise ProtocolError(f"record length {length} overruns its batch")
-                starts.append(body_base + p)
-                p += length
-                ends.append(body_base + p)
+                        length, q = decode_varint(body, p)
+                        p = q + length
+                if p <= 0:
+                    raise ProtocolError("record length overruns its batch")
         except (IndexError, ProtocolError) as exc:
             raise CorruptRecordBatch(f"{topic}-{partition} batch at offset {h.base_offset}: {exc}") from exc
+        batch_ends.append((len(starts), body_base + len(body)))
         bodies.append(body)
         body_base += len(body)
         log_append = h.max_timestamp if attributes & 0x08 else -1
         batch_rows.append((h.record_count, h.base_offset, h.base_timestamp, log_append))
     if not starts:
         return None
-    buf = np.frombuffer(b"".join(bodies), dtype=np.uint8)
+    buf = np.frombuffer(b"".join(bodies) + bytes(16), dtype=np.uint8)  # spare bytes for _binary
     try:
-        at = np.asarray(starts, dtype=np.int64) + 1  # past the attributes byte
+        length, at = _varints(buf, np.asarray(starts, dtype=np.int64))
+        record_end = at + length
+        # The walk chained each record to the next; each batch's last record must end with its batch.
+        last = np.asarray([count - 1 for count, _ in batch_ends], dtype=np.int64)
+        if (length <= 0).any() or (record_end[last] != np.asarray([end for _, end in batch_ends])).any():
+            raise ProtocolError("a record's length overruns its batch")
+        at = at + 1  # past the attributes byte
         ts_delta, at = _varints(buf, at)
         off_delta, at = _varints(buf, at)
         key_len, at = _varints(buf, at)
@@ -173,7 +215,6 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
         at = at + np.maximum(key_len, 0)
         value_len, at = _varints(buf, at)
         value_start = at
-        record_end = np.asarray(ends, dtype=np.int64)
         value_end = value_start + np.maximum(value_len, 0)
         # The fields must fit their record, and a record without headers ends right after its count.
         bad = (key_len < -1) | (value_len < -1) | (value_end >= record_end)
