@@ -16,6 +16,7 @@ are skipped.  Headers are parsed per record, and only when asked for.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Any
 
@@ -137,7 +138,9 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
     aborting: set[int] = set()
     bodies: list[bytes] = []
     body_base = 0
-    starts: list[int] = []  # where each record's length varint is (in the joined bodies)
+    # Where each record's length varint is, in the joined bodies (an int64 array.array, so numpy
+    # takes it without converting element by element).
+    starts = array("q")
     append = starts.append
     batch_ends: list[tuple[int, int]] = []  # (records so far, end of that batch's body)
     batch_rows: list[tuple[int, int, int, int]] = []  # (records, base_offset, base_timestamp or -1, log-append ts)
@@ -201,7 +204,7 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
         return None
     buf = np.frombuffer(b"".join(bodies) + bytes(16), dtype=np.uint8)  # spare bytes for _binary
     try:
-        length, at = _varints(buf, np.asarray(starts, dtype=np.int64))
+        length, at = _varints(buf, np.frombuffer(starts, dtype=np.int64))
         record_end = at + length
         # The walk chained each record to the next; each batch's last record must end with its batch.
         last = np.asarray([count - 1 for count, _ in batch_ends], dtype=np.int64)
