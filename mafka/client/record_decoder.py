@@ -23,7 +23,7 @@ from mafka.wire.compression import decompress
 from mafka.wire.errors import CorruptRecordBatch, ProtocolError
 from mafka.wire.records import decode_varint, decode_varlong
 
-__all__ = ["decode_records", "DecodeResult"]
+__all__ = ["decode_records", "DecodeResult", "BatchFilter"]
 
 _BATCH_HEADER = 61
 
@@ -61,26 +61,16 @@ def decode_records(
     out: list[Message] = []
     append = out.append
     next_offset = min_offset
-    aborted_starts = sorted((a.first_offset, a.producer_id) for a in aborted) if aborted else None
-    aborting: set[int] = set()
+    skipped = BatchFilter(aborted)
     for pos, h in iter_batches(data):
         next_offset = max(next_offset, h.base_offset + h.last_offset_delta + 1)
         if h.base_offset + h.last_offset_delta < min_offset:
             continue
         if check_crcs:
             validate_batch(data, pos)
-        attributes = h.attributes
-        if aborted_starts is not None:
-            while aborted_starts and aborted_starts[0][0] <= h.base_offset + h.last_offset_delta:
-                aborting.add(aborted_starts.pop(0)[1])
-            if attributes & 0x20:  # control batch: an ABORT marker ends the producer's abort
-                if h.producer_id in aborting and _is_abort_marker(data, pos, h):
-                    aborting.discard(h.producer_id)
-                continue
-            if attributes & 0x10 and h.producer_id in aborting:
-                continue
-        if attributes & 0x20:
+        if skipped(data, pos, h):
             continue
+        attributes = h.attributes
         start = pos + _BATCH_HEADER
         end = pos + h.batch_length + 12
         codec = attributes & 0x07
@@ -194,6 +184,36 @@ def decode_records(
         except (IndexError, ProtocolError) as exc:
             raise CorruptRecordBatch(f"{topic}-{partition} batch at offset {base_offset}: {exc}") from exc
     return DecodeResult(out, next_offset)
+
+
+class BatchFilter:
+    """Which batches of a record set hold no records for the application (called in offset order).
+
+    Control batches never do.  With ``aborted`` (the Fetch response's aborted
+    transactions, read_committed), a transactional batch of a producer is
+    skipped from its aborted transaction's first offset until that
+    producer's ABORT marker.
+    """
+
+    __slots__ = ("_starts", "_aborting")
+
+    def __init__(self, aborted: Iterable[Any] | None) -> None:
+        self._starts = sorted((a.first_offset, a.producer_id) for a in aborted) if aborted else None
+        self._aborting: set[int] = set()
+
+    def __call__(self, data: Any, pos: int, h: Any) -> bool:
+        attributes = h.attributes
+        starts = self._starts
+        if starts is not None:
+            while starts and starts[0][0] <= h.base_offset + h.last_offset_delta:
+                self._aborting.add(starts.pop(0)[1])
+            if attributes & 0x20:  # control batch: an ABORT marker ends the producer's abort
+                if h.producer_id in self._aborting and _is_abort_marker(data, pos, h):
+                    self._aborting.discard(h.producer_id)
+                return True
+            if attributes & 0x10 and h.producer_id in self._aborting:
+                return True
+        return bool(attributes & 0x20)
 
 
 def _headers(body: Any, p: int, end: int) -> tuple[list[tuple[str, bytes | None]], int]:

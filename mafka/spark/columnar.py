@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from mafka.client.record_decoder import BatchFilter
 from mafka.wire.batch import iter_batches, validate_batch
 from mafka.wire.compression import decompress
 from mafka.wire.errors import CorruptRecordBatch, ProtocolError
@@ -134,8 +135,7 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
     """
     if not isinstance(data, bytes):
         data = bytes(data)
-    aborted_starts = sorted((a.first_offset, a.producer_id) for a in aborted) if aborted else None
-    aborting: set[int] = set()
+    skipped = BatchFilter(aborted)
     bodies: list[bytes] = []
     body_base = 0
     # Where each record's length varint is, in the joined bodies (an int64 array.array, so numpy
@@ -150,21 +150,9 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
             continue
         if check_crcs:
             validate_batch(data, pos)
-        attributes = h.attributes
-        if aborted_starts is not None:
-            while aborted_starts and aborted_starts[0][0] <= last:
-                aborting.add(aborted_starts.pop(0)[1])
-            if attributes & 0x20:
-                if h.producer_id in aborting:
-                    from mafka.client.record_decoder import _is_abort_marker
-
-                    if _is_abort_marker(data, pos, h):
-                        aborting.discard(h.producer_id)
-                continue
-            if attributes & 0x10 and h.producer_id in aborting:
-                continue
-        if attributes & 0x20:
+        if skipped(data, pos, h):
             continue
+        attributes = h.attributes
         start, end = pos + _BATCH_HEADER, pos + h.batch_length + 12
         if attributes & 0x07:
             try:

@@ -56,6 +56,37 @@ def _consumer(bootstrap_servers: str, r: OffsetRange, client_config: Mapping[str
     return Consumer(conf)
 
 
+class _Progress:
+    """A range's read position, and the no-progress timeout (``kafkaConsumer.pollTimeoutMs``)."""
+
+    def __init__(self, r: OffsetRange, timeout: float) -> None:
+        self.r = r
+        self.position = r.from_offset
+        self.timeout = timeout
+        self._at = time.monotonic()
+
+    @property
+    def done(self) -> bool:
+        return self.position >= self.r.until_offset
+
+    def moved_to(self, offset: int) -> None:
+        """The position is now ``offset`` (a reset or skip counts as progress too)."""
+        self.position = offset
+        self._at = time.monotonic()
+
+    def check(self, consumer: Consumer) -> None:
+        """After a poll that returned nothing: the position may have moved alone (past trailing
+        markers or compacted-away offsets); otherwise fail once ``timeout`` has passed."""
+        r = self.r
+        now_at = consumer.position([TopicPartition(r.topic, r.partition)])[0].offset
+        if now_at > self.position:
+            self.moved_to(now_at)
+        elif time.monotonic() - self._at > self.timeout:
+            raise ReadTimeoutError(
+                f"{r.topic}-{r.partition}: no records for {self.timeout:.0f} s at offset {self.position} "
+                f"(reading up to {r.until_offset}; kafkaConsumer.pollTimeoutMs)")
+
+
 def read_range(bootstrap_servers: str, r: OffsetRange, client_config: Mapping[str, Any] | None = None, *,
                fail_on_data_loss: bool = True, poll_timeout: float = 120.0,
                batch: int = 10_000) -> Iterator[Message]:
@@ -68,37 +99,21 @@ def read_range(bootstrap_servers: str, r: OffsetRange, client_config: Mapping[st
     if r.count() <= 0:
         return
     consumer = _consumer(bootstrap_servers, r, client_config)
-    tp = TopicPartition(r.topic, r.partition, r.from_offset)
+    progress = _Progress(r, poll_timeout)
     try:
-        consumer.assign([tp])
-        position = r.from_offset
-        progressed = time.monotonic()
-        while position < r.until_offset:
+        consumer.assign([TopicPartition(r.topic, r.partition, r.from_offset)])
+        while not progress.done:
             messages = consumer.consume(batch, 1.0)
             if len(messages) == 1 and messages[0].error() is not None:
-                position = _on_error(consumer, r, messages[0], position, fail_on_data_loss)
-                progressed = time.monotonic()
-                continue
-            if messages:
-                last = messages[-1].offset()
-                if last >= r.until_offset - 1:
-                    for m in messages:
-                        if m.offset() < r.until_offset:
-                            yield m
+                progress.moved_to(_on_error(consumer, r, messages[0], progress.position, fail_on_data_loss))
+            elif messages:
+                if messages[-1].offset() >= r.until_offset - 1:
+                    yield from (m for m in messages if m.offset() < r.until_offset)
                     return
                 yield from messages
-                position = last + 1
-                progressed = time.monotonic()
-                continue
-            # Nothing returned: past trailing markers or compacted-away offsets, the position moves alone.
-            now_at = consumer.position([TopicPartition(r.topic, r.partition)])[0].offset
-            if now_at >= 0 and now_at > position:
-                position = now_at
-                progressed = time.monotonic()
-            elif time.monotonic() - progressed > poll_timeout:
-                raise ReadTimeoutError(
-                    f"{r.topic}-{r.partition}: no records for {poll_timeout:.0f} s at offset {position} "
-                    f"(reading up to {r.until_offset}; kafkaConsumer.pollTimeoutMs)")
+                progress.moved_to(messages[-1].offset() + 1)
+            else:
+                progress.check(consumer)
     finally:
         consumer.close()
 
@@ -116,31 +131,20 @@ def read_range_arrow(bootstrap_servers: str, r: OffsetRange, client_config: Mapp
     if r.count() <= 0:
         return
     consumer = _consumer(bootstrap_servers, r, client_config)
-    tp = TopicPartition(r.topic, r.partition, r.from_offset)
-    here = [TopicPartition(r.topic, r.partition)]
+    progress = _Progress(r, poll_timeout)
     try:
-        consumer.assign([tp])
-        position = r.from_offset
-        progressed = time.monotonic()
-        while position < r.until_offset:
+        consumer.assign([TopicPartition(r.topic, r.partition, r.from_offset)])
+        while not progress.done:
             sets, error = consumer.consume_record_sets(16, 1.0)
             if error is not None:
-                position = _on_error(consumer, r, error, position, fail_on_data_loss)
-                progressed = time.monotonic()
+                progress.moved_to(_on_error(consumer, r, error, progress.position, fail_on_data_loss))
                 continue
             for _, records, aborted, min_offset in sets:
                 batch = record_set_to_arrow(r.topic, r.partition, records, max(min_offset, r.from_offset),
                                             r.until_offset, include_headers=include_headers, aborted=aborted)
                 if batch is not None and batch.num_rows:
                     yield batch
-            now_at = consumer.position(here)[0].offset
-            if now_at > position:
-                position = now_at
-                progressed = time.monotonic()
-            elif time.monotonic() - progressed > poll_timeout:
-                raise ReadTimeoutError(
-                    f"{r.topic}-{r.partition}: no records for {poll_timeout:.0f} s at offset {position} "
-                    f"(reading up to {r.until_offset}; kafkaConsumer.pollTimeoutMs)")
+            progress.check(consumer)
     finally:
         consumer.close()
 

@@ -68,3 +68,22 @@ def test_a_truncated_record_is_refused():
     data[61] = 2 * 9  # the record claims 9 bytes where its fields need more
     with pytest.raises(CorruptRecordBatch):
         record_set_to_arrow("t", 0, bytes(data), 0, 10)
+
+
+def test_read_committed_skips_aborted_transactions_as_the_consumer_does():
+    from types import SimpleNamespace
+
+    def tx(pid, start, n):
+        return build_batch(records(start, n), base_offset=start, producer_id=pid, producer_epoch=0,
+                           base_sequence=0, is_transactional=True)
+
+    def marker(kind, pid, offset):
+        return build_control_batch(kind, producer_id=pid, producer_epoch=0, base_offset=offset, timestamp=TS)
+
+    data = (tx(5, 0, 2) + tx(6, 2, 1) + tx(5, 3, 2) + marker(ControlRecordType.ABORT, 5, 5)
+            + tx(6, 6, 1) + marker(ControlRecordType.COMMIT, 6, 7))
+    aborted = [SimpleNamespace(producer_id=5, first_offset=0)]
+    got = record_set_to_arrow("t", 0, data, 0, 100, aborted=aborted)
+    assert got.column("offset").to_pylist() == [2, 6]
+    expected = decode_records("t", 0, data, 0, aborted=aborted).messages
+    assert got.to_pylist() == to_arrow(expected).to_pylist()
