@@ -110,6 +110,13 @@ def test_records_deleted_after_planning_fail_the_read_or_are_skipped(cluster):
         read(cluster, r)
     rows = read(cluster, r, fail_on_data_loss=False)
     assert [o for _, o, *_ in rows] == list(range(40, 100))
+    # The Arrow reader (what the data source's tasks run) behaves the same.
+    from mafka.spark.range_reader import read_range_arrow
+
+    with pytest.raises(DataLossError, match=rf"{name}-0: offsets from 0 of the range 0-100"):
+        list(read_range_arrow(cluster.bootstrap, r))
+    batches = list(read_range_arrow(cluster.bootstrap, r, fail_on_data_loss=False))
+    assert [o for b in batches for o in b.column("offset").to_pylist()] == list(range(40, 100))
     # Planning now fails for a start below the log start, or skips it.
     with pytest.raises(Exception, match="no longer in the log"):
         plan(cluster, subscribe=name, startingOffsets=f'{{"{name}": {{"0": 10}}}}')
