@@ -287,3 +287,36 @@ def _eventually_gone(admin, name, timeout=30.0):
             return True
         time.sleep(0.3)
     return False
+
+
+def test_confluent_admin_lists_consumer_groups_filtered_by_state(cluster):
+    """librdkafka asks ListGroups v4 with a states filter (KIP-518): the broker filters and names
+    each group's state."""
+    from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_topic(cluster, partitions=1)
+    stable, empty = f"stable-{uuid.uuid4().hex[:6]}", f"empty-{uuid.uuid4().hex[:6]}"
+    member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": stable,
+                       "session.timeout.ms": 6000})
+    member.subscribe([topic])
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": empty})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    try:
+        committer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+
+        def listed(states):
+            result = admin.list_consumer_groups(states=states).result(30)
+            return {g.group_id: g.state for g in result.valid if g.group_id in (stable, empty)}
+
+        deadline = time.monotonic() + 60
+        while listed({ConsumerGroupState.STABLE}) != {stable: ConsumerGroupState.STABLE}:
+            assert time.monotonic() < deadline, listed(None)
+            member.poll(0.5)
+        assert listed({ConsumerGroupState.EMPTY}) == {empty: ConsumerGroupState.EMPTY}
+        assert listed({ConsumerGroupState.EMPTY, ConsumerGroupState.STABLE}) == {
+            stable: ConsumerGroupState.STABLE, empty: ConsumerGroupState.EMPTY}
+        assert listed({ConsumerGroupState.DEAD}) == {}
+    finally:
+        member.close()
+        committer.close()

@@ -107,17 +107,31 @@ def create(cluster: LocalCluster, assignment: dict[int, list[int]]) -> str:
 
 
 def produce(cluster: LocalCluster, topic: str, partition: int, values: list[bytes]) -> None:
-    leader = partitions(cluster, topic)[partition].leader_id
+    """Writes ``values`` with acks=all to the leader, retrying retriable errors as Kafka clients do.
+
+    A broker's metadata can name the leader before the leader itself has applied the
+    controller's LeaderAndIsr (the two requests travel separately), and the leader then
+    answers UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER for a moment.
+    """
     records = build_batch([Record(i, 1, None, v) for i, v in enumerate(values)])
     body = {
         "acks": -1,
         "timeout_ms": 10000,
         "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
     }
-    with BlockingClient(cluster.bootstrap, timeout_s=15) as client:
-        client.metadata([])
-        response = client.call(0, 7, body, broker_id=leader)
-    assert response.responses[0].partition_responses[0].error_code == 0
+
+    def attempt() -> bool:
+        leader = partitions(cluster, topic)[partition].leader_id
+        with BlockingClient(cluster.bootstrap, timeout_s=15) as client:
+            client.metadata([])
+            response = client.call(0, 7, body, broker_id=leader)
+        code = response.responses[0].partition_responses[0].error_code
+        # Only errors that mean nothing was written are retried (no duplicate can result).
+        not_yet = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE)
+        assert code == 0 or code in not_yet, ErrorCode(code).name
+        return code == 0
+
+    poll(attempt, f"a write to {topic}-{partition}")
 
 
 def read_all(cluster: LocalCluster, topic: str, partition: int, broker_id: int) -> list[bytes]:

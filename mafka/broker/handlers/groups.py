@@ -200,10 +200,16 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def list_groups(request: Any, connection: Any) -> dict[str, Any]:
         error, groups = coordinator().list_groups()
+        # v4 (KIP-518): only groups in one of the named states (Kafka's names, e.g. "Stable").
+        wanted = set(getattr(request.body, "states_filter", None) or ())
         return {
             "throttle_time_ms": 0,
             "error_code": error,
-            "groups": [{"group_id": g.group_id, "protocol_type": g.protocol_type} for g in groups],
+            "groups": [
+                {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state}
+                for g in groups
+                if not wanted or g.state in wanted
+            ],
         }
 
     def delete_groups(request: Any, connection: Any) -> defer.Deferred:

@@ -1,6 +1,7 @@
-"""ListGroups (api key 16), decoded at v0–2.
+"""ListGroups (api key 16), decoded at v0–4.
 
-v1 adds throttle_time_ms.
+v1 adds throttle_time_ms, v3 is flexible, v4 filters by group state (KIP-518)
+and answers each group's state.
 
 Fields follow Kafka's ``ListGroupsRequest.json`` / ``ListGroupsResponse.json``.
 """
@@ -13,11 +14,11 @@ from ..schema import F
 SPEC = api(
     16,
     "ListGroups",
-    advertised=(0, 2),
-    decode=(0, 2),
+    advertised=(0, 4),
+    decode=(0, 4),
     flexible="3+",
     request=[
-
+        F("states_filter", "[]string", "4+"),
     ],
     response=[
         F("throttle_time_ms", "int32", "1+"),
@@ -25,6 +26,7 @@ SPEC = api(
         F("groups", "[]ListedGroup", "0+",
             F("group_id", "string", "0+"),
             F("protocol_type", "string", "0+"),
+            F("group_state", "string", "4+"),
         ),
     ],
 )

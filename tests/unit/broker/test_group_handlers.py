@@ -48,7 +48,7 @@ LEAVE_VERSIONS = range(0, 3)
 COMMIT_VERSIONS = range(2, 4)
 FETCH_VERSIONS = range(1, 4)
 DESCRIBE_VERSIONS = range(0, 5)
-LIST_VERSIONS = range(0, 3)
+LIST_VERSIONS = range(0, 5)
 DELETE_VERSIONS = range(0, 2)
 
 
@@ -616,6 +616,18 @@ def test_list_groups(broker, version):
     body = broker.ask(LIST, version, {})
     assert body.error_code == E.NONE
     assert sorted((g.group_id, g.protocol_type) for g in body.groups) == [(GROUP, "consumer"), (OTHER, "")]
+
+
+def test_list_groups_v4_answers_states_and_filters_by_them(broker):
+    stable_one(broker)
+    broker.ask(OFFSET_COMMIT, 2, commit_body(OTHER, [("foo", 0, 1)]))
+    body = broker.ask(LIST, 4, {"states_filter": []})
+    assert sorted((g.group_id, g.group_state) for g in body.groups) == [(GROUP, "Stable"), (OTHER, "Empty")]
+    body = broker.ask(LIST, 4, {"states_filter": ["Empty"]})
+    assert [(g.group_id, g.group_state) for g in body.groups] == [(OTHER, "Empty")]
+    body = broker.ask(LIST, 4, {"states_filter": ["PreparingRebalance", "Stable"]})
+    assert [g.group_id for g in body.groups] == [GROUP]
+    assert list(broker.ask(LIST, 4, {"states_filter": ["Dead"]}).groups) == []
 
 
 def test_list_groups_while_loading():
