@@ -48,16 +48,37 @@ def new_topic(cluster, partitions=PARTITIONS, rf=1) -> str:
 
 
 def wait_for_leaders(cluster, topic, partitions, timeout=30.0):
+    """Waits until kcat sees a leader for every partition *and* each leader serves it.
+
+    A broker's metadata can name a leader before that leader has applied the controller's
+    LeaderAndIsr (the requests travel separately); tests that then talk to the leader
+    directly would meet UNKNOWN_TOPIC_OR_PARTITION, so each leader is asked for its
+    partitions' latest offsets until it answers without error.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-L", "-J", "-t", topic], capture_output=True, text=True, timeout=20)
         if out.returncode == 0:
             meta = json.loads(out.stdout)
             parts = meta["topics"][0].get("partitions", []) if meta.get("topics") else []
-            if len(parts) == partitions and all(p["leader"] >= 0 for p in parts):
+            if len(parts) == partitions and all(p["leader"] >= 0 for p in parts) and _leaders_serve(cluster, topic, parts):
                 return meta
         time.sleep(0.3)
     raise TimeoutError(f"{topic} has no leaders")
+
+
+def _leaders_serve(cluster, topic, parts) -> bool:
+    from .raw_client import BlockingClient
+
+    with BlockingClient(cluster.bootstrap, timeout_s=10) as client:
+        client.metadata([])
+        for p in parts:
+            body = {"replica_id": -1, "topics": [{"name": topic, "partitions": [
+                {"partition_index": p["partition"], "timestamp": -1}]}]}
+            answer = client.call(2, 1, body, broker_id=p["leader"])
+            if answer.topics[0].partitions[0].error_code != 0:
+                return False
+    return True
 
 
 def expected_messages(tag: str, n: int):
