@@ -32,14 +32,18 @@ from mafka.errors import (
     KafkaError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     UnknownLeaderEpochError,
 )
-from mafka.log.log import FetchDataInfo, Log, LogAppendInfo
+from mafka.log.log import FetchDataInfo, Log, LogAppendInfo, TimestampAndOffset
 from mafka.wire.batch import BatchHeader, iter_batches
 
 from .producer_state import ProducerStateManager
 
 __all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState"]
+
+#: ListOffsets' special timestamps (``ListOffsetsRequest``).
+LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,6 +371,62 @@ class Partition:
         upper = None if replica_id >= 0 else self.high_watermark
         data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch)
         return ReadResult(data, self.high_watermark, self.log.log_start_offset, self.log.next_offset)
+
+    def fetch_offset_for_timestamp(
+        self, timestamp: int, *, client: bool = True, current_leader_epoch: int = -1
+    ) -> TimestampAndOffset | None:
+        """ListOffsets at the leader (Kafka's ``Partition.fetchOffsetForTimestamp``); None when no record matches.
+
+        Args:
+            timestamp: −1 the latest offset, −2 the earliest, −3 the record
+                with the largest timestamp (KIP-734), else the first record
+                whose timestamp is at or after it.
+            client: a consumer's request (replica id −1): answers stop at the
+                high watermark (with no transactions the last stable offset is
+                the HW) and may be OFFSET_NOT_AVAILABLE; others stop at the
+                log end offset.
+            current_leader_epoch: the requester's view of the leader epoch (−1: unchecked).
+
+        The answer's leader epoch is this leader's epoch for the latest
+        offset, the earliest cached epoch for the earliest (if it covers the
+        log start), else that of the record's batch.
+
+        Raises:
+            FencedLeaderEpochError, UnknownLeaderEpochError: checked first, as Kafka.
+            NotLeaderOrFollowerError: this replica is not the leader.
+            OffsetNotAvailableError: a client asked for the latest offset, or
+                nothing it may read matched, while the HW still lags behind the
+                start of this leader epoch (right after an election).
+        """
+        self.check_leader_epoch(current_leader_epoch)
+        self._require_leader()
+        log = self.log
+        last_fetchable = self.high_watermark if client else log.next_offset
+        lagging = client and self.leader_epoch_start_offset > self.high_watermark
+
+        def not_available() -> OffsetNotAvailableError:
+            return OffsetNotAvailableError(
+                f"{self.topic}-{self.index}: high watermark {self.high_watermark} lags behind the start "
+                f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch}"
+            )
+
+        if timestamp == LATEST_TIMESTAMP:
+            if lagging:
+                raise not_available()
+            return TimestampAndOffset(-1, last_fetchable, self.leader_epoch)
+        if timestamp == EARLIEST_TIMESTAMP:
+            entry = log.epoch_cache.earliest_entry
+            epoch = entry.epoch if entry is not None and entry.start_offset <= log.log_start_offset else -1
+            return TimestampAndOffset(-1, log.log_start_offset, epoch)
+        if timestamp == MAX_TIMESTAMP:
+            found = log.max_timestamp_and_offset()
+            if found is not None and found.offset >= last_fetchable:
+                found = None
+        else:
+            found = log.offset_for_timestamp(timestamp, max_offset=last_fetchable)
+        if found is None and lagging:
+            raise not_available()
+        return found
 
     def bytes_available(self, offset: int, replica_id: int = -1) -> int:
         """Readable bytes at *offset* (0 when none, or on any error): the long-poll test."""

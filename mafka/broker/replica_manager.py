@@ -663,21 +663,26 @@ class ReplicaManager:
 
     # ================================================================== list offsets
 
-    def list_offset(self, topic: str, index: int, timestamp: int, *, replica_id: int = -1) -> tuple[int, int]:
-        """(timestamp, offset) for ListOffsets: −1 latest (HW), −2 earliest, else by time; (−1, −1) if none.
+    def list_offset(
+        self, topic: str, index: int, timestamp: int, *, replica_id: int = -1, current_leader_epoch: int = -1
+    ) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) for ListOffsets; (−1, −1, −1) when no record matches.
+
+        −1 latest (the HW for consumers, the log end for replicas), −2
+        earliest, −3 the record with the largest timestamp, else by time:
+        see :meth:`Partition.fetch_offset_for_timestamp`.
 
         Raises:
-            UnknownTopicOrPartitionError, NotLeaderOrFollowerError.
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError, FencedLeaderEpochError,
+            UnknownLeaderEpochError, OffsetNotAvailableError.
         """
-        partition = self.leader_partition(topic, index)
-        log_ = partition.log
-        upper = log_.next_offset if replica_id >= 0 else partition.high_watermark
-        if timestamp == -1:
-            return -1, upper
-        if timestamp == -2:
-            return -1, log_.log_start_offset
-        found = log_.offset_for_timestamp(timestamp, max_offset=upper)
-        return (found.timestamp, found.offset) if found else (-1, -1)
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        found = partition.fetch_offset_for_timestamp(
+            timestamp, client=replica_id == -1, current_leader_epoch=current_leader_epoch
+        )
+        return (found.timestamp, found.offset, found.leader_epoch) if found else (-1, -1, -1)
 
 
 def _partition_error(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:

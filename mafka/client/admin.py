@@ -1008,8 +1008,9 @@ class AdminClient:
                      request_timeout: float | None = None) -> dict[TopicPartition, Future[ListOffsetsResultInfo]]:
         """{TopicPartition: Future(ListOffsetsResultInfo(offset, timestamp, leader_epoch))} from each leader.
 
-        ``OffsetSpec.max_timestamp()`` needs ListOffsets v7, which this client
-        does not speak: its future raises KafkaException(UNSUPPORTED_VERSION).
+        ``OffsetSpec.max_timestamp()`` (the record with the largest timestamp,
+        KIP-734) needs ListOffsets v7: against a leader that lacks it the
+        future raises KafkaException(UNSUPPORTED_VERSION).
         """
         if not isinstance(topic_partition_offsets, dict):
             raise TypeError("Expected topic_partition_offsets to be dict of [TopicPartition, OffsetSpec]")
@@ -1021,16 +1022,20 @@ class AdminClient:
             raise TypeError("isolation_level argument should be an IsolationLevel")
         level = (isolation_level or IsolationLevel.READ_UNCOMMITTED).value
         futures: dict[TopicPartition, Future[Any]] = {tp: _new_future() for tp in topic_partition_offsets}
-        specs = {}
-        for tp, spec in topic_partition_offsets.items():
-            if spec._value == OffsetSpec.max_timestamp()._value:
-                _fail(futures[tp], KafkaException(KafkaError(
-                    ErrorCode.UNSUPPORTED_VERSION, "max_timestamp needs ListOffsets v7, which this client lacks")))
-            else:
-                specs[tp] = spec._value
+        specs = {tp: spec._value for tp, spec in topic_partition_offsets.items()}
+        max_timestamp = OffsetSpec.max_timestamp()._value
 
         async def work(deadline: float | None) -> None:
             async def send(node: int, tps: list[TopicPartition]) -> dict[TopicPartition, tuple[int, Any]]:
+                unsupported: dict[TopicPartition, tuple[int, Any]] = {}
+                if any(specs[tp] == max_timestamp for tp in tps):
+                    await self._kernel.connection(node)
+                    if (self._kernel.version(node, LIST_OFFSETS) or 0) < 7:
+                        unsupported = {tp: (ErrorCode.UNSUPPORTED_VERSION, None)
+                                       for tp in tps if specs[tp] == max_timestamp}
+                        tps = [tp for tp in tps if tp not in unsupported]
+                        if not tps:
+                            return unsupported
                 by_topic: dict[str, list[dict[str, int]]] = defaultdict(list)
                 for tp in tps:
                     by_topic[tp.topic].append({"partition_index": tp.partition, "timestamp": specs[tp]})
@@ -1040,9 +1045,9 @@ class AdminClient:
                                                    timeout=self._left(deadline, self._request_timeout))
                 return {
                     TopicPartition(t.name, p.partition_index):
-                        (p.error_code, ListOffsetsResultInfo(p.offset, p.timestamp, -1))
+                        (p.error_code, ListOffsetsResultInfo(p.offset, p.timestamp, p.leader_epoch))
                     for t in response.topics for p in t.partitions
-                }
+                } | unsupported
 
             await self._to_leaders(specs, futures, deadline, send)
 

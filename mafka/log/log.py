@@ -93,8 +93,11 @@ class FetchDataInfo:
 
 @dataclass(frozen=True, slots=True)
 class TimestampAndOffset:
+    """A ListOffsets answer: the record's timestamp and offset, and its batch's leader epoch (−1 unknown)."""
+
     timestamp: int
     offset: int
+    leader_epoch: int = -1
 
 
 class Log:
@@ -455,9 +458,43 @@ class Log:
                 if not decoded.header.is_control:
                     for record in decoded.records:
                         if record.timestamp >= timestamp and start <= record.offset < upper:
-                            return TimestampAndOffset(record.timestamp, record.offset)
+                            epoch = decoded.header.partition_leader_epoch
+                            return TimestampAndOffset(record.timestamp, record.offset, max(epoch, -1))
                 bp = next(seg.batches(bp.position + bp.size), None)
         return None
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """The earliest record holding the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734).
+
+        Each segment already tracks its max timestamp and the last offset of
+        the first batch reaching it (the pair its time index appends), so the
+        segment is chosen without reading anything (the first one on ties, as
+        Kafka's ``maxBy``) and only that one batch is decoded, to find the
+        first record whose timestamp is the batch's max (Kafka's
+        ``offsetOfMaxTimestamp``).  None when no batch has a timestamp.
+        """
+        with self._lock:
+            segments = list(self.segments)
+        best = None
+        for seg in segments:
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        target = best.max_timestamp
+        _, position = best.index.lookup(best.offset_of_max_timestamp)
+        bp = next((b for b in best.batches(position) if b.max_timestamp == target), None)
+        if bp is None:
+            return None
+        data = os.pread(best.fd, bp.size, bp.position)
+        decoded = decode_batch(data, verify_crc=False)
+        epoch = max(decoded.header.partition_leader_epoch, -1)
+        for record in decoded.records:
+            if record.timestamp == target:
+                return TimestampAndOffset(target, record.offset, epoch)
+        # A client-built batch whose header max disagrees with its records: the batch's
+        # last offset, the answer Kafka gave before it looked inside the batch.
+        return TimestampAndOffset(target, bp.last_offset, epoch)
 
     # ================================================================== truncation
 

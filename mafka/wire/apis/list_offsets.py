@@ -1,7 +1,9 @@
-"""ListOffsets (api key 2), decoded at v1–2.
+"""ListOffsets (api key 2), decoded at v1–7.
 
 v1 answers one offset and timestamp per partition; v2 adds isolation_level
-and throttle_time_ms.
+and throttle_time_ms; v4 current_leader_epoch in the request (KIP-320
+fencing) and the answer's leader_epoch; v5 may answer OFFSET_NOT_AVAILABLE;
+v6 is flexible; v7 allows timestamp −3, MAX_TIMESTAMP (KIP-734).
 
 Fields follow Kafka's ``ListOffsetsRequest.json`` / ``ListOffsetsResponse.json``.
 """
@@ -14,8 +16,8 @@ from ..schema import F
 SPEC = api(
     2,
     "ListOffsets",
-    advertised=(0, 2),
-    decode=(1, 2),
+    advertised=(0, 7),
+    decode=(1, 7),
     flexible="6+",
     request=[
         F("replica_id", "int32", "0+"),
@@ -24,6 +26,7 @@ SPEC = api(
             F("name", "string", "0+"),
             F("partitions", "[]ListOffsetsPartition", "0+",
                 F("partition_index", "int32", "0+"),
+                F("current_leader_epoch", "int32", "4+", default=-1),
                 F("timestamp", "int64", "0+"),
             ),
         ),
@@ -37,6 +40,7 @@ SPEC = api(
                 F("error_code", "int16", "0+"),
                 F("timestamp", "int64", "1+", default=-1),
                 F("offset", "int64", "1+", default=-1),
+                F("leader_epoch", "int32", "4+", default=-1),
             ),
         ),
     ],

@@ -230,11 +230,11 @@ def test_list_offsets(env):
     env.rm.become_leader_or_follower(leader_and_isr())
     produce(env, batch(3, ts=1000))
     produce(env, batch(3, ts=2000))
-    body = {"replica_id": -1, "topics": [{"name": "t", "partitions": [
-        {"partition_index": 0, "timestamp": -2}, {"partition_index": 0, "timestamp": -1}, {"partition_index": 0, "timestamp": 2001},
-        {"partition_index": 0, "timestamp": 9999}, {"partition_index": 4, "timestamp": -1}]}]}
-    resp, _ = call(env, 2, 1, body)
-    got = [(p.error_code, p.timestamp, p.offset) for p in resp.topics[0].partitions]
+    got = []
+    for index, timestamp in ((0, -2), (0, -1), (0, 2001), (0, 9999), (4, -1)):  # a partition named twice is INVALID_REQUEST
+        body = {"replica_id": -1, "topics": [{"name": "t", "partitions": [{"partition_index": index, "timestamp": timestamp}]}]}
+        resp, _ = call(env, 2, 1, body)
+        got += [(p.error_code, p.timestamp, p.offset) for p in resp.topics[0].partitions]
     assert got == [(0, -1, 0), (0, -1, 6), (0, 2001, 4), (0, -1, -1), (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1)]
 
 
