@@ -1,4 +1,4 @@
-"""DescribeConfigs (32, v1–2), AlterConfigs (33, v0–1), IncrementalAlterConfigs (44, v0).
+"""DescribeConfigs (32, v1–2), AlterConfigs (33, v0–1), IncrementalAlterConfigs (44, v0–1).
 
 Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
 
@@ -7,7 +7,10 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
   override, 4 STATIC_BROKER_CONFIG when ``server.properties`` sets a broker
   synonym, 5 DEFAULT_CONFIG otherwise).  AlterConfigs replaces the whole
   override set; IncrementalAlterConfigs applies SET/DELETE/APPEND/SUBTRACT to
-  it.  Both validate, honour ``validate_only`` and write ZooKeeper directly
+  it (APPEND adds the list items not yet present, SUBTRACT removes items,
+  both only for LIST configs such as ``cleanup.policy``: INVALID_CONFIG
+  otherwise, as Kafka's ``ConfigAdminManager``; a null value for anything
+  but DELETE is INVALID_REQUEST).  Both validate, honour ``validate_only`` and write ZooKeeper directly
   (any broker may serve them), which announces the change to every broker.
 * BROKER (4) resources: describe shows this broker's static configs,
   read-only, then the dynamic ones set in ZooKeeper (source 2
@@ -367,27 +370,30 @@ def _apply_incremental(
 ) -> dict[str, Any]:
     """IncrementalAlterConfigs' SET / DELETE / APPEND / SUBTRACT applied to *current* (returned, changed in place).
 
-    APPEND and SUBTRACT work on comma-separated lists and are refused for
-    keys outside *list_configs* (as Kafka refuses them for non-LIST configs);
-    with *known* given, other names are INVALID_CONFIG (topic configs).
+    APPEND and SUBTRACT work on comma-separated lists (starting from
+    Kafka's default when unset) and are INVALID_CONFIG for keys outside
+    *list_configs* (Kafka's non-LIST configs); with *known* given, other
+    names are INVALID_CONFIG (topic configs).  A null value is
+    INVALID_REQUEST except for DELETE.
     """
+    nulls = [c.name for c in configs if c.value is None and c.config_operation != DELETE]
+    if nulls:
+        raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
     for c in configs:
         if known is not None and c.name not in known:
             raise InvalidConfigError(f"Unknown topic config name: {c.name}")
         op = c.config_operation
         if op == SET:
-            if c.value is None:
-                raise InvalidRequestError(f"Null value not supported for : {c.name}")
             current[c.name] = c.value
         elif op == DELETE:
             current.pop(c.name, None)
         elif op in (APPEND, SUBTRACT):
             if c.name not in list_configs:
                 verb = "append" if op == APPEND else "subtract"
-                raise InvalidRequestError(f"Config value {verb} is not allowed for config key: {c.name}")
+                raise InvalidConfigError(f"Config value {verb} is not allowed for config key: {c.name}")
             old = current.get(c.name, kafka_default(c.name))
             old_items = [v for v in old.split(",") if v] if old else []
-            items = [v for v in (c.value or "").split(",") if v]
+            items = [v for v in c.value.split(",") if v]
             if op == APPEND:
                 merged = old_items + [v for v in items if v not in old_items]
             else:

@@ -1,6 +1,6 @@
-"""IncrementalAlterConfigs (api key 44), decoded at v0–0.
+"""IncrementalAlterConfigs (api key 44), decoded at v0–1.
 
-Non-flexible v0 only.
+v1 is flexible (same fields).
 
 Fields follow Kafka's ``IncrementalAlterConfigsRequest.json`` / ``IncrementalAlterConfigsResponse.json``.
 """
@@ -13,8 +13,8 @@ from ..schema import F
 SPEC = api(
     44,
     "IncrementalAlterConfigs",
-    advertised=(0, 0),
-    decode=(0, 0),
+    advertised=(0, 1),
+    decode=(0, 1),
     flexible="1+",
     request=[
         F("resources", "[]AlterConfigsResource", "0+",

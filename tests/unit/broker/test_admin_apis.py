@@ -7,7 +7,18 @@ ZooKeeper store; no sockets.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+from twisted.internet import defer
+
+from mafka.broker.config import BrokerConfig
+from mafka.broker.dispatcher import collect_handlers
+from mafka.broker.metadata_cache import MetadataCache
+from mafka.coordination.kafka_zk import KafkaZkClient
+from mafka.coordination.memory_store import MemoryStore, MemoryZooKeeper
 from mafka.errors import ErrorCode
+from mafka.wire.codec import decode_request, encode_request
 from mafka.wire.records import Record, build_batch
 
 from . import test_replica_manager
@@ -134,3 +145,129 @@ def test_a_partition_named_twice_is_invalid_request(env):
     env.rm.become_leader_or_follower(leader_and_isr())
     got = list_offsets(env, 7, (0, -1), (0, -2))
     assert got == [(ErrorCode.INVALID_REQUEST, -1, -1, -1)] * 2
+
+
+# ---------------------------------------------------------------------------- IncrementalAlterConfigs v1
+
+
+def _fired(d):
+    """The result of an already-fired Deferred (the in-memory store answers at once)."""
+    out = []
+    d.addBoth(out.append)
+    assert out, "deferred did not fire"
+    if hasattr(out[0], "raiseException"):
+        out[0].raiseException()
+    return out[0]
+
+
+def _wire(api_key, version, body):
+    """*body* encoded by Mafka's request codec at *version* and decoded back (what a handler receives)."""
+    return decode_request(encode_request(api_key, version, 7, "client", body)[4:])
+
+
+@pytest.fixture
+def zk_env():
+    tree = MemoryZooKeeper()
+    store = MemoryStore(tree)
+    store.start()
+    zk = KafkaZkClient(store)
+    _fired(zk.create_persistent_roots())
+    config = BrokerConfig.from_properties({"zookeeper.connect": "zk:2181", "broker.id": "1"})
+    cache = MetadataCache(1)
+    broker = SimpleNamespace(
+        zk=zk, config=config, broker_id=1, topic_configs=None, metadata_cache=cache
+    )
+    _fired(zk.create_topic("t", {0: [1]}, {"retention.ms": "1000"}))
+    return SimpleNamespace(
+        tree=tree, zk=zk, broker=broker, cache=cache, handlers=collect_handlers(broker)
+    )
+
+
+def incremental(zk_env, resources, *, version=1, validate_only=False):
+    """resources: (type, name, [(config, op, value)]) → [(error_code, resource_name)]."""
+    body = {
+        "resources": [
+            {
+                "resource_type": rtype,
+                "resource_name": name,
+                "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops],
+            }
+            for rtype, name, ops in resources
+        ],
+        "validate_only": validate_only,
+    }
+    answer = _fired(defer.maybeDeferred(zk_env.handlers[44], _wire(44, version, body), None))
+    return [(r["error_code"], r["resource_name"]) for r in answer["responses"]]
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+TOPIC, BROKER = 2, 4
+
+
+def test_incremental_v1_append_skips_present_values_and_subtract_removes(zk_env):
+    def policy():
+        return _fired(zk_env.zk.get_topic_config("t")).get("cleanup.policy")
+
+    assert incremental(zk_env, [(TOPIC, "t", [("cleanup.policy", APPEND, "compact")])]) == [
+        (0, "t")
+    ]
+    assert policy() == "delete,compact"  # appended to Kafka's default
+    assert incremental(zk_env, [(TOPIC, "t", [("cleanup.policy", APPEND, "compact,delete")])]) == [
+        (0, "t")
+    ]
+    assert policy() == "delete,compact"  # nothing new: values already present are skipped
+    assert incremental(zk_env, [(TOPIC, "t", [("cleanup.policy", SUBTRACT, "delete")])]) == [
+        (0, "t")
+    ]
+    assert policy() == "compact"
+    # validate_only checks and writes nothing
+    assert incremental(
+        zk_env, [(TOPIC, "t", [("cleanup.policy", APPEND, "delete")])], validate_only=True
+    ) == [(0, "t")]
+    assert policy() == "compact"
+    assert _fired(zk_env.zk.get_topic_config("t"))["retention.ms"] == "1000"  # other overrides kept
+
+
+def test_incremental_v1_errors(zk_env):
+    got = incremental(
+        zk_env,
+        [
+            (TOPIC, "t", [("retention.ms", APPEND, "5")]),  # not a LIST config
+            (TOPIC, "t", [("cleanup.policy", APPEND, None)]),  # null value
+            (
+                TOPIC,
+                "t",
+                [("cleanup.policy", SUBTRACT, "x"), ("cleanup.policy", SET, "delete")],
+            ),  # twice
+            (TOPIC, "t", [("cleanup.policy", APPEND, "bogus")]),  # an invalid resulting value
+            (TOPIC, "nope", [("cleanup.policy", APPEND, "compact")]),
+            (
+                BROKER,
+                "1",
+                [("leader.replication.throttled.rate", APPEND, "5")],
+            ),  # broker: not a LIST config
+        ],
+    )
+    assert [code for code, _ in got] == [
+        ErrorCode.INVALID_CONFIG,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_CONFIG,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_CONFIG,
+    ]
+    assert "cleanup.policy" not in _fired(zk_env.zk.get_topic_config("t"))
+
+
+def test_incremental_v0_and_v1_set_and_delete_broker_configs(zk_env):
+    for version in (0, 1):
+        ops = [("follower.replication.throttled.rate", SET, str(1000 + version))]
+        assert incremental(zk_env, [(BROKER, "1", ops)], version=version) == [(0, "1")]
+        assert _fired(zk_env.zk.get_broker_config(1)) == {
+            "follower.replication.throttled.rate": str(1000 + version)
+        }
+    ops = [("follower.replication.throttled.rate", DELETE, None)]
+    assert incremental(zk_env, [(BROKER, "1", ops)], validate_only=True) == [(0, "1")]
+    assert _fired(zk_env.zk.get_broker_config(1)) != {}
+    assert incremental(zk_env, [(BROKER, "1", ops)]) == [(0, "1")]
+    assert _fired(zk_env.zk.get_broker_config(1)) == {}

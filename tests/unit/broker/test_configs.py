@@ -140,7 +140,7 @@ def test_incremental_set_delete_append_subtract(env):
     assert _incremental(env, "t", [("cleanup.policy", 3, "delete")])["error_code"] == 0
     assert _overrides(env, "t")["cleanup.policy"] == "compact"
     # APPEND on a non-list config, bad values, validate_only, unknown topic
-    assert _incremental(env, "t", [("retention.ms", 2, "5")])["error_code"] == ErrorCode.INVALID_REQUEST
+    assert _incremental(env, "t", [("retention.ms", 2, "5")])["error_code"] == ErrorCode.INVALID_CONFIG
     assert _incremental(env, "t", [("cleanup.policy", 0, "bogus")])["error_code"] == ErrorCode.INVALID_CONFIG
     assert _incremental(env, "t", [("retention.ms", 0, "77")], validate_only=True)["error_code"] == 0
     assert "retention.ms" not in _overrides(env, "t")
