@@ -12,7 +12,10 @@ Each fetcher loops:
    :func:`~mafka.broker.truncation.truncation_for` — possibly several rounds;
 2. one Fetch (v11, ``replica_id`` = this broker, ``replica.fetch.wait.max.ms``,
    ``replica.fetch.min.bytes``) for all partitions ready to fetch, from each
-   one's log end offset with its current leader epoch (KIP-320);
+   one's log end offset with its current leader epoch (KIP-320), in an
+   incremental fetch session (KIP-227): after the first, full fetch only
+   partitions whose fetch offset, log start or epoch moved are listed, and
+   the leader answers only partitions with news;
 3. the batches are appended as they are and the follower HW becomes
    min(leader HW, own LEO).
 
@@ -43,6 +46,7 @@ from mafka.client.connection import BrokerConnection
 from mafka.errors import ErrorCode
 from mafka.log.epoch_cache import UNDEFINED_EPOCH
 
+from .fetch_session_handler import FetchSessionHandler, PartitionFetchState
 from .truncation import truncation_for
 
 __all__ = ["ReplicaFetcherManager", "ReplicaFetcher", "FetcherConfig", "fetcher_id"]
@@ -101,6 +105,28 @@ def fetcher_id(tp: tuple[str, int], num_fetchers: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % num_fetchers
 
 
+def _topics(to_send: dict[tuple[str, int], PartitionFetchState]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, int]]] = {}
+    for (topic, index), s in to_send.items():
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition": index,
+                "current_leader_epoch": s.current_leader_epoch,
+                "fetch_offset": s.fetch_offset,
+                "log_start_offset": s.log_start_offset,
+                "partition_max_bytes": s.max_bytes,
+            }
+        )
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
+def _forgotten(to_forget: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in to_forget:
+        by_topic.setdefault(topic, []).append(index)
+    return [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]
+
+
 def _signed(x: int) -> int:
     return x - (1 << 32) if x & 0x80000000 else x
 
@@ -148,6 +174,7 @@ class ReplicaFetcher:
         self._wakeup: defer.Deferred | None = None
         self._fetch_in_flight = False
         self._interrupted = False
+        self.session = FetchSessionHandler()  # one incremental fetch session with this leader (KIP-227)
         self._loop = defer.ensureDeferred(self._run())
         self._loop.addErrback(lambda f: log.error("%s stopped: %s", self.name, f.getTraceback()))
 
@@ -295,7 +322,7 @@ class ReplicaFetcher:
 
     async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch]) -> None:
         sent: dict[tuple[str, int], int] = {}
-        by_topic: dict[str, list[dict[str, int]]] = {}
+        wanted: dict[tuple[str, int], PartitionFetchState] = {}
         throttled = set()
         over_quota = self.throttle is not None and self.throttle.quota.exceeded()
         for tp, state in ready.items():
@@ -308,37 +335,40 @@ class ReplicaFetcher:
                     continue
                 throttled.add(tp)
             sent[tp] = state.leader_epoch
-            by_topic.setdefault(tp[0], []).append(
-                {
-                    "partition": tp[1],
-                    "current_leader_epoch": state.leader_epoch,
-                    "fetch_offset": partition.log.next_offset,
-                    "log_start_offset": partition.log.log_start_offset,
-                    "partition_max_bytes": self.config.partition_max_bytes,
-                }
+            wanted[tp] = PartitionFetchState(
+                partition.log.next_offset, partition.log.log_start_offset, self.config.partition_max_bytes, state.leader_epoch
             )
-        if not by_topic:
+        if not wanted:
             if over_quota:  # everything ready is throttled: wait for the quota to recover
                 await self._sleep(self.config.backoff_ms / 1000)
             return
+        request = self.session.build(wanted)
         body = {
             "replica_id": self.broker_id,
             "max_wait_ms": self.config.max_wait_ms,
             "min_bytes": self.config.min_bytes,
             "max_bytes": self.config.max_bytes,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
-            "forgotten_topics_data": [],
+            "session_id": request.session_id,
+            "session_epoch": request.session_epoch,
+            "topics": _topics(request.to_send),
+            "forgotten_topics_data": _forgotten(request.to_forget),
             "rack_id": "",
         }
         timeout = self.config.max_wait_ms + self.config.socket_timeout_ms
         self._fetch_in_flight = True
         try:
             response = await self._request(FETCH, FETCH_VERSION, body, timeout)
+        except BaseException:
+            self.session.handle_error()
+            raise
         finally:
             self._fetch_in_flight = False
+        if not self.session.handle_response(response.error_code, response.session_id):
+            if response.error_code != ErrorCode.NONE:
+                log.info("%s: fetch session %d: %s; starting a new one", self.name, request.session_id,
+                         ErrorCode(response.error_code).name)
+            return
         for topic in response.responses:
             for r in topic.partitions:
                 tp = (topic.topic, r.partition_index)

@@ -37,6 +37,7 @@ from mafka.log.manager import LogManager
 
 from .config import BrokerConfig
 from .dispatcher import Dispatcher, collect_handlers
+from .fetch_session import FetchSessionCache
 from .group_service import GroupService
 from .metadata_cache import MetadataCache
 from .network import KafkaServerFactory
@@ -84,6 +85,7 @@ class KafkaServer:
         self.store: Any = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.fetch_sessions: FetchSessionCache | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Any = None
         self.ports: list[Any] = []
@@ -194,6 +196,7 @@ class KafkaServer:
         self.group_service = GroupService(self)
         self.replica_manager.leadership_listener = self.group_service.on_leadership
 
+        self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         dispatcher = Dispatcher(collect_handlers(self), hold=True)
         for endpoint in config.listener_endpoints:
             factory = KafkaServerFactory(

@@ -77,8 +77,8 @@ def epoch_answer(leader_epoch, end_offset, *, error=0, partition=0, topic="t"):
         SimpleNamespace(partition=partition, error_code=error, leader_epoch=leader_epoch, end_offset=end_offset)])])
 
 
-def fetch_answer(records=b"", *, hw=0, log_start=0, error=0, partition=0, topic="t"):
-    return SimpleNamespace(responses=[SimpleNamespace(topic=topic, partitions=[
+def fetch_answer(records=b"", *, hw=0, log_start=0, error=0, partition=0, topic="t", session_id=0, top_error=0):
+    return SimpleNamespace(error_code=top_error, session_id=session_id, responses=[SimpleNamespace(topic=topic, partitions=[
         SimpleNamespace(partition_index=partition, error_code=error, high_watermark=hw, log_start_offset=log_start,
                         records=records)])])
 
@@ -414,3 +414,27 @@ def test_fetcher_id_when_the_hash_is_min_value(topic, partition):
     for n in (3, 5, 7):
         assert kafka_fetcher_id(topic, partition, n) == 0
         assert fetcher_id((topic, partition), n) == 0
+
+
+def test_the_follower_fetches_in_an_incremental_session(env):
+    p = env.follower([])
+    f = env.fetcher()
+    f.add(TP, 5)
+    req = f.conn.last
+    assert (req.api_key, req.body["session_id"], req.body["session_epoch"]) == (1, 0, 0)  # full, asks for a session
+    req.d.callback(fetch_answer(batch(2, base=0, epoch=5), hw=0, session_id=77))
+    assert p.log.next_offset == 2
+    # Incremental: the fetch offset moved, so the partition is listed again.
+    req = f.conn.last
+    assert (req.body["session_id"], req.body["session_epoch"]) == (77, 1)
+    assert req.body["topics"][0]["partitions"][0]["fetch_offset"] == 2
+    # An answer without the partition means "nothing new"; the next fetch lists nothing.
+    req.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    req = f.conn.last
+    assert (req.body["session_id"], req.body["session_epoch"], req.body["topics"]) == (77, 2, [])
+    # The leader lost the session: start over with a full fetch.
+    req.d.callback(fetch_answer(top_error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND))
+    req = f.conn.last
+    assert (req.body["session_id"], req.body["session_epoch"]) == (0, 0)
+    assert req.body["topics"][0]["partitions"][0]["fetch_offset"] == 2
+    assert p.log.next_offset == 2
