@@ -28,9 +28,8 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
-from mafka.group.consumer_protocol import decode_subscription
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
-from mafka.group.state import GroupMetadata
+from mafka.group.coordinator import subscribed_topics as _subscribed_topics
 from mafka.topics import GROUP_METADATA_TOPIC
 from mafka.wire.batch import iter_batches
 from mafka.wire.records import Record, build_batch, decode_batch
@@ -286,16 +285,3 @@ class GroupService:
         if self._recheck_call is not None and self._recheck_call.active():
             self._recheck_call.cancel()
         self.coordinator.shutdown()
-
-
-def _subscribed_topics(group: GroupMetadata) -> set[str] | None:
-    """The topics a Stable consumer group subscribes to (None if unknown), for KIP-211 expiry."""
-    if group.protocol_type != "consumer" or group.protocol_name is None:
-        return None
-    topics: set[str] = set()
-    for member in group.all_member_metadata():
-        try:
-            topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
-        except ValueError:
-            return None
-    return topics

@@ -19,6 +19,10 @@ Actions (exactly one):
   clamped with Kafka's WARN line; ``--execute`` commits with
   ``alter_consumer_group_offsets`` (OffsetCommit, generation -1, member id "").
 * ``--delete (--group g … | --all-groups)``: ``delete_consumer_groups``.
+* ``--delete-offsets --group g --topic t[:p,…] …``: OffsetDelete (KIP-496) through
+  ``delete_consumer_group_offsets``; a topic named without partitions means all of
+  its partitions.  Kafka's result line (or ``Error:`` line) and its
+  ``TOPIC PARTITION STATUS`` table.
 
 All through :class:`mafka.client.AdminClient`, which finds each group's
 coordinator and retries COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS
@@ -31,8 +35,7 @@ active members", "is rebalancing", the dry-run WARN and the clamping WARN
 lines go to stderr; argument errors print their message on stderr.  Unlike
 Kafka (which exits 0 after ``printError``), every error exits with status 1.
 
-Not supported: ``--delete-offsets`` (Mafka has no OffsetDelete) and
-``--from-file``.
+Not supported: ``--from-file``.
 """
 
 from __future__ import annotations
@@ -68,13 +71,14 @@ __all__ = [
     "format_members",
     "format_state",
     "format_reset",
+    "format_delete_offsets",
 ]
 
 EARLIEST, LATEST = -2, -1
 MISSING = "-"
 
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
-ACTIONS = ("list", "describe", "delete", "reset-offsets")
+ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
              "to-current", "from-file")
 NO_EXECUTE_WARNING = (
@@ -310,6 +314,28 @@ class GroupAdmin:
             if tp.error is not None:
                 raise CommandFailed(self._java("offsetCommit", tp.error))
 
+    def delete_offsets(self, group: str, tps: list[TopicPartition]) -> tuple[int, dict[TopicPartition, str | None]]:
+        """OffsetDelete: (the first error, as Kafka's ``all()`` reports it; each partition's
+        error text, None if deleted).  A group-level error fails every partition with it."""
+        request = ConsumerGroupTopicPartitions(group, [ClientPartition(t, p) for t, p in tps])
+        futures = self.admin.delete_consumer_group_offsets([request], request_timeout=self.timeout_s)
+        try:
+            result = futures[group].result(self.timeout_s + 5.0)
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:
+            err = exc.error if isinstance(exc, KafkaException) else ClientError(ClientError._TIMED_OUT)
+            code = err.code()
+            if code < 0:  # not the broker's answer: the call itself failed
+                code = ErrorCode.REQUEST_TIMED_OUT if code == ClientError._TIMED_OUT else ErrorCode.UNKNOWN_SERVER_ERROR
+            text = self._java("deleteConsumerGroupOffsets", err)
+            return code, {tp: text for tp in tps}
+        top = ErrorCode.NONE
+        out: dict[TopicPartition, str | None] = {}
+        for tp in result.topic_partitions or []:
+            out[(tp.topic, tp.partition)] = None if tp.error is None else java_error(tp.error.code())
+            if tp.error is not None and top == ErrorCode.NONE:
+                top = tp.error.code()
+        return top, out
+
     def delete_group(self, group: str) -> int:
         """DeleteGroups for one group at its coordinator; the group's error code."""
         futures = self.admin.delete_consumer_groups([group], request_timeout=self.timeout_s)
@@ -479,6 +505,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--describe", action="store_true")
     p.add_argument("--delete", action="store_true")
     p.add_argument("--reset-offsets", action="store_true")
+    p.add_argument("--delete-offsets", action="store_true")
     p.add_argument("--group", action="append", default=[])
     p.add_argument("--all-groups", action="store_true")
     p.add_argument("--topic", action="append", default=[])
@@ -531,6 +558,8 @@ def check_args(args: argparse.Namespace) -> str:
         raise UsageError("Option [delete] takes one of these options: [group], [all-groups]")
     if args.delete and args.topic:
         raise UsageError("The consumer does not support topic-specific offset deletion from a consumer group.")
+    if args.delete_offsets and (not args.group or not args.topic):
+        raise UsageError("Option [delete-offsets] takes the following options: [group], [topic]")
     if args.reset_offsets:
         if args.dry_run and args.execute:
             raise UsageError("Option [reset-offsets] only accepts one of [execute] and [dry-run]")
@@ -789,6 +818,73 @@ class Command:
         if ok:
             print(f"\nThese consumer groups were deleted successfully: {', '.join(repr_q(g) for g in ok)}")
 
+    # -- delete-offsets ------------------------------------------------------
+
+    def delete_offsets(self) -> None:
+        """Kafka's ``deleteOffsets``: one group, partitions named or all of a topic's."""
+        if len(self.args.group) > 1:
+            raise UsageError("Found multiple arguments for option group, but you asked for only one")
+        group = self.args.group[0]
+        topics = list(self.args.topic)
+        rows: dict[TopicPartition, str | None] = {}
+        partitions: list[TopicPartition] = []
+        for arg in topics:
+            if ":" in arg:
+                topic, _, parts = arg.partition(":")
+                for p in parts.split(","):
+                    try:
+                        partitions.append((topic, int(p)))
+                    except ValueError:
+                        raise CommandFailed(f'For input string: "{p}"') from None
+        for arg in topics:
+            if ":" not in arg:
+                try:
+                    partitions.extend((arg, p) for p in self.admin.partitions_of(arg))
+                except CommandFailed as exc:
+                    rows[(arg, -1)] = str(exc)  # Kafka: a "Not Provided" row for the topic
+        partitions = list(dict.fromkeys(partitions))
+        top, results = self.admin.delete_offsets(group, partitions)
+        for tp in partitions:
+            rows[tp] = results.get(tp, f"java.lang.IllegalArgumentException: Offset deletion result for partition "
+                                       f'"{_tp(tp)}" was not included in the response')
+        if top == ErrorCode.NONE:
+            print(f"Request succeed for deleting offsets with topic {', '.join(topics)} group {group}")
+        elif top == ErrorCode.INVALID_GROUP_ID:
+            self.print_error(f"'{group}' is not valid.")
+        elif top == ErrorCode.GROUP_ID_NOT_FOUND:
+            self.print_error(f"'{group}' does not exist.")
+        elif top == ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            self.print_error(f"Access to '{group}' is not authorized.")
+        elif top == ErrorCode.NON_EMPTY_GROUP:
+            self.print_error(f"Deleting offsets of a consumer group '{group}' is forbidden if the group is not empty.")
+        elif top in (ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
+            self.print_error("Encounter some partition level error, see the follow-up details:")
+        else:
+            self.print_error(f"Encounter some unknown error: {_error_name(top)}")
+        for line in format_delete_offsets(rows):
+            print(line)
+        if any(error is not None for error in rows.values()):
+            self.failed = True
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return "UNKNOWN_SERVER_ERROR"
+
+
+def format_delete_offsets(rows: dict[TopicPartition, str | None]) -> list[str]:
+    """Kafka's ``deleteOffsets`` table: an empty line, the header, rows sorted by the string
+    ``topic + partition`` (as Kafka sorts them); partition −1 is a topic that could not be described."""
+    widths = (30, 15, 15)
+    lines = ["", _fmt(widths, ("TOPIC", "PARTITION", "STATUS"))]
+    for (topic, partition), error in sorted(rows.items(), key=lambda r: r[0][0] + str(r[0][1])):
+        lines.append(_fmt(widths, (topic, partition if partition >= 0 else "Not Provided",
+                                   "Successful" if error is None else f"Error: {error}")))
+    return lines
+
 
 def repr_q(group: str) -> str:
     return f"'{group}'"
@@ -804,7 +900,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             command = Command(GroupAdmin(admin, args.timeout / 1000), args)
             {"list": command.list, "describe": command.describe, "delete": command.delete,
-             "reset-offsets": command.reset_offsets}[action]()
+             "reset-offsets": command.reset_offsets, "delete-offsets": command.delete_offsets}[action]()
         finally:
             admin.close()
     except UsageError as exc:

@@ -126,6 +126,7 @@ DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
 CREATE_PARTITIONS = 37
 DELETE_GROUPS = 42
+OFFSET_DELETE = 47
 INCREMENTAL_ALTER_CONFIGS = 44
 ELECT_LEADERS = 43
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -925,7 +926,13 @@ class AdminClient:
                 topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
 
             async def call(node: int) -> ConsumerGroupTopicPartitions:
-                response = await self._kernel.send(node, OFFSET_FETCH, {"group_id": group, "topics": topics})
+                # One group per request, in the shape of v1–7 and of v8+ (``groups``).
+                body = {"group_id": group, "topics": topics, "groups": [{"group_id": group, "topics": topics}]}
+                response = await self._kernel.send(node, OFFSET_FETCH, body)
+                if response.groups:  # v8+
+                    response = next((g for g in response.groups if g.group_id == group), None)
+                    if response is None:
+                        raise_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"group {group} missing from the response")
                 raise_for_code(response.error_code)
                 found = []
                 for t in response.topics:
@@ -997,6 +1004,59 @@ class AdminClient:
 
         async def work(deadline: float | None) -> None:
             await self._each(futures, commit)
+
+        self._run(futures.values(), work, request_timeout)
+        return futures
+
+    def delete_consumer_group_offsets(self, requests: list[ConsumerGroupTopicPartitions],
+                                      request_timeout: float | None = None
+                                      ) -> dict[str, Future[ConsumerGroupTopicPartitions]]:
+        """Deletes committed offsets (OffsetDelete, KIP-496; Kafka's ``deleteConsumerGroupOffsets``):
+        {group: Future(ConsumerGroupTopicPartitions)} whose partitions carry their own ``error``
+        (GROUP_SUBSCRIBED_TO_TOPIC for a topic the group's members consume,
+        UNKNOWN_TOPIC_OR_PARTITION).  A group-level error (GROUP_ID_NOT_FOUND,
+        NON_EMPTY_GROUP …) fails the future.  ``topic_partitions`` must be a list (it may be
+        empty, as Kafka's: the answer is then only the group's error).
+        """
+        if not isinstance(requests, list) or not requests:
+            raise ValueError("request must be a non-empty list")
+        for r in requests:
+            if not isinstance(r, ConsumerGroupTopicPartitions):
+                raise TypeError("Expected list of 'ConsumerGroupTopicPartitions'")
+            if not isinstance(r.group_id, str) or not r.group_id:
+                raise ValueError("'group_id' must be a non-empty string")
+            if not isinstance(r.topic_partitions, list):
+                raise TypeError("'topic_partitions' must be a list")
+            for tp in r.topic_partitions:
+                _check_partition(tp, "'topic_partitions'")
+        _no_duplicates((r.group_id for r in requests), "group id")
+        wanted = {r.group_id: r.topic_partitions for r in requests}
+        futures = {g: _new_future() for g in wanted}
+
+        async def delete(group: str) -> ConsumerGroupTopicPartitions:
+            tps = wanted[group]
+            body = {"group_id": group, "topics": [
+                {"name": t, "partitions": [{"partition_index": p} for p in ps]}
+                for t, ps in self._by_topic(tps).items()]}
+
+            async def call(node: int) -> ConsumerGroupTopicPartitions:
+                response = await self._kernel.send(node, OFFSET_DELETE, body)
+                raise_for_code(response.error_code)
+                errors = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+                if any(code in _COORDINATOR_RETRY for code in errors.values()):
+                    raise_for_code(next(c for c in errors.values() if c in _COORDINATOR_RETRY))
+                out = []
+                for tp in tps:
+                    res = TopicPartition(tp.topic, tp.partition)
+                    code = errors.get((tp.topic, tp.partition), ErrorCode.UNKNOWN_SERVER_ERROR)
+                    res.error = KafkaError(code) if code else None
+                    out.append(res)
+                return ConsumerGroupTopicPartitions(group, out)
+
+            return await self._coordinated(group, call)
+
+        async def work(deadline: float | None) -> None:
+            await self._each(futures, delete)
 
         self._run(futures.values(), work, request_timeout)
         return futures

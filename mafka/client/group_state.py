@@ -279,18 +279,23 @@ class Membership:
         return result, retry, lost
 
     def fetch_request(self, tps: list[TP]) -> dict[str, Any]:
-        return {"group_id": self.group_id,
-                "topics": [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(tps).items()]}
+        """OffsetFetch in both shapes: one group (v1–7) and the ``groups`` batch (v8+);
+        the negotiated version writes the fields it has."""
+        topics = [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(tps).items()]
+        return {"group_id": self.group_id, "topics": topics,
+                "groups": [{"group_id": self.group_id, "topics": topics}]}
 
     @staticmethod
     def on_fetch(response: Any) -> tuple[dict[TP, int], bool, bool]:
         """``(tp -> committed offset or -1, retry?, coordinator lost?)``."""
-        top = getattr(response, "error_code", 0)
-        codes = {p.error_code for t in response.topics for p in t.partitions} | {top}
+        groups = getattr(response, "groups", None)
+        answer = groups[0] if groups else response  # v8+ answers in ``groups`` (ours is the only one)
+        top = getattr(answer, "error_code", 0)
+        codes = {p.error_code for t in answer.topics for p in t.partitions} | {top}
         lost = bool(codes & COORDINATOR_ERRORS)
         retry = lost or bool(codes & {ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.UNSTABLE_OFFSET_COMMIT})
         result = {(t.name, p.partition_index): (p.committed_offset if p.error_code == 0 else -1)
-                  for t in response.topics for p in t.partitions}
+                  for t in answer.topics for p in t.partitions}
         return result, retry, lost
 
     def leave_request(self) -> dict[str, Any] | None:
@@ -298,7 +303,9 @@ class Membership:
         keeps its assignment across a restart: KIP-345) or one that never joined."""
         if not self.member_id or self.instance_id is not None:
             return None
-        return {"group_id": self.group_id, "member_id": self.member_id}
+        # v0–2 name the member; v3+ list it in ``members`` (KIP-345's batch).
+        return {"group_id": self.group_id, "member_id": self.member_id,
+                "members": [{"member_id": self.member_id, "group_instance_id": None}]}
 
     def left(self) -> None:
         """After leaving: a dynamic member forgets its id; both rejoin from scratch."""

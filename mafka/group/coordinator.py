@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mafka.errors import ErrorCode
+from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_subscription
 from mafka.group.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
 from mafka.group.offsets_records import (
     GroupMetadataKey,
@@ -63,6 +64,7 @@ __all__ = [
     "SyncResult",
     "TimerHandle",
     "Timers",
+    "subscribed_topics",
 ]
 
 log = logging.getLogger("mafka.group.coordinator")
@@ -1134,6 +1136,77 @@ class GroupCoordinator:
                 continue
             self._log.append(entry.partition, tombstones, lambda err, _o, gid=gid: one_done(gid, err))
 
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: list[TopicPartition],
+        respond: Callable[[int, dict[TopicPartition, int]], None],
+    ) -> None:
+        """OffsetDelete (KIP-496, Kafka 2.8's ``handleDeleteOffsets``): ``respond(group error,
+        {partition: error})``; with a group error the partition map is empty.
+
+        An Empty group loses the offsets of every named partition; a consumer group
+        with members keeps those of the topics it subscribes to
+        (GROUP_SUBSCRIBED_TO_TOPIC; every topic, if the subscriptions cannot be read)
+        and loses the others; any other non-Empty group is NON_EMPTY_GROUP; an
+        unknown or Dead group is GROUP_ID_NOT_FOUND. A partition without a committed
+        offset is answered NONE, as in Kafka.
+
+        As in Kafka the cache forgets the offsets at once and offset tombstones (plus
+        the group's tombstone if the group is left Empty without offsets, so Dead) go
+        to ``__consumer_offsets``. Unlike Kafka (which appends with acks=0 and answers
+        at once), the answer waits for that append: NONE means the deletion is
+        replicated and survives a coordinator failover; a failed append is the group
+        error (mapped as a commit's, e.g. NOT_COORDINATOR), and the client retries.
+        """
+        error = self._status_error(group_id)
+        if error is not None:
+            return respond(error, {})
+        entry = self._groups.get(group_id)
+        if entry is None or entry.group.state is GroupState.DEAD:
+            return respond(ErrorCode.GROUP_ID_NOT_FOUND, {})
+        group = entry.group
+        results: dict[TopicPartition, int] = {}
+        if group.state is GroupState.EMPTY:
+            eligible = list(dict.fromkeys(partitions))
+        elif group.protocol_type == PROTOCOL_TYPE:
+            topics = subscribed_topics(group)
+            eligible = []
+            for tp in dict.fromkeys(partitions):
+                if topics is None or tp[0] in topics:
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                else:
+                    eligible.append(tp)
+        else:
+            return respond(ErrorCode.NON_EMPTY_GROUP, {})
+        if not eligible:
+            return respond(ErrorCode.NONE, results)
+        results.update({tp: ErrorCode.NONE for tp in eligible})
+        store = self._stores.get(entry.partition)
+        removed = store.remove_offsets(group_id, eligible) if store is not None else {}
+        tombstones: list[tuple[bytes, bytes | None]] = list(store.tombstones_for(group_id, sorted(removed))) \
+            if store is not None else []
+        if group.state is GroupState.EMPTY and (store is None or group_id not in store.groups):
+            group.transition_to(GroupState.DEAD)
+            del self._groups[group_id]
+            log.info("Group %s transitioned to Dead in generation %d", group_id, group.generation_id)
+            if group.generation_id > 0:
+                # Generation 0: the group only stored offsets, no metadata record exists.
+                tombstones.append((encode_key(GroupMetadataKey(group_id)), None))
+        log.info("The following offsets of the group %s were deleted: %s. A total of %d offsets were removed.",
+                 group_id, ", ".join(f"{t}-{p}" for t, p in eligible), len(removed))
+        if not tombstones:
+            return respond(ErrorCode.NONE, results)
+
+        def appended(error: int, _offset: int | None) -> None:
+            if error == ErrorCode.NONE:
+                respond(ErrorCode.NONE, results)
+            else:
+                log.warning("Offset deletion of group %s failed: %s", group_id, ErrorCode(error).name)
+                respond(_commit_error(error), {})
+
+        self._log.append(entry.partition, tombstones, appended)
+
     def expire_offsets(self, subscribed_topics: Callable[[GroupMetadata], set[str] | None] | None = None) -> int:
         """Kafka's ``cleanupGroupMetadata``: drop offsets past ``offsets.retention.minutes``,
         and Empty groups left without offsets; write their tombstones. Returns the
@@ -1206,3 +1279,18 @@ class GroupCoordinator:
             entry.partition, [record],
             lambda error, _offset: done(ErrorCode.NONE if error == ErrorCode.NONE else _store_error(error)),
         )
+
+
+def subscribed_topics(group: GroupMetadata) -> set[str] | None:
+    """The topics a consumer group's members subscribe to (Kafka's ``computeSubscribedTopics``);
+    None if unknown: not the consumer protocol, no protocol chosen, or a subscription that
+    cannot be read."""
+    if group.protocol_type != PROTOCOL_TYPE or group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.all_member_metadata():
+        try:
+            topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
+        except ValueError:
+            return None
+    return topics

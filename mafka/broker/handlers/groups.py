@@ -1,13 +1,19 @@
 """Consumer-group APIs, answered by this broker's group coordinator.
 
 JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13),
-OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16) and
-DeleteGroups (42) at the versions in ``kafka-protocol.md`` §2.  Each handler
-translates the request into a call on
-:class:`~mafka.group.coordinator.GroupCoordinator` and its answer into the
-response body; JoinGroup, SyncGroup, OffsetCommit and DeleteGroups may wait
-(a rebalance, the leader's assignment, a replicated append), so they return
-a Deferred.
+OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16),
+DeleteGroups (42) and OffsetDelete (47) at the versions their
+``mafka/wire/apis`` modules decode.  Each handler translates the request into
+a call on :class:`~mafka.group.coordinator.GroupCoordinator` and its answer
+into the response body; JoinGroup, SyncGroup, OffsetCommit, DeleteGroups and
+OffsetDelete may wait (a rebalance, the leader's assignment, a replicated
+append), so they return a Deferred.
+
+OffsetFetch v7's ``require_stable`` (KIP-447) is passed to the coordinator,
+which answers UNSTABLE_OFFSET_COMMIT, as Kafka does, for a partition whose
+commit is still being appended. Mafka has no transactions (TxnOffsetCommit is
+not served), so no transactional offsets are ever pending: the error is never
+due for the reason KIP-447 introduced it, only for that short in-flight window.
 
 The broker provides ``group_service.coordinator`` and ``metadata_cache``.
 """
@@ -18,15 +24,13 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED
 from mafka.errors import ErrorCode
-from mafka.group.coordinator import JoinResult, SyncResult
+from mafka.group.coordinator import JoinResult, OffsetFetchEntry, SyncResult
 from mafka.group.offsets import OffsetAndMetadata
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42
-
-#: DescribeGroups v3+ ``authorized_operations`` when not requested (Integer.MIN_VALUE).
-_OPERATIONS_OMITTED = -(2**31)
+DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 
 
 def _client_host(connection: Any) -> str:
@@ -104,6 +108,17 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def leave_group(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
+        if request.header.api_version >= 3:
+            # KIP-345: a batch, each member by member id and/or group instance id (an
+            # administrative removal names only the instance id, member id "").
+            top, members = coordinator().leave_group(
+                body.group_id, [(m.member_id, m.group_instance_id) for m in body.members]
+            )
+            return {
+                "throttle_time_ms": 0,
+                "error_code": top,
+                "members": [{"member_id": m, "group_instance_id": i, "error_code": e} for m, i, e in members],
+            }
         top, members = coordinator().leave_group(body.group_id, [(body.member_id, None)])
         # v0–2 carry one member: its error is the response's error.
         error = top if top != ErrorCode.NONE else next((e for _, _, e in members if e != ErrorCode.NONE), ErrorCode.NONE)
@@ -123,8 +138,10 @@ def handlers(broker: Any) -> dict[int, Any]:
                 if cache.partition(topic.name, p.partition_index) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
+                    # v6+: the leader epoch of the consumed record (−1 below v6 or unknown),
+                    # kept in the OffsetCommitValue v3 record and answered by OffsetFetch v5+.
                     offsets[tp] = OffsetAndMetadata(
-                        p.committed_offset, -1, p.committed_metadata or "", now, expire
+                        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, expire
                     )
         d: defer.Deferred = defer.Deferred()
 
@@ -145,8 +162,10 @@ def handlers(broker: Any) -> dict[int, Any]:
             })
 
         if offsets:
+            # v7+: a static member's group.instance.id (a replaced instance is FENCED_INSTANCE_ID).
+            instance_id = body.group_instance_id if request.header.api_version >= 7 else None
             coordinator().commit_offsets(
-                body.group_id, body.member_id, None, body.generation_id_or_member_epoch, offsets, respond
+                body.group_id, body.member_id, instance_id, body.generation_id_or_member_epoch, offsets, respond
             )
         else:
             respond({})
@@ -155,25 +174,30 @@ def handlers(broker: Any) -> dict[int, Any]:
     def offset_fetch(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
         version = request.header.api_version
-        wanted = None if body.topics is None else [
-            (t.name, i) for t in body.topics for i in t.partition_indexes
-        ]
-        error, entries = coordinator().fetch_offsets(body.group_id, wanted)
-        by_topic: dict[str, list[dict[str, Any]]] = {}
+        require_stable = bool(body.require_stable)  # v7+; False below
+        if version >= 8:
+            # KIP-709: several groups, each answered with its own error (and no offsets on error).
+            groups = []
+            for g in body.groups:
+                error, entries = coordinator().fetch_offsets(g.group_id, _wanted(g.topics), require_stable)
+                groups.append({
+                    "group_id": g.group_id,
+                    "topics": _fetched_topics(entries) if error == ErrorCode.NONE else [],
+                    "error_code": error,
+                })
+            return {"throttle_time_ms": 0, "groups": groups}
+        wanted = _wanted(body.topics)
+        error, entries = coordinator().fetch_offsets(body.group_id, wanted, require_stable)
         if error != ErrorCode.NONE:
-            if version < 2:  # no top-level error: every partition carries it
-                for topic, index in wanted or []:
-                    by_topic.setdefault(topic, []).append(_fetched(index, -1, "", error))
-        else:
-            for (topic, index), e in entries.items():
-                by_topic.setdefault(topic, []).append(_fetched(index, e.offset, e.metadata, e.error))
-        return {
-            "throttle_time_ms": 0,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-            "error_code": error,
-        }
+            # v2+ carry the error at the top; v1 has no such field: every partition carries it.
+            failed = {tp: OffsetFetchEntry(-1, -1, "", error) for tp in (wanted or [])} if version < 2 else {}
+            return {"throttle_time_ms": 0, "topics": _fetched_topics(failed), "error_code": error}
+        return {"throttle_time_ms": 0, "topics": _fetched_topics(entries), "error_code": error}
 
     def describe_groups(request: Any, connection: Any) -> dict[str, Any]:
+        # v3+: the group's operations when asked for (Kafka: only for a group answered without
+        # error); without an authorizer every operation a group supports is allowed.
+        with_operations = request.header.api_version >= 3 and request.body.include_authorized_operations
         groups = []
         for group_id in request.body.groups:
             error, summary = coordinator().describe_group(group_id)
@@ -194,7 +218,8 @@ def handlers(broker: Any) -> dict[int, Any]:
                     }
                     for m in summary.members
                 ],
-                "authorized_operations": _OPERATIONS_OMITTED,
+                "authorized_operations": GROUP_OPERATIONS if with_operations and error == ErrorCode.NONE
+                else NOT_PROVIDED,
             })
         return {"throttle_time_ms": 0, "groups": groups}
 
@@ -225,6 +250,44 @@ def handlers(broker: Any) -> dict[int, Any]:
         coordinator().delete_groups(list(dict.fromkeys(names)), respond)
         return d
 
+    def offset_delete(request: Any, connection: Any) -> defer.Deferred:
+        body = request.body
+        cache = broker.metadata_cache
+        order: dict[tuple[str, int], None] = {}
+        results: dict[tuple[str, int], int] = {}
+        partitions: list[tuple[str, int]] = []
+        for topic in body.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if tp in order:
+                    continue
+                order[tp] = None
+                if cache.partition(topic.name, p.partition_index) is None:
+                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    partitions.append(tp)
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(group_error: int, errors: dict[tuple[str, int], int]) -> None:
+            if group_error != ErrorCode.NONE:
+                # Kafka's getErrorResponse: the group's error and no partitions.
+                d.callback({"error_code": group_error, "throttle_time_ms": 0, "topics": []})
+                return
+            results.update(errors)
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for topic, index in order:
+                by_topic.setdefault(topic, []).append(
+                    {"partition_index": index, "error_code": results[(topic, index)]})
+            d.callback({
+                "error_code": ErrorCode.NONE,
+                "throttle_time_ms": 0,
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+            })
+
+        # Called even without a known partition, so that the group's own error is answered.
+        coordinator().delete_offsets(body.group_id, partitions, respond)
+        return d
+
     return {
         OFFSET_COMMIT: offset_commit,
         OFFSET_FETCH: offset_fetch,
@@ -235,8 +298,24 @@ def handlers(broker: Any) -> dict[int, Any]:
         DESCRIBE_GROUPS: describe_groups,
         LIST_GROUPS: list_groups,
         DELETE_GROUPS: delete_groups,
+        OFFSET_DELETE: offset_delete,
     }
 
 
-def _fetched(index: int, offset: int, metadata: str, error: int) -> dict[str, Any]:
-    return {"partition_index": index, "committed_offset": offset, "metadata": metadata, "error_code": error}
+def _wanted(topics: Any) -> list[tuple[str, int]] | None:
+    """An OffsetFetch request's partitions; None (null topics, v2+) means every committed one."""
+    return None if topics is None else [(t.name, i) for t in topics for i in t.partition_indexes]
+
+
+def _fetched_topics(entries: dict[tuple[str, int], OffsetFetchEntry]) -> list[dict[str, Any]]:
+    """OffsetFetch response topics, in the order of ``entries`` (v5+ answer the leader epoch)."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, index), e in entries.items():
+        by_topic.setdefault(topic, []).append({
+            "partition_index": index,
+            "committed_offset": e.offset,
+            "committed_leader_epoch": e.leader_epoch,
+            "metadata": e.metadata,
+            "error_code": e.error,
+        })
+    return [{"name": t, "partitions": ps} for t, ps in by_topic.items()]

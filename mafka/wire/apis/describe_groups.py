@@ -1,7 +1,8 @@
-"""DescribeGroups (api key 15), decoded at v0–4.
+"""DescribeGroups (api key 15), decoded at v0–5.
 
-v3 adds include_authorized_operations (answer −2³¹), v4 group_instance_id
-per member. librdkafka's legacy list_groups uses v0.
+v3 adds include_authorized_operations (answered with the group's operations
+bitfield, else −2³¹), v4 group_instance_id per member, v5 is flexible.
+librdkafka's legacy list_groups uses v0.
 
 Fields follow Kafka's ``DescribeGroupsRequest.json`` / ``DescribeGroupsResponse.json``.
 """
@@ -14,8 +15,8 @@ from ..schema import F
 SPEC = api(
     15,
     "DescribeGroups",
-    advertised=(0, 4),
-    decode=(0, 4),
+    advertised=(0, 5),
+    decode=(0, 5),
     flexible="5+",
     request=[
         F("groups", "[]string", "0+"),

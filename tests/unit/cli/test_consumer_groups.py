@@ -110,12 +110,15 @@ class FakeCluster(WireFake):
                 "protocol_data": g["protocol"] if g["members"] else "", "members": g["members"]}
 
     def _OffsetFetch(self, req: Any, broker: int | None) -> dict[str, Any]:
-        assert broker == self.coordinator and req.topics is None
+        # v8 (what a Mafka client and broker agree on): one entry of ``groups`` per group.
+        assert broker == self.coordinator and len(req.groups) == 1 and req.groups[0].topics is None
+        group = req.groups[0].group_id
         by_topic: dict[str, list[dict[str, Any]]] = {}
-        for (t, p), off in sorted(self.offsets.get(req.group_id, {}).items()):
+        for (t, p), off in sorted(self.offsets.get(group, {}).items()):
             by_topic.setdefault(t, []).append({"partition_index": p, "committed_offset": off, "metadata": "",
                                                "error_code": OK})
-        return {"error_code": OK, "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+        topics = [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
+        return {"groups": [{"group_id": group, "error_code": OK, "topics": topics}]}
 
     def _ListOffsets(self, req: Any, broker: int | None) -> dict[str, Any]:
         assert req.replica_id == -1

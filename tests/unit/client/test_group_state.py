@@ -137,14 +137,21 @@ def test_commits_inside_and_outside_the_group_and_their_answers() -> None:
 
 def test_committed_offsets_and_leaving() -> None:
     m = member()
+    topics = [{"name": "t", "partition_indexes": [0, 1]}, {"name": "u", "partition_indexes": [2]}]
+    # Both shapes: v1–7 (one group) and v8+ (the ``groups`` batch).
     assert m.fetch_request([("t", 1), ("t", 0), ("u", 2)]) == {
-        "group_id": "g", "topics": [{"name": "t", "partition_indexes": [0, 1]}, {"name": "u", "partition_indexes": [2]}]}
-    response = NS(error_code=0, topics=[NS(name="t", partitions=[
-        NS(partition_index=0, committed_offset=9, error_code=0),
-        NS(partition_index=1, committed_offset=-1, error_code=0)])])
+        "group_id": "g", "topics": topics, "groups": [{"group_id": "g", "topics": topics}]}
+    partitions = [NS(partition_index=0, committed_offset=9, error_code=0),
+                  NS(partition_index=1, committed_offset=-1, error_code=0)]
+    response = NS(error_code=0, groups=[], topics=[NS(name="t", partitions=partitions)])
     assert m.on_fetch(response) == ({("t", 0): 9, ("t", 1): -1}, False, False)
+    v8 = NS(groups=[NS(group_id="g", error_code=0, topics=[NS(name="t", partitions=partitions)])], topics=[])
+    assert m.on_fetch(v8) == ({("t", 0): 9, ("t", 1): -1}, False, False)
+    v8_error = NS(groups=[NS(group_id="g", error_code=ErrorCode.NOT_COORDINATOR, topics=[])], topics=[])
+    assert m.on_fetch(v8_error) == ({}, True, True)
     assert m.leave_request() is None  # never joined
     m.on_join(join_response(m))
-    assert m.leave_request() == {"group_id": "g", "member_id": "m-1"}
+    assert m.leave_request() == {"group_id": "g", "member_id": "m-1",
+                                 "members": [{"member_id": "m-1", "group_instance_id": None}]}
     m.left()
     assert (m.member_id, m.generation, m.need_rejoin) == ("", -1, True)
