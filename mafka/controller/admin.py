@@ -94,6 +94,12 @@ class NewPartitions(NamedTuple):
 _COMPRESSION_TYPES = frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
 
 
+def _sleep(reactor: Any, seconds: float) -> Deferred[None]:
+    d: Deferred[None] = Deferred()
+    reactor.callLater(seconds, d.callback, None)
+    return d
+
+
 def _check_bool(name: str, value: str) -> None:
     if value.strip().lower() not in ("true", "false"):
         raise InvalidConfigError(
@@ -392,6 +398,7 @@ class AdminMixin:
         waiting = [name for name, (code, _) in results.items() if code == ErrorCode.NONE]
         if timeout_ms <= 0 or not waiting:
             return results
+        start = self.reactor.seconds()
         await self._wait_until(lambda: all(ready(name) for name in waiting), timeout_ms)
         for name in waiting:
             if not ready(name):
@@ -399,6 +406,15 @@ class AdminMixin:
                     ErrorCode.REQUEST_TIMED_OUT,
                     "Operation timed out before the partitions came online.",
                 )
+        # Kafka answers once the partitions have leaders in the answering broker's
+        # metadata; Mafka also waits (within the timeout) until every live broker has
+        # taken the UpdateMetadata that announced them, so a client's next Metadata
+        # request sees them on whichever broker it asks.
+        mark = self.channel.barrier()
+        left_s = timeout_ms / 1000.0 - (self.reactor.seconds() - start)
+        while left_s > 0 and not self.channel.delivered(mark) and self.is_active:
+            await _sleep(self.reactor, min(0.01, left_s))
+            left_s = timeout_ms / 1000.0 - (self.reactor.seconds() - start)
         return results
 
     async def _create_topics(

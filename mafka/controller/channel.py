@@ -302,11 +302,14 @@ class _BrokerQueue:
         self.in_flight = False
         self.retry_call: Any = None
         self.closed = False
+        self.enqueued = 0  # requests ever queued to this broker
+        self.answered = 0  # of which answered
 
     def enqueue(
         self, api_key: int, version: int, body: Any, callback: ResponseCallback | None
     ) -> None:
         self.queue.append((api_key, version, body, callback))
+        self.enqueued += 1
         self.pump()
 
     def pump(self) -> None:
@@ -322,6 +325,7 @@ class _BrokerQueue:
         if self.closed or not self.queue:
             return
         api_key, _, _, callback = self.queue.popleft()
+        self.answered += 1
         if callback is not None:
             try:
                 callback(self.broker_id, response)
@@ -431,6 +435,19 @@ class ControllerChannelManager:
 
         check()
         return d
+
+    def barrier(self) -> dict[int, tuple[Any, int]]:
+        """A mark of what is queued now, for :meth:`delivered`."""
+        return {b: (q, q.enqueued) for b, q in self._brokers.items()}
+
+    def delivered(self, mark: dict[int, tuple[Any, int]]) -> bool:
+        """Whether every broker has answered all that was queued to it at *mark*.
+
+        A broker dropped from the channel since (it died) no longer counts.
+        """
+        return all(
+            q.answered >= n or self._brokers.get(b) is not q for b, (q, n) in mark.items()
+        )
 
     def shutdown(self) -> None:
         """Closes every connection; queued requests are dropped."""

@@ -259,7 +259,14 @@ def test_admin_create_describe_create_partitions_delete(cluster):
         too_many[f"{name}-rf"].result(timeout=60)
     for f in admin.create_partitions([NewPartitions(name, 5)], operation_timeout=30).values():
         f.result(timeout=60)
-    wait_for_leaders(cluster, name, 5)
+    # Mafka answers CreatePartitions once every live broker has taken the metadata that
+    # announces the new partitions (Kafka promises it only for the answering broker), so
+    # each broker, asked right away, knows all five with their leaders.
+    for b in cluster.info["brokers"]:
+        out = subprocess.run(["kcat", "-b", f"{b['host']}:{b['port']}", "-L", "-J", "-t", name],
+                             capture_output=True, text=True, timeout=20)
+        parts = json.loads(out.stdout)["topics"][0]["partitions"]
+        assert len(parts) == 5 and all(p["leader"] >= 0 for p in parts), (b["id"], parts)
     listed = admin.list_topics(timeout=30).topics
     assert name in listed and len(listed[name].partitions) == 5
     for f in admin.delete_topics([name], operation_timeout=30).values():

@@ -271,3 +271,27 @@ def test_connections_use_the_inter_broker_listener() -> None:
     assert broker_endpoint(only_ssl) == ("localhost", 9500)
     with pytest.raises(KeyError):
         broker_endpoint(only_ssl, "PLAINTEXT")
+
+
+def test_a_barrier_is_delivered_once_every_broker_answered_what_was_queued_before_it() -> None:
+    clock = Clock()
+    conns = {2: ManualConnection(), 3: ManualConnection()}
+    channel = ControllerChannelManager(clock, 1, connection_factory=lambda b, h, p: conns[b])
+    channel.add_broker(2, registration(2))
+    channel.add_broker(3, registration(3))
+    channel.send(2, UPDATE_METADATA, 5, {"n": 1})
+    channel.send(3, UPDATE_METADATA, 5, {"n": 1})
+    mark = channel.barrier()
+    channel.send(2, UPDATE_METADATA, 5, {"n": 2})  # after the mark: not waited for
+    assert not channel.delivered(mark)
+    conns[2].calls[0][2].callback({"error_code": 0})
+    assert not channel.delivered(mark), "broker 3 has not answered yet"
+    conns[3].calls[0][2].callback({"error_code": 0})
+    assert channel.delivered(mark)
+    # A broker that goes away no longer holds a barrier up.
+    channel.send(3, UPDATE_METADATA, 5, {"n": 3})
+    mark = channel.barrier()
+    assert not channel.delivered(mark)
+    channel.remove_broker(3)
+    conns[2].calls[1][2].callback({"error_code": 0})
+    assert channel.delivered(mark)

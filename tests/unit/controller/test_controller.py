@@ -585,3 +585,31 @@ def test_leftover_registration_naming_us_is_replaced_by_a_real_election() -> Non
     assert fresh.is_active and fresh.epoch == 2
     assert 1 in fresh.context.live_brokers, "it ran the failover"
     assert result(cluster.admin.get_controller_epoch())[0] == 2
+
+
+def test_create_topics_answers_once_every_broker_has_taken_the_new_metadata(monkeypatch) -> None:
+    """Kafka answers once the answering broker's metadata has leaders; Mafka waits for every live broker."""
+    from twisted.internet.defer import Deferred
+
+    cluster = Cluster((1, 2, 3))
+    held: list[tuple[Deferred, Deferred]] = []
+    plain = FakeConnection.request
+
+    def slow_broker_3(self, api_key, version, body):
+        d = plain(self, api_key, version, body)
+        if self.broker_id == 3 and api_key == UMR:
+            later: Deferred = Deferred()
+            held.append((d, later))
+            return later
+        return d
+
+    monkeypatch.setattr(FakeConnection, "request", slow_broker_3)
+    c = cluster.active
+    d = c.create_topics([("orders", 3, 1, None, {})], False, 5000)
+    cluster.clock.advance(1.0)
+    assert held and not d.called, "broker 3 has not answered its UpdateMetadata yet"
+    while held:
+        done, later = held.pop(0)
+        done.chainDeferred(later)
+        cluster.clock.advance(0.02)
+    assert result(d) == {"orders": (ErrorCode.NONE, None)}
