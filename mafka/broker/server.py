@@ -39,6 +39,7 @@ from .config import BrokerConfig
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
+from .log_dir_mover import LogDirMover
 from .metadata_cache import MetadataCache
 from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
@@ -85,6 +86,7 @@ class KafkaServer:
         self.store: Any = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.log_dir_mover: LogDirMover | None = None
         self.fetch_sessions: FetchSessionCache | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Any = None
@@ -192,6 +194,7 @@ class KafkaServer:
             self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config),
             throttle=_FollowerThrottle(self),
         )
+        self.log_dir_mover = LogDirMover(self.log_manager, self.replica_manager, self.reactor, self.run_blocking)
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
         self.group_service = GroupService(self)
         self.replica_manager.leadership_listener = self.group_service.on_leadership
@@ -292,6 +295,7 @@ class KafkaServer:
         for interval_ms, work in passes:
             self._every(interval_ms, self._in_thread, work)
         self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
+        self._every(1000, self.log_dir_mover.kick)  # resumes moves found at startup
         self._every(2500, self._propagate_isr_changes)
         self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
         self._every(100, self.group_service.tick)
@@ -350,6 +354,8 @@ class KafkaServer:
             self.topic_configs.stop()
         if self.controller is not None:
             yield defer.maybeDeferred(self.controller.stop)
+        if self.log_dir_mover is not None:
+            yield self.log_dir_mover.stop()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.log_manager is not None:

@@ -125,6 +125,8 @@ class Log:
         self._lock = threading.RLock()
         self._fast_appends = not config.log_append_time
         self._max_batch = config.max_message_bytes
+        #: The log that replaced this one (a replica moved to another log dir), or None.
+        self._successor: Log | None = None
 
     # ================================================================== opening
 
@@ -253,6 +255,8 @@ class Log:
             # on the segment's short path; anything else (several batches,
             # a bad batch, a roll) takes the general path below.
             with self._lock:
+                if self._successor is not None:
+                    return self._successor.append_as_leader(records, leader_epoch)
                 first = self.next_offset
                 done = self.segments[-1].append_leader_batch(view, first, leader_epoch, self._max_batch)
                 if done is not None:
@@ -268,6 +272,8 @@ class Log:
         view, batches = self._batches_of(records)
         now = self.clock()
         with self._lock:
+            if self._successor is not None:
+                return self._successor.append_as_leader(records, leader_epoch)
             first = offset = self.next_offset
             chunks: list[bytes | memoryview] = []
             positions: list[BatchPosition] = []
@@ -318,6 +324,8 @@ class Log:
         """
         view, batches = self._batches_of(records)
         with self._lock:
+            if self._successor is not None:
+                return self._successor.append_as_follower(records)
             first = batches[0][1].base_offset
             if first < self.next_offset:
                 raise UnexpectedAppendOffsetError(
@@ -420,6 +428,8 @@ class Log:
             OffsetOutOfRangeError: *offset* is below the log start or above the log end.
         """
         with self._lock:
+            if self._successor is not None:
+                return self._successor.read(offset, max_bytes, max_offset, min_one_batch=min_one_batch)
             start, end = self.log_start_offset, self.next_offset
             if offset < start or offset > end:
                 raise OffsetOutOfRangeError(f"offset {offset} is outside [{start}, {end}] of {self.directory.name}")
@@ -510,6 +520,8 @@ class Log:
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         with self._lock:
+            if self._successor is not None:
+                return self._successor.truncate_to(offset)
             if offset >= self.next_offset:
                 return False
             if offset < self.segments[0].base_offset:
@@ -540,6 +552,8 @@ class Log:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Deletes every segment and restarts the log, empty, at *offset*."""
         with self._lock:
+            if self._successor is not None:
+                return self._successor.truncate_fully_and_start_at(offset)
             self._schedule_delete(list(self.segments))
             self.segments.clear()
             self._bases.clear()
@@ -555,6 +569,8 @@ class Log:
             OffsetOutOfRangeError: *new_start* is past the log end offset.
         """
         with self._lock:
+            if self._successor is not None:
+                return self._successor.increment_log_start_offset(new_start)
             if new_start > self.next_offset:
                 raise OffsetOutOfRangeError(f"log start {new_start} past the log end {self.next_offset}")
             if new_start <= self.log_start_offset:
@@ -713,6 +729,46 @@ class Log:
                 path.unlink()
             self.directory.rmdir()
             fsync_dir(self.directory.parent)
+
+    # ================================================================== moving between log dirs
+
+    @property
+    def successor(self) -> Log | None:
+        """The log that replaced this one when its replica moved to another log dir, or None."""
+        return self._successor
+
+    def retire(self, successor: Log) -> None:
+        """Hand this log over to *successor*, a copy of it in another log dir (a replica move).
+
+        From now on appends, truncations, log-start moves and reads go to
+        *successor*, so a caller still holding this log (it may have been
+        waiting for the lock while the move completed) loses nothing.  The
+        caller holds both logs' locks and has made *successor* identical up to
+        this log's end.
+        """
+        with self._lock:
+            self._successor = successor
+
+    def rename_dir(self, directory: Path) -> None:
+        """Rename the log's directory to *directory* (same file system) and follow it.
+
+        Kafka's ``Log.renameDir``: the files stay open; their paths (segments,
+        indexes, segments waiting for deletion, the leader-epoch checkpoint)
+        now point into the new directory, whose parent is fsynced.
+        """
+        with self._lock:
+            old = self.directory
+            os.rename(old, directory)
+            self.directory = directory
+            for seg in [*self.segments, *(s for _, s in self._pending_deletes)]:
+                seg.directory = directory
+                seg.log_path = directory / seg.log_path.name
+                seg.index.path = directory / seg.index.path.name
+                seg.time_index.path = directory / seg.time_index.path.name
+            checkpoint = self.epoch_cache.checkpoint
+            if checkpoint is not None and hasattr(checkpoint, "path"):
+                checkpoint.path = directory / Path(checkpoint.path).name
+            fsync_dir(directory.parent)
 
     # ================================================================== facts
 

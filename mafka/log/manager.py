@@ -23,7 +23,7 @@ Layout of each log dir (``log.dirs`` entry)::
     cleaner-offset-checkpoint          first dirty offsets of compacted logs
     <topic>-<partition>/               one Log each
     <topic>-<partition>.<uuid>-delete/ a deleted log waiting for its files to go
-    <topic>-<partition>.<uuid>-future/ (a replica move in progress: left alone)
+    <topic>-<partition>.<uuid>-future/ the future log of a replica moving here from another dir
 
 Rules (Kafka's unless said otherwise):
 
@@ -38,7 +38,7 @@ Rules (Kafka's unless said otherwise):
   recovery-point or log-start checkpoint is ignored with a warning
   (recovery from 0 / start from the first segment).  ``-delete``
   directories are removed at once (no reader can hold them at startup);
-  ``-future`` ones are left alone.  A child directory whose name is not
+  ``-future`` ones are resumed or promoted (see *Moves*).  A child directory whose name is not
   ``topic-partition`` (split at the last ``-``), or a partition present
   twice, raises :class:`InvalidLogDirectoryError`: Kafka refuses to start.
 * **Failure.** An ``OSError`` (or a corrupt per-partition or per-dir
@@ -61,6 +61,25 @@ Rules (Kafka's unless said otherwise):
   ``file.delete.delay.ms`` (broker default) later, in
   :meth:`LogManager.delete_pending_logs` -- the files stay open until then,
   so a read already handed out keeps working, as in Kafka.
+* **Moves between dirs** (AlterReplicaLogDirs, Kafka's future logs).
+  :meth:`LogManager.get_or_create_future_log` creates
+  ``<topic>-<partition>.<uuid hex>-future`` in the destination dir;
+  :meth:`~LogManager.catch_up_future_log` copies the current log's
+  batches into it (as a follower would append them, following the current
+  log's start offset and truncations, which :meth:`~LogManager.truncate_to`
+  applies to both); :meth:`~LogManager.replace_current_with_future` then,
+  holding both logs' locks (appends wait), copies what is left, fsyncs the
+  future log, writes its ``.mafka-future-complete`` marker, renames the
+  current directory to ``-delete`` and the future one to
+  ``<topic>-<partition>``, and retires the old log: a caller still holding
+  it is forwarded to the new one, so no write is lost.  The old files go
+  like a deleted log's.  At startup a ``-future`` directory is loaded as
+  the future log of its partition (the move resumes) when the current log
+  is there; without a current log (a crash between the two renames) a
+  future log holding the marker becomes the current log, one without it is
+  removed, and while a dir is offline it is left alone (the current log may
+  be there).  A *preferred dir* (:meth:`~LogManager.maybe_update_preferred_log_dir`)
+  places the next log created for a partition not hosted yet.
 * **Concurrency.** Methods may run on different threads.  State changes take
   an internal lock; the long operations (flush, retention, cleaning) run
   outside it on a log that the manager "borrows": a log deleted or taken
@@ -85,8 +104,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from mafka.errors import KafkaStorageError, UnknownTopicOrPartitionError
+from mafka.errors import (
+    InvalidTopicError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+)
 from mafka.topics import validate_topic_name
+from mafka.wire.batch import iter_batches
 
 from .checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -115,8 +140,10 @@ __all__ = [
     "LogDirLockedError",
     "LogManager",
     "TopicPartition",
+    "FUTURE_COMPLETE_MARKER",
     "log_delete_dir_name",
     "log_dir_name",
+    "log_future_dir_name",
     "parse_log_dir_name",
 ]
 
@@ -129,6 +156,9 @@ CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 LOCK_FILE: Final = ".lock"
 DELETE_DIR_SUFFIX: Final = "-delete"
 FUTURE_DIR_SUFFIX: Final = "-future"
+#: Written into a future log's directory once it holds everything the current log had,
+#: just before the swap renames anything (Mafka's: it lets startup finish a torn swap).
+FUTURE_COMPLETE_MARKER: Final = ".mafka-future-complete"
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _MAX_DIR_NAME = 255
@@ -165,6 +195,15 @@ def log_delete_dir_name(topic: str, partition: int) -> str:
     """
     suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
     return topic[: max(0, min(len(topic), _MAX_DIR_NAME - len(suffix)))] + suffix
+
+
+def log_future_dir_name(topic: str, partition: int) -> str:
+    """``<topic>-<partition>.<uuid hex>-future`` (Kafka's ``Log.logFutureDirName``).
+
+    Never shortened, since startup reads the partition from it: Kafka refuses
+    to move a replica whose name would exceed 255 characters.
+    """
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
 
 
 def parse_log_dir_name(name: str) -> TopicPartition:
@@ -302,7 +341,8 @@ class LogManager:
         #: For each dir loaded at startup: whether it had ``.kafka_cleanshutdown``.
         self.had_clean_shutdown: dict[Path, bool] = {}
 
-        # Lock order: _cleaner_lock -> _creation_lock -> _checkpoint_lock -> _lock.
+        # Lock order: _cleaner_lock -> a partition's move lock -> _creation_lock ->
+        # logs' own locks (current before future) -> _checkpoint_lock -> _lock.
         self._lock = threading.RLock()  # the state below
         self._checkpoint_lock = threading.RLock()  # serialises checkpoint file writers
         self._creation_lock = threading.RLock()  # Kafka's logCreationOrDeletionLock
@@ -317,6 +357,11 @@ class LogManager:
         self._in_use: dict[Log, int] = {}
         self._close_when_idle: dict[Log, Callable[[Log], None]] = {}
         self._uncleanable: set[TopicPartition] = set()
+        self._futures: dict[TopicPartition, Log] = {}
+        self._future_dir_of: dict[TopicPartition, Path] = {}
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
+        self._move_locks: dict[TopicPartition, threading.Lock] = {}
+        self._found_futures: list[tuple[TopicPartition, Path, Path, bool]] = []
 
     def __repr__(self) -> str:
         return f"LogManager({len(self._logs)} logs, online={self.online_dirs}, offline={self.offline_dirs})"
@@ -425,6 +470,7 @@ class LogManager:
             for d in self.log_dirs:
                 if d not in self._offline:
                     self._load_dir(d)
+            self._load_futures()
             if not self.online_dirs:
                 raise KafkaStorageError(
                     f"none of the log dirs {', '.join(map(str, self.log_dirs))} can be used: "
@@ -542,9 +588,9 @@ class LogManager:
                     removed += 1
                     continue
                 if name.endswith(FUTURE_DIR_SUFFIX):
-                    logger.warning(
-                        "%s: ignoring %s (replica moves between dirs are not supported)", d, name
-                    )
+                    # Loaded once every dir's current logs are known (_load_futures).
+                    with self._lock:
+                        self._found_futures.append((tp, child, d, clean))
                     continue
                 with self._lock:
                     other = self._dir_of.get(tp) or self._offline_partitions.get(tp)
@@ -609,6 +655,11 @@ class LogManager:
             for pending in [p for p in self._pending if p.log_dir == d]:
                 self._pending.remove(pending)
                 to_close.append((pending.log, _close_segments))
+            # Future logs in the dir, or moving away from a log in it, stop (Kafka's
+            # removeOfflineLogs(futureLogs)); their files stay for the next startup.
+            for tp in [tp for tp, fd in self._future_dir_of.items() if fd == d or tp in tps]:
+                to_close.append((self._futures.pop(tp), _close_quietly))
+                del self._future_dir_of[tp]
             closing_now = []
             for log, close in to_close:
                 if self._in_use.get(log):
@@ -758,6 +809,9 @@ class LogManager:
                 if tp in self._offline_partitions or not is_new:
                     self._raise_if_offline(tp)
                 candidates = self._placement_order()
+                preferred = self._preferred_dirs.get(tp)
+                if preferred in candidates:
+                    candidates = [preferred]
             config = config if config is not None else self._config_for(topic)
             for d in candidates:
                 path = d / log_dir_name(topic, partition)
@@ -784,6 +838,7 @@ class LogManager:
                         self._logs[tp] = log
                         self._dir_of[tp] = d
                         self._offline_partitions.pop(tp, None)
+                        self._preferred_dirs.pop(tp, None)
                         logger.info("created log for partition %s-%d in %s", topic, partition, d)
                         return log
                 _close_quietly(log)  # the dir failed meanwhile
@@ -809,7 +864,10 @@ class LogManager:
                 dir is offline); or renaming failed, taking the dir offline.
         """
         tp = (topic, partition)
-        with self._creation_lock:
+        with self._move_lock(tp), self._creation_lock:
+            # A replica moving elsewhere loses its future log first: a crash before the
+            # current one goes too must not leave a future log to be promoted.
+            self._delete_future_locked(tp)
             with self._lock:
                 log = self._logs.get(tp)
                 if log is None:
@@ -881,6 +939,446 @@ class LogManager:
             done += 1
         return done
 
+    # ================================================================== replica moves between dirs
+
+    @contextlib.contextmanager
+    def _move_lock(self, tp: TopicPartition) -> Iterator[None]:
+        """Serialises what changes a partition's future log (copying, truncating, swapping, deleting)."""
+        with self._lock:
+            lock = self._move_locks.setdefault(tp, threading.Lock())
+        with lock:
+            yield
+
+    @property
+    def future_logs(self) -> dict[TopicPartition, Log]:
+        """A snapshot of the future logs (replicas moving to another dir) by (topic, partition)."""
+        with self._lock:
+            return dict(self._futures)
+
+    def get_future_log(self, tp: TopicPartition) -> Log | None:
+        """The future log of *tp*, or None."""
+        with self._lock:
+            return self._futures.get(tp)
+
+    def future_log_dir_of(self, tp: TopicPartition) -> Path | None:
+        """The dir holding *tp*'s future log, or None."""
+        with self._lock:
+            return self._future_dir_of.get(tp)
+
+    def replicas_by_dir(self) -> dict[Path, list[tuple[TopicPartition, Log, bool]]]:
+        """Every online dir (in ``log.dirs`` order) with its (tp, log, is_future) replicas."""
+        with self._lock:
+            out: dict[Path, list[tuple[TopicPartition, Log, bool]]] = {
+                d: [] for d in self.log_dirs if d not in self._offline
+            }
+            for tp, d in self._dir_of.items():
+                if d in out:
+                    out[d].append((tp, self._logs[tp], False))
+            for tp, d in self._future_dir_of.items():
+                if d in out:
+                    out[d].append((tp, self._futures[tp], True))
+        for replicas in out.values():
+            replicas.sort(key=lambda r: (r[0], r[2]))
+        return out
+
+    def known_log_dir(self, path: str | Path) -> Path | None:
+        """The ``log.dirs`` entry *path* names (made absolute, as Kafka's ``getAbsolutePath``), or None."""
+        d = Path(os.path.abspath(path))
+        return d if d in self.log_dirs else None
+
+    def preferred_log_dir(self, tp: TopicPartition) -> Path | None:
+        """Where the next log created for *tp* goes, if AlterReplicaLogDirs said so."""
+        with self._lock:
+            return self._preferred_dirs.get(tp)
+
+    def maybe_update_preferred_log_dir(self, tp: TopicPartition, log_dir: Path) -> None:
+        """Remember *log_dir* for *tp*'s next log (Kafka's ``maybeUpdatePreferredLogDir``).
+
+        Not when the current or the future log of *tp* already is in that dir.
+
+        Raises:
+            ValueError: *log_dir* is not one of the log dirs.
+        """
+        d = self._known_dir(log_dir)
+        with self._lock:
+            if self._dir_of.get(tp) == d or self._future_dir_of.get(tp) == d:
+                return
+            self._preferred_dirs[tp] = d
+
+    def get_or_create_future_log(self, tp: TopicPartition, log_dir: Path) -> tuple[Log, bool]:
+        """*tp*'s future log in *log_dir*, created (empty, at the current log's start) if missing.
+
+        Returns the log and whether it was created now.  The preferred dir of
+        *tp* is forgotten (it is satisfied).
+
+        Raises:
+            ValueError: *log_dir* is not a log dir, or it is the current log's
+                dir, or a future log exists in another dir (abort it first).
+            InvalidTopicError: the future directory's name would be too long.
+            UnknownTopicOrPartitionError / KafkaStorageError: no online
+                current log; or a dir is offline (Kafka creates no future log
+                then, so no partition can have two); or creating it failed.
+        """
+        d = self._known_dir(log_dir)
+        topic, partition = tp
+        if len(log_future_dir_name(topic, partition)) > _MAX_DIR_NAME:
+            raise InvalidTopicError(f"the topic name {topic!r} is too long to move its replicas")
+        with self._move_lock(tp), self._creation_lock:
+            current = self.require_log(tp)
+            with self._lock:
+                self._require_running()
+                if self._dir_of.get(tp) == d:
+                    raise ValueError(f"{topic}-{partition} is already in {d}")
+                future = self._futures.get(tp)
+                if future is not None:
+                    if self._future_dir_of[tp] != d:
+                        raise ValueError(
+                            f"the future log of {topic}-{partition} is in {self._future_dir_of[tp]}, not {d}"
+                        )
+                    self._preferred_dirs.pop(tp, None)
+                    return future, False
+                if self._offline:
+                    raise KafkaStorageError(
+                        f"cannot create the future log of {topic}-{partition}: log dir(s) "
+                        + ", ".join(str(x) for x in self.log_dirs if x in self._offline)
+                        + " offline"
+                    )
+            path = d / log_future_dir_name(topic, partition)
+            try:
+                path.mkdir()
+                fsync_dir(d)
+                future = Log.open(
+                    path,
+                    current.config,
+                    self.clock,
+                    log_start_offset=current.log_start_offset,
+                    epoch_cache=LeaderEpochCache.in_dir(path),
+                )
+            except (OSError, CorruptCheckpointError) as exc:
+                logger.error(
+                    "error while creating the future log of %s-%d in %s: %s",
+                    topic,
+                    partition,
+                    d,
+                    exc,
+                )
+                self.handle_dir_failure(d, exc)
+                raise KafkaStorageError(
+                    f"error while creating the future log of {topic}-{partition} in {d}: {exc}"
+                ) from exc
+            with self._lock:
+                if d in self._offline:
+                    _close_quietly(future)
+                    raise KafkaStorageError(f"log dir {d} went offline")
+                self._futures[tp] = future
+                self._future_dir_of[tp] = d
+                self._preferred_dirs.pop(tp, None)
+            logger.info("created the future log of %s-%d in %s", topic, partition, path)
+            return future, True
+
+    def abort_future_log(self, tp: TopicPartition) -> bool:
+        """Stop moving *tp*: its future log is deleted like a deleted log; False if there is none."""
+        with self._move_lock(tp), self._creation_lock:
+            return self._delete_future_locked(tp)
+
+    def _delete_future_locked(self, tp: TopicPartition) -> bool:
+        """Rename *tp*'s future log to ``-delete`` and schedule its files (move + creation locks held)."""
+        with self._lock:
+            future = self._futures.get(tp)
+            if future is None:
+                return False
+            d = self._future_dir_of[tp]
+        target = d / log_delete_dir_name(*tp)
+        try:
+            future.delete_pending(force=True)
+            os.rename(future.directory, target)
+            fsync_dir(d)
+        except OSError as exc:
+            self.handle_dir_failure(d, exc)
+            raise KafkaStorageError(
+                f"failed to rename the future log directory of {tp[0]}-{tp[1]}: {exc}"
+            ) from exc
+        with self._lock:
+            del self._futures[tp]
+            del self._future_dir_of[tp]
+            self._pending.append(
+                _PendingDelete(
+                    tp, future, d, target, self.clock() + self.default_config.file_delete_delay_ms
+                )
+            )
+        logger.info(
+            "the future log of %s-%d is renamed to %s and scheduled for deletion", *tp, target
+        )
+        return True
+
+    def _truncate_future(self, tp: TopicPartition, op: Callable[[Log], bool]) -> None:
+        """Apply a truncation of the current log to the future log (move lock held)."""
+        with self._lock:
+            future = self._futures.get(tp)
+            d = self._future_dir_of.get(tp)
+        if future is None or d is None:
+            return
+        try:
+            op(future)
+        except OSError as exc:
+            logger.error("%s-%d: error while truncating the future log: %s", tp[0], tp[1], exc)
+            self.handle_dir_failure(d, exc)
+
+    @contextlib.contextmanager
+    def _borrowed_pair(self, tp: TopicPartition) -> Iterator[tuple[Log, Log, Path, Path] | None]:
+        """The current and future logs of *tp* and their dirs, kept open while in use; None if not both."""
+        with self._lock:
+            current, future = self._logs.get(tp), self._futures.get(tp)
+            if current is None or future is None:
+                pair = None
+            else:
+                pair = (current, future, self._dir_of[tp], self._future_dir_of[tp])
+                for log in (current, future):
+                    self._in_use[log] = self._in_use.get(log, 0) + 1
+        try:
+            yield pair
+        finally:
+            if pair is not None:
+                self._give_back(pair[0])
+                self._give_back(pair[1])
+
+    def _failed_in(
+        self, tp: TopicPartition, current: Log, future: Log, src: Path, dst: Path, exc: OSError
+    ) -> None:
+        """Blame an I/O error during a move on the dir whose file failed, if both logs are still registered."""
+        with self._lock:
+            live = self._logs.get(tp) is current and self._futures.get(tp) is future
+        if not live:
+            return
+        filename = getattr(exc, "filename", None) or ""
+        blamed = dst if str(filename).startswith(str(dst)) else src
+        self.handle_dir_failure(blamed, exc)
+
+    @staticmethod
+    def _copy_once(current: Log, future: Log, max_bytes: int) -> int:
+        """Copy whole batches from *current* to *future*, starting at the future's end; returns bytes copied.
+
+        Follows the current log's start offset: a future log that ends below
+        it restarts there, one that starts below it moves its start up.
+        """
+        start = current.log_start_offset
+        if future.next_offset < start:
+            future.truncate_fully_and_start_at(start)
+        elif future.log_start_offset < start:
+            future.increment_log_start_offset(start)
+        offset = future.next_offset
+        if offset >= current.next_offset:
+            return 0
+        data = current.read(offset, max_bytes, min_one_batch=True).read()
+        batches = list(iter_batches(memoryview(data)))
+        if not batches:
+            return 0
+        if batches[0][1].base_offset < offset:
+            if future.size == 0:
+                # The current log starts inside its first batch: so does the copy.
+                future.truncate_fully_and_start_at(batches[0][1].base_offset)
+            else:
+                batches = [b for b in batches if b[1].base_offset >= offset]
+                if not batches:
+                    return 0
+        first, end = batches[0][0], batches[-1][0] + batches[-1][1].size
+        future.append_as_follower(memoryview(data)[first:end])
+        if future.log_start_offset < start <= future.next_offset:
+            future.increment_log_start_offset(start)
+        return end - first
+
+    def catch_up_future_log(self, tp: TopicPartition, max_bytes: int = 1 << 20) -> int:
+        """Copy up to about *max_bytes* of *tp*'s current log into its future log (Kafka's
+        ReplicaAlterLogDirsThread, reading the local log); returns the bytes copied, 0 when caught
+        up, -1 without a current and a future log.  An I/O error takes the failing dir offline.
+        """
+        with self._move_lock(tp), self._borrowed_pair(tp) as pair:
+            if pair is None:
+                return -1
+            current, future, src, dst = pair
+            try:
+                return self._copy_once(current, future, max_bytes)
+            except OSError as exc:
+                logger.error("%s-%d: error while copying to the future log: %s", tp[0], tp[1], exc)
+                self._failed_in(tp, current, future, src, dst, exc)
+                return -1
+            except OffsetOutOfRangeError:
+                return 0  # the current log moved meanwhile (retention): next round
+
+    def future_lag(self, tp: TopicPartition) -> int | None:
+        """The current log end offset minus the future one, or None without both logs."""
+        with self._lock:
+            current, future = self._logs.get(tp), self._futures.get(tp)
+        if current is None or future is None:
+            return None
+        return current.next_offset - future.next_offset
+
+    def replace_current_with_future(
+        self, tp: TopicPartition, on_replaced: Callable[[Log, Log], None] | None = None
+    ) -> bool:
+        """Finish a move: the future log becomes *tp*'s log (Kafka's ``replaceCurrentWithFutureLog``).
+
+        Copies what the future log still lacks while holding both logs' locks
+        (appends to *tp* wait meanwhile), so the future log holds everything
+        the current one had; fsyncs it and writes its completion marker;
+        renames the current directory to ``-delete`` and the future one to
+        ``<topic>-<partition>``; retires the old log (stale holders are
+        forwarded) and calls ``on_replaced(old, new)`` before releasing the
+        locks, so the owner can switch too.  The old files are removed
+        ``file.delete.delay.ms`` later; both dirs' checkpoints are rewritten.
+        Returns False if *tp* has no current and future log.
+
+        Raises:
+            KafkaStorageError: an I/O error, which took the failing dir offline.
+        """
+        topic, partition = tp
+        with self._move_lock(tp), self._borrowed_pair(tp) as pair:
+            if pair is None:
+                return False
+            current, future, src, dst = pair
+            try:
+                while self._copy_once(current, future, 8 << 20) > 0:
+                    pass
+                future.flush()  # most of it, before appends have to wait
+                with self._creation_lock, current._lock, future._lock:
+                    while self._copy_once(current, future, 8 << 20) > 0:
+                        pass
+                    if future.next_offset != current.next_offset:
+                        raise RuntimeError(
+                            f"{topic}-{partition}: the future log ends at {future.next_offset}, "
+                            f"the current one at {current.next_offset}"
+                        )
+                    if future.log_start_offset < current.log_start_offset:
+                        future.increment_log_start_offset(current.log_start_offset)
+                    future.epoch_cache.clear()
+                    for entry in current.epoch_cache.entries:
+                        future.epoch_cache.assign(entry.epoch, entry.start_offset)
+                    future.update_config(current.config)
+                    future.flush()
+                    atomic_write(future.directory / FUTURE_COMPLETE_MARKER, b"")
+                    current.delete_pending(force=True)
+                    retired = src / log_delete_dir_name(topic, partition)
+                    os.rename(current.directory, retired)
+                    fsync_dir(src)
+                    try:
+                        future.rename_dir(dst / log_dir_name(topic, partition))
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            # Roll back: keep serving the old log.
+                            os.rename(retired, current.directory)
+                            fsync_dir(src)
+                        raise
+                    current.retire(future)
+                    with self._lock:
+                        del self._futures[tp]
+                        del self._future_dir_of[tp]
+                        self._logs[tp] = future
+                        self._dir_of[tp] = dst
+                        self._uncleanable.discard(tp)
+                        self._pending.append(
+                            _PendingDelete(
+                                tp,
+                                current,
+                                src,
+                                retired,
+                                self.clock() + self.default_config.file_delete_delay_ms,
+                            )
+                        )
+                    if on_replaced is not None:
+                        on_replaced(current, future)
+            except OSError as exc:
+                logger.error(
+                    "%s-%d: error while replacing the current log with the future log: %s",
+                    topic,
+                    partition,
+                    exc,
+                )
+                self._failed_in(tp, current, future, src, dst, exc)
+                raise KafkaStorageError(
+                    f"failed to move {topic}-{partition} to {dst}: {exc}"
+                ) from exc
+        logger.info(
+            "the current log of %s-%d in %s is replaced with the future log in %s",
+            topic,
+            partition,
+            src,
+            dst,
+        )
+        with contextlib.suppress(OSError):
+            os.unlink(future.directory / FUTURE_COMPLETE_MARKER)
+        for d in (src, dst):
+            self._update_cleaner_offsets_in(d, {}, {tp} if d == src else set())
+            self._checkpoint_dir(d, RECOVERY_POINT_OFFSET_CHECKPOINT, self._recovery_points_in)
+            self._checkpoint_dir(d, LOG_START_OFFSET_CHECKPOINT, self._log_start_offsets_in)
+        return True
+
+    def _load_futures(self) -> None:
+        """Startup: resume, promote or remove the ``-future`` directories found (see the module docstring)."""
+        with self._lock:
+            found, self._found_futures = self._found_futures, []
+        for tp, path, d, clean in found:
+            if d in self._offline:
+                continue
+            with self._lock:
+                has_current = tp in self._logs
+                duplicate = tp in self._futures
+                unknown = tp in self._offline_partitions or bool(self._offline)
+            try:
+                if duplicate or (
+                    not has_current
+                    and not unknown
+                    and not _file_exists(path / FUTURE_COMPLETE_MARKER)
+                ):
+                    logger.warning(
+                        "%s: removing %s, an unfinished replica move without its current log",
+                        d,
+                        path.name,
+                    )
+                    shutil.rmtree(path)
+                    fsync_dir(d)
+                    continue
+                if not has_current and unknown:
+                    logger.warning(
+                        "%s: leaving %s alone: its current log may be in an offline log dir",
+                        d,
+                        path.name,
+                    )
+                    continue
+                if not has_current:
+                    final = d / log_dir_name(*tp)
+                    logger.info(
+                        "%s: %s completed its move before a crash; it becomes %s",
+                        d,
+                        path.name,
+                        final.name,
+                    )
+                    os.rename(path, final)
+                    fsync_dir(d)
+                    path = final
+                log = Log.open(
+                    path,
+                    self._config_for(tp[0]),
+                    self.clock,
+                    recovery_point=0,
+                    had_clean_shutdown=clean,
+                    epoch_cache=LeaderEpochCache.in_dir(path),
+                )
+                with self._lock:
+                    if has_current:
+                        self._futures[tp] = log
+                        self._future_dir_of[tp] = d
+                    else:
+                        self._logs[tp] = log
+                        self._dir_of[tp] = d
+                if not has_current:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path / FUTURE_COMPLETE_MARKER)
+                else:
+                    logger.info("%s: resuming the move of %s-%d into this dir", d, *tp)
+            except (OSError, CorruptCheckpointError) as exc:
+                logger.error("error while loading %s: %s", path, exc)
+                self.handle_dir_failure(d, exc)
+
     # ================================================================== truncation
 
     def truncate_to(self, tp: TopicPartition, offset: int) -> bool:
@@ -907,10 +1405,16 @@ class LogManager:
         self._truncate(tp, op)
 
     def _truncate(self, tp: TopicPartition, op: Callable[[Log], bool]) -> bool:
+        """*op* on the current log and on the future log if there is one (Kafka truncates both)."""
         compact = self.require_log(tp).config.compact
-        with self._cleaner_lock if compact else contextlib.nullcontext(), self.log_io(tp) as log:
+        with (
+            self._cleaner_lock if compact else contextlib.nullcontext(),
+            self._move_lock(tp),
+            self.log_io(tp) as log,
+        ):
             d = self.log_dir_of(tp)
             truncated = op(log)
+            self._truncate_future(tp, op)
             if truncated and log.config.compact:
                 self._maybe_truncate_cleaner_offset(d, tp, log.active_segment.base_offset)
         if truncated:
@@ -1199,7 +1703,9 @@ class LogManager:
                     return
                 self._state = "closing"
             for d in self.online_dirs:
-                logs = list(self.logs_in_dir(d).values())
+                with self._lock:
+                    futures = [f for tp, f in self._futures.items() if self._future_dir_of[tp] == d]
+                logs = list(self.logs_in_dir(d).values()) + futures
                 try:
                     for log in logs:
                         log.flush()
@@ -1239,9 +1745,11 @@ class LogManager:
 
     def _close_everything(self) -> None:
         with self._lock:
-            logs = list(self._logs.values())
+            logs = list(self._logs.values()) + list(self._futures.values())
             pending = list(self._pending)
             locks = list(self._dir_locks.values())
+            self._futures.clear()
+            self._future_dir_of.clear()
             self._logs.clear()
             self._dir_of.clear()
             self._pending.clear()

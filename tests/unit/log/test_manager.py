@@ -303,7 +303,8 @@ def test_unexpected_or_duplicate_partition_dirs_refuse_to_start(env: Env) -> Non
     future = env.dirs[2] / "t-0.0123abcd-future"
     future.mkdir()
     m = env.manager()
-    assert list(m.logs) == [("t", 0)] and future.is_dir()  # -future dirs are left alone
+    assert list(m.logs) == [("t", 0)] and future.is_dir()
+    assert list(m.future_logs) == [("t", 0)]  # a -future dir resumes a replica move
     m.shutdown()
 
 

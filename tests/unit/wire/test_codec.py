@@ -36,6 +36,9 @@ REFERENCE_TABLE = {
     43: (0, 2), 45: (0, 0), 46: (0, 0),
     # Consumer-group APIs of issue #13: OffsetDelete (KIP-496).
     47: (0, 0),
+    # Log-dir APIs of issue #13 (KIP-113, KIP-827): v0 (dropped by Kafka 4.0) is sent by
+    # none of the clients tested; v1 is the same layout.
+    34: (1, 2), 35: (1, 4),
 }  # fmt: skip
 REFERENCE_DECODE_FLOOR = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
 
