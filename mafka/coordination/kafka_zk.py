@@ -70,6 +70,7 @@ from mafka.coordination.store import (
 from mafka.coordination.znodes import (
     BROKER_IDS_PATH,
     BROKER_SEQUENCE_ID_PATH,
+    CONFIG_PATH,
     PERSISTENT_ZK_PATHS,
     TOPICS_PATH,
     BrokerRegistration,
@@ -582,6 +583,11 @@ class KafkaZkClient:
         """``/config/<entity_type>/<entity_name>`` as a dict (``{}`` if absent)."""
         got = await self._get_or_none(ConfigEntityZNode.path(entity_type, entity_name))
         return {} if got is None else ConfigEntityZNode.decode(got[0])
+
+    @_deferred
+    async def get_all_entities_with_config(self, entity_type: str) -> list[str]:
+        """The (sanitized) names under ``/config/<entity_type>``, sorted (``getAllEntitiesWithConfig``)."""
+        return await self._children_or_empty(f"{CONFIG_PATH}/{entity_type}")
 
     def get_topic_config(self, topic: str) -> Deferred[dict[str, str]]:
         """The topic's config overrides (``{}`` if none)."""

@@ -70,6 +70,11 @@ def _note_renames(name: str, fields: list[dict[str, Any]]) -> None:
             for f in owner:
                 if f["name"] in ("authorized_operations", kafka_name):
                     KAFKA_NAMES[id(f)] = kafka_name
+    if name == "DescribeClusterResponse":
+        # ... and DescribeCluster's ClusterAuthorizedOperations too.
+        for f in fields:
+            if f["name"] in ("authorized_operations", "ClusterAuthorizedOperations"):
+                KAFKA_NAMES[id(f)] = "ClusterAuthorizedOperations"
 
 
 def build(name: str, version: int, vals: dict[str, Any]) -> Any:

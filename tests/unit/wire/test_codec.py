@@ -26,11 +26,11 @@ from .strategies import mafka_fields, values
 
 # shared/reference/kafka-protocol.md §2.3: advertised (min, max) per api key.
 REFERENCE_TABLE = {
-    0: (0, 7), 1: (0, 11), 2: (0, 2), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
+    0: (0, 7), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
     12: (0, 3), 13: (0, 4), 14: (0, 3), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 4),
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 1), 23: (2, 3), 24: (0, 2), 25: (0, 2),
     26: (0, 2), 27: (0, 0), 28: (0, 2), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
-    42: (0, 1), 44: (0, 0),
+    42: (0, 1), 44: (0, 1),
     # Admin APIs of issue #5, beyond §2.3: ElectLeaders (v2 flexible) and the
     # flex-only KIP-455 reassignment APIs; no client infers features from them.
     43: (0, 2), 45: (0, 0), 46: (0, 0),
@@ -39,6 +39,9 @@ REFERENCE_TABLE = {
     # Log-dir APIs of issue #13 (KIP-113, KIP-827): v0 (dropped by Kafka 4.0) is sent by
     # none of the clients tested; v1 is the same layout.
     34: (1, 2), 35: (1, 4),
+    # Admin APIs of issue #13: ListOffsets v7 (KIP-734), IncrementalAlterConfigs v1, the
+    # SCRAM credential APIs (KIP-554), DescribeCluster (KIP-700), DescribeProducers (KIP-664).
+    50: (0, 0), 51: (0, 0), 60: (0, 0), 61: (0, 0),
 }  # fmt: skip
 REFERENCE_DECODE_FLOOR = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
 
