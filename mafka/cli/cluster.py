@@ -43,11 +43,13 @@ def add_parser(sub: Any) -> None:
     up.add_argument("--base-port", type=int, default=9092)
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--tick-time-ms", type=int, default=500)
+    up.add_argument("--log-dirs-per-broker", type=int, default=1, metavar="N",
+                    help="log.dirs entries per broker (logs-1 … logs-N; one: logs)")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster to form")
     up.set_defaults(func=run)
 
 
-def broker_properties(broker_id: int, port: int, log_dir: Path, zookeeper: str, brokers: int, extra: dict[str, str]) -> str:
+def broker_properties(broker_id: int, port: int, log_dir: Path | str, zookeeper: str, brokers: int, extra: dict[str, str]) -> str:
     """The ``server.properties`` of one local broker."""
     props = {
         "broker.id": str(broker_id),
@@ -114,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
             home = base / f"broker-{broker_id}"
             home.mkdir(exist_ok=True)
             config = home / "server.properties"
-            log_dir = home / "logs"
+            n_dirs = max(1, args.log_dirs_per_broker)
+            log_dirs = [home / "logs"] if n_dirs == 1 else [home / f"logs-{i}" for i in range(1, n_dirs + 1)]
+            log_dir = ",".join(str(d) for d in log_dirs)
             config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, extra))
             argv = [sys.executable, "-m", "mafka.cli.main", "server-start", str(config)]
             log_file = home / "server.log"
@@ -123,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
             procs.append(proc)
             brokers.append(
                 {"id": broker_id, "host": HOST, "port": port, "pid": proc.pid, "config": str(config),
-                 "log_dirs": [str(log_dir)], "log_file": str(log_file), "argv": argv}
+                 "log_dirs": [str(d) for d in log_dirs], "log_file": str(log_file), "argv": argv}
             )
         deadline = time.monotonic() + args.timeout
         wanted = [b["id"] for b in brokers]

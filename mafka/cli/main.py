@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         consumer_groups,
         consumer_perf_test,
         leader_election,
+        log_dirs,
         producer_perf_test,
         reassign_partitions,
         server_start,
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     console_producer.add_parser(sub)
     console_consumer.add_parser(sub)
     leader_election.add_parser(sub)
+    log_dirs.add_parser(sub)
     reassign_partitions.add_parser(sub)
     consumer_groups.add_parser(sub)
     producer_perf_test.add_parser(sub)

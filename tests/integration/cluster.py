@@ -58,10 +58,13 @@ def consecutive_free_ports(n: int) -> int:
 class LocalCluster:
     """ZooKeeper + brokers 1..N via ``mafka cluster up``."""
 
-    def __init__(self, directory: Path, brokers: int = 3, settings: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, directory: Path, brokers: int = 3, settings: dict[str, str] | None = None, *, log_dirs_per_broker: int = 1
+    ) -> None:
         self.directory = directory
         self.brokers = brokers
         self.settings = settings or {}
+        self.log_dirs_per_broker = log_dirs_per_broker
         self.proc: subprocess.Popen | None = None
         self.info: dict[str, Any] = {}
         self.zookeeper_port = free_ports(1)[0]
@@ -72,7 +75,7 @@ class LocalCluster:
             sys.executable, "-m", "mafka.cli.main", "cluster", "up",
             "--brokers", str(self.brokers), "--dir", str(self.directory),
             "--base-port", str(self.base_port), "--zookeeper-port", str(self.zookeeper_port),
-            "--timeout", str(timeout),
+            "--timeout", str(timeout), "--log-dirs-per-broker", str(self.log_dirs_per_broker),
         ]
         for key, value in self.settings.items():
             argv += ["--set", f"{key}={value}"]
