@@ -336,9 +336,9 @@ def cluster_metadata(controller_id=2, racks=None):
     return _wire(6, 5, body).body
 
 
-def describe_cluster(handlers, include, listener="PLAINTEXT"):
-    request = _wire(60, 0, {"include_cluster_authorized_operations": include})
-    return handlers[60](request, SimpleNamespace(listener=listener))
+def describe_cluster(handlers, include, listener="PLAINTEXT", *, version=0, endpoint_type=1):
+    body = {"include_cluster_authorized_operations": include, "endpoint_type": endpoint_type}
+    return handlers[60](_wire(60, version, body), SimpleNamespace(listener=listener))
 
 
 def test_describe_cluster_names_cluster_controller_and_brokers_with_racks(zk_env):
@@ -377,6 +377,25 @@ def test_describe_cluster_authorized_operations_when_asked(zk_env):
         request.header, zk_env.handlers[60](request, SimpleNamespace(listener="PLAINTEXT"))
     )
     assert decode_response(60, 0, frame[4:])[1].cluster_authorized_operations == ops
+
+
+def test_describe_cluster_v1_v2_endpoint_types_and_fencing(zk_env):
+    zk_env.cache.cluster_id = "c1"
+    zk_env.cache.update(cluster_metadata(controller_id=1))
+    for version in (1, 2):
+        body = describe_cluster(zk_env.handlers, include=False, version=version)
+        assert (body["error_code"], body["endpoint_type"], body["controller_id"]) == (0, 1, 1)
+        assert [b["is_fenced"] for b in body["brokers"]] == [False] * 3
+        refused = describe_cluster(zk_env.handlers, include=False, version=version, endpoint_type=2)
+        assert (refused["error_code"], refused["brokers"]) == (
+            ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            [],
+        )
+        unknown = describe_cluster(zk_env.handlers, include=False, version=version, endpoint_type=7)
+        assert unknown["error_code"] == ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+    # A controller the cache names but that has no endpoint on this listener is reported as none.
+    zk_env.cache.update(cluster_metadata(controller_id=9))
+    assert describe_cluster(zk_env.handlers, include=False, version=2)["controller_id"] == -1
 
 
 # -------------------------------------------------------------------------------- DescribeProducers
