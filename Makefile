@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark system-deps clean
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -51,6 +51,14 @@ demo: system-deps $(STAMP)
 # spark.read.format("mafka") count and groupBy on local[2] (RECORDS=2000000 by default).
 bench-spark: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_spark.py $(if $(RECORDS),--records $(RECORDS))
+
+# kcat -C beside the Tansu peer at several fetch sizes (RECORDS=1000000 ROUNDS=3 by default).
+bench-consume: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_consume.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+# 1, 2 and 4 concurrent producers and consumers, 12 partitions on 3 brokers, beside Tansu.
+bench-scale: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_scale.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 system-deps:
 	@scripts/install-system-deps.sh
