@@ -264,6 +264,8 @@ class Membership:
             "group_id": self.group_id,
             "generation_id_or_member_epoch": self.generation if in_group else -1,
             "member_id": self.member_id if in_group else "",
+            # v7+: a static member names its instance (a replaced instance is FENCED_INSTANCE_ID).
+            "group_instance_id": self.instance_id if in_group else None,
             "retention_time_ms": -1,
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
         }

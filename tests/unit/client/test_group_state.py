@@ -122,6 +122,7 @@ def test_commits_inside_and_outside_the_group_and_their_answers() -> None:
     assert (inside["generation_id_or_member_epoch"], inside["member_id"]) == (3, "m-1")
     outside = m.commit_request({("t", 0): (5, "meta")}, in_group=False)
     assert (outside["generation_id_or_member_epoch"], outside["member_id"]) == (-1, "")
+    assert inside["group_instance_id"] == m.instance_id and outside["group_instance_id"] is None
     assert outside["topics"] == [{"name": "t", "partitions": [
         {"partition_index": 0, "committed_offset": 5, "committed_metadata": "meta"}]}]
 
