@@ -56,6 +56,9 @@ class LeaderState:
     replicas: tuple[int, ...]
     zk_version: int
     controller_epoch: int
+    #: An ongoing reassignment (KIP-455): replicas being added and being removed.
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)
@@ -151,6 +154,27 @@ class Partition:
         return frozenset(self.isr) | frozenset(self.pending_isr or ())
 
     # ------------------------------------------------------------------ role changes
+
+    @property
+    def is_reassigning(self) -> bool:
+        """Whether a reassignment of this partition is under way (as the last LeaderAndIsr said)."""
+        return self.state is not None and bool(self.state.adding_replicas or self.state.removing_replicas)
+
+    def is_adding_replica(self, replica_id: int) -> bool:
+        return self.state is not None and replica_id in self.state.adding_replicas
+
+    @property
+    def is_under_replicated(self) -> bool:
+        """Leader with an ISR smaller than the target replica set (Kafka's ``isUnderReplicated``).
+
+        During a reassignment the target is the replicas minus those still
+        being added: a replica that is only catching up does not make the
+        partition under-replicated.
+        """
+        state = self.state
+        if state is None or not self.is_leader:
+            return False
+        return len(state.replicas) - len(state.adding_replicas) - len(self.isr) > 0
 
     def make_leader(self, state: LeaderState, now_ms: int = 0) -> bool:
         """Becomes (or stays) leader at a new epoch; returns whether it was a follower before.

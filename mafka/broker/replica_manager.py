@@ -179,7 +179,7 @@ class ReplicaManager:
     # ================================================================== controller requests
 
     def become_leader_or_follower(self, body: Any) -> dict[str, Any]:
-        """Applies a LeaderAndIsr v2 body; returns the response body."""
+        """Applies a LeaderAndIsr v2–v5 body; returns the response body (v2–v4 shape)."""
         errors = []
         if body.controller_epoch < self.controller_epoch:
             for ts in body.topic_states:
@@ -270,7 +270,12 @@ class ReplicaManager:
             if partition is None:
                 partition = self._prepared.pop(tp, None) or self._new_partition(tp, ps.is_new)
                 self.partitions[tp] = partition
-            state = LeaderState(ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch)
+            state = LeaderState(
+                ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch,
+                # v3+: the reassignment state (absent from v2 requests).
+                tuple(getattr(ps, "adding_replicas", None) or ()),
+                tuple(getattr(ps, "removing_replicas", None) or ()),
+            )
             if ps.leader == self.broker_id:
                 partition.make_leader(state, self.now_ms())
             else:

@@ -68,7 +68,7 @@ __all__ = [
 log = logging.getLogger("mafka.controller.channel")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
-LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 2, 1, 7
+LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 1, 7
 
 _API_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
@@ -130,6 +130,8 @@ class LeaderAndIsrEntry:
     state: LeaderIsrAndControllerEpoch
     replicas: tuple[int, ...]
     is_new: bool
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
 
 def update_metadata_partition_state(
@@ -173,18 +175,23 @@ def leader_and_isr_body(
     broker_epoch: int,
     partitions: Mapping[TopicPartition, LeaderAndIsrEntry],
     live_leaders: Iterable[tuple[int, str, int]],
+    topic_ids: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """A LeaderAndIsr v2 request body.
+    """A LeaderAndIsr v5 request body (v2–v4 take the fields they know).
 
     Args:
-        partitions: Partition → state, replicas and is_new.
+        partitions: Partition → state, replicas (all of them during a
+            reassignment), is_new and the replicas being added and removed.
         live_leaders: (broker id, host, port) of the live leaders among *partitions*.
+        topic_ids: topic → its id (Kafka's base64 form); a topic without one
+            is sent with the zero UUID.
     """
     topic_states = []
     for topic, entries in _by_topic(partitions.items()).items():
         topic_states.append(
             {
                 "topic_name": topic,
+                "topic_id": uuid_bytes((topic_ids or {}).get(topic)),
                 "partition_states": [
                     {
                         "partition_index": partition,
@@ -194,6 +201,8 @@ def leader_and_isr_body(
                         "isr": list(entry.state.isr),
                         "zk_version": entry.state.zk_version,
                         "replicas": list(entry.replicas),
+                        "adding_replicas": list(entry.adding),
+                        "removing_replicas": list(entry.removing),
                         "is_new": entry.is_new,
                     }
                     for partition, entry in entries
@@ -204,6 +213,9 @@ def leader_and_isr_body(
         "controller_id": controller_id,
         "controller_epoch": controller_epoch,
         "broker_epoch": broker_epoch,
+        # INCREMENTAL (0): the request names only the partitions that changed (Kafka's
+        # ZooKeeper-mode controller never sends FULL).
+        "type": 0,
         "topic_states": topic_states,
         "live_leaders": [
             {"broker_id": b, "host_name": host, "port": port}
@@ -569,7 +581,13 @@ class ControllerBrokerRequestBatch:
                 continue
             per_broker = self.leader_and_isr.setdefault(broker_id, {})
             already_new = tp in per_broker and per_broker[tp].is_new
-            per_broker[tp] = LeaderAndIsrEntry(state, replicas, is_new or already_new)
+            per_broker[tp] = LeaderAndIsrEntry(
+                state,
+                replicas,
+                is_new or already_new,
+                self.context.adding_replicas.get(tp, ()),
+                self.context.removing_replicas.get(tp, ()),
+            )
         self.add_update_metadata(self.context.live_or_shutting_down_broker_ids, [tp])
 
     def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, delete: bool) -> None:
@@ -623,6 +641,7 @@ class ControllerBrokerRequestBatch:
                 ctx.broker_epoch(broker_id),
                 partitions,
                 live_leaders,
+                ctx.topic_ids,
             )
             self.channel.send(
                 broker_id,
@@ -676,7 +695,15 @@ class ControllerBrokerRequestBatch:
         error = _error_code(response)
         if error != ErrorCode.NONE:
             log.warning("LeaderAndIsr to broker %d failed: %s", broker_id, _error_name(error))
-        for item in _get(response, "partition_errors", []) or []:
+        names = {uuid_bytes(i): t for t, i in self.context.topic_ids.items() if i}
+        items = list(_get(response, "partition_errors", []) or [])
+        for topic in _get(response, "topics", []) or []:  # v5: by topic id
+            name = names.get(_get(topic, "topic_id", b""), "?")
+            items += [
+                {"topic_name": name, "partition_index": _get(e, "partition_index", -1), "error_code": _get(e, "error_code", 0)}
+                for e in _get(topic, "partition_errors", []) or []
+            ]
+        for item in items:
             code = _get(item, "error_code", 0)
             if code != ErrorCode.NONE:
                 # A resent state the broker already holds (same leader epoch) is refused with

@@ -1,5 +1,8 @@
 """The controller's requests to this broker: LeaderAndIsr (4), StopReplica (5), UpdateMetadata (6).
 
+LeaderAndIsr v3+ carries each partition's reassignment state (replicas
+being added and removed), which the partition keeps; v5 answers by topic id.
+
 Fencing (``shared/reference/kafka-protocol.md`` §5): a request whose
 broker_epoch is below this broker's registration epoch → STALE_BROKER_EPOCH
 (−1 skips the check); a lower controller epoch → STALE_CONTROLLER_EPOCH
@@ -17,6 +20,7 @@ from typing import Any
 from mafka.errors import ErrorCode
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
+ZERO_UUID = bytes(16)
 
 
 def _stale(broker: Any, body: Any) -> bool:
@@ -26,7 +30,7 @@ def _stale(broker: Any, body: Any) -> bool:
 def handlers(broker: Any) -> dict[int, Any]:
     def leader_and_isr(request: Any, connection: Any) -> Any:
         if _stale(broker, request.body):
-            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
+            return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": [], "topics": []}
         rm = broker.replica_manager
         # Log creation and loading block on the disk: a worker thread does it,
         # then (once no follower truncation of these partitions is running)
@@ -45,7 +49,21 @@ def handlers(broker: Any) -> dict[int, Any]:
                             broker.metadata_cache.note_leadership(ts.topic_name, ps)
             return response
 
-        return d.addCallback(lambda _: applied(rm.become_leader_or_follower(request.body)))
+        def shaped(response: dict[str, Any]) -> dict[str, Any]:
+            if request.header.api_version < 5:
+                return response
+            # v5 answers errors by topic id (KIP-516).
+            ids = {ts.topic_name: ts.topic_id for ts in request.body.topic_states}
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for e in response["partition_errors"]:
+                by_topic.setdefault(e["topic_name"], []).append(
+                    {"partition_index": e["partition_index"], "error_code": e["error_code"]}
+                )
+            topics = [{"topic_id": ids.get(name, ZERO_UUID), "partition_errors": errors} for name, errors in by_topic.items()]
+            return {"error_code": response["error_code"], "topics": topics}
+
+        d.addCallback(lambda _: applied(rm.become_leader_or_follower(request.body)))
+        return d.addCallback(shaped)
 
     def stop_replica(request: Any, connection: Any) -> dict[str, Any]:
         if _stale(broker, request.body):

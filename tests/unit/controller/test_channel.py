@@ -25,7 +25,7 @@ from mafka.errors import ErrorCode
 from mafka.wire.codec import decode_body, encode_body
 from mafka.wire.registry import spec_for
 
-VERSIONS = {LEADER_AND_ISR: 2, STOP_REPLICA: 1, UPDATE_METADATA: 7}
+VERSIONS = {LEADER_AND_ISR: 5, STOP_REPLICA: 1, UPDATE_METADATA: 7}
 
 
 def wire(api_key: int, body: Any) -> Any:
@@ -295,3 +295,23 @@ def test_a_barrier_is_delivered_once_every_broker_answered_what_was_queued_befor
     channel.remove_broker(3)
     conns[2].calls[1][2].callback({"error_code": 0})
     assert channel.delivered(mark)
+
+
+def test_leader_and_isr_v5_carries_the_topic_id_and_the_reassignment_state() -> None:
+    from mafka.coordination.znodes import uuid_bytes
+
+    ctx, rec, _, batch = setup(1, 2, 3)
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    # t-0 moves from (2, 3) to (3, 1): full set (3, 1, 2), adding 1, removing 2.
+    ctx.set_topic("t", {0: (3, 1, 2)}, topic_id, adding={0: (1,)}, removing={0: (2,)})
+    ctx.put_leadership(("t", 0), STATE)
+    batch.new_batch()
+    batch.add_leader_and_isr([1, 2, 3], ("t", 0), STATE, (3, 1, 2), is_new=False)
+    batch.send_requests(ctx.epoch)
+    for b in (1, 2, 3):
+        lai = rec.sent[b][0][1]
+        assert lai.type == 0
+        ts = lai.topic_states[0]
+        assert (ts.topic_name, ts.topic_id) == ("t", uuid_bytes(topic_id))
+        ps = ts.partition_states[0]
+        assert (list(ps.replicas), list(ps.adding_replicas), list(ps.removing_replicas)) == ([3, 1, 2], [1], [2])

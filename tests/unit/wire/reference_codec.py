@@ -44,7 +44,9 @@ def _all_subclasses(cls: type) -> list[type]:
 def message_class(name: str) -> type:
     """kafka-python's class for a Kafka message name such as ``"ProduceRequest"``."""
     if name in _FIXTURE_NAMES:
-        return type(name, (ApiMessage,), {}, load_json=_FIXTURES)
+        cls = type(name, (ApiMessage,), {}, load_json=_FIXTURES)
+        _note_renames(name, cls._json["fields"])
+        return cls
     for info in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
         if ".old" in info.name or "generate" in info.name:
             continue
@@ -70,6 +72,12 @@ def _note_renames(name: str, fields: list[dict[str, Any]]) -> None:
             for f in owner:
                 if f["name"] in ("authorized_operations", kafka_name):
                     KAFKA_NAMES[id(f)] = kafka_name
+    if name == "LeaderAndIsrRequest":
+        # Our fixture calls Kafka's ``Type`` ``RequestType``: kafka-python's message classes
+        # already have a ``type`` attribute (request or response).
+        for f in fields:
+            if f["name"] == "RequestType":
+                KAFKA_NAMES[id(f)] = "Type"
     if name == "DescribeClusterResponse":
         # ... and DescribeCluster's ClusterAuthorizedOperations too.
         for f in fields:

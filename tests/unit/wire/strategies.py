@@ -44,7 +44,13 @@ KAFKA_NAMES: dict[int, str] = {}
 KAFKA_PYTHON_ATTRIBUTES = {
     "cluster_authorized_operations": "authorized_operations",
     "topic_authorized_operations": "authorized_operations",
+    # LeaderAndIsr's Type, renamed in our fixture: kafka-python's classes have a ``type``.
+    "type": "request_type",
 }
+
+
+#: Kafka names that kafka-python's message classes shadow with attributes of their own.
+_SHADOWED = {"type"}
 
 
 def field_name(d: dict[str, Any]) -> str:
@@ -125,7 +131,7 @@ def plain(obj: Any, fields: list[dict[str, Any]], version: int) -> Any:
         name = field_name(d)
         if isinstance(obj, dict):
             value = obj[name]
-        elif hasattr(obj, snake(d["name"])):
+        elif hasattr(obj, snake(d["name"])) and name not in _SHADOWED:
             value = getattr(obj, snake(d["name"]))
         else:
             value = getattr(obj, KAFKA_PYTHON_ATTRIBUTES[name])
