@@ -25,6 +25,7 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from twisted.internet import defer
@@ -142,8 +143,11 @@ def handlers(broker: Any) -> dict[int, Any]:
             all_synonyms = broker_synonym_entries(name)
             if name in overrides:
                 value = overrides[name] if name not in effective else effective[name]
+                if name in LIST_TOPIC_CONFIGS:
+                    # Kafka shows a LIST as parsed: items trimmed, in the order given.
+                    value = _list_value(overrides[name])
                 all_synonyms.insert(0, {"name": name, "value": value, "source": DYNAMIC_TOPIC_CONFIG})
-            if name in effective:
+            elif name in effective:
                 value = effective[name]
             elif all_synonyms:
                 value = all_synonyms[0]["value"]
@@ -357,6 +361,12 @@ def handlers(broker: Any) -> dict[int, Any]:
         ALTER_CONFIGS: alter_handler(alter_one),
         INCREMENTAL_ALTER_CONFIGS: alter_handler(incremental_one),
     }
+
+
+def _list_value(value: str) -> str:
+    """A LIST config's value as Kafka parses and prints it (``ConfigDef.parseType``, then joined by ",")."""
+    value = value.strip()
+    return ",".join(re.split(r"\s*,\s*", value)) if value else ""
 
 
 def _reject_duplicate_keys(configs: Any) -> None:

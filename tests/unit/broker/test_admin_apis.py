@@ -222,6 +222,16 @@ def test_incremental_v1_append_skips_present_values_and_subtract_removes(zk_env)
         (0, "t")
     ]
     assert policy() == "delete,compact"  # appended to Kafka's default
+    body = {
+        "resources": [
+            {"resource_type": TOPIC, "resource_name": "t", "configuration_keys": ["cleanup.policy"]}
+        ],
+        "include_synonyms": False,
+    }
+    described = _fired(defer.maybeDeferred(zk_env.handlers[32], _wire(32, 1, body), None))
+    assert (
+        described["results"][0]["configs"][0]["value"] == "delete,compact"
+    )  # in the order stored, as Kafka
     assert incremental(zk_env, [(TOPIC, "t", [("cleanup.policy", APPEND, "compact,delete")])]) == [
         (0, "t")
     ]
