@@ -498,7 +498,7 @@ def parse_duration(text: str) -> int:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "consumer-groups",
-        help="list, describe, delete consumer groups or reset their offsets (kafka-consumer-groups)",
+        help="list, describe, delete consumer groups, reset or delete their offsets (kafka-consumer-groups)",
     )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--list", action="store_true")
