@@ -8,7 +8,10 @@ ratio Mafka / kafka-python (below 1 means Mafka is faster):
 * request header parse (v1 header, as every non-flexible request carries);
 * Produce v7 request, 10 partitions × 16 KiB opaque batches, parse (whole frame);
 * Fetch v11 response, 10 partitions × 16 KiB, build (whole frame);
-* record-batch header view + CRC-32C check of a 16 KiB batch.
+* record-batch header view + CRC-32C check of a 16 KiB batch;
+* request and response body parse of every API added for today's clients
+  (issue 13), at the newest version Mafka decodes, with sample values
+  (three elements per array), beside kafka-python's parse of the same bytes.
 
 Usage: ``.venv/bin/python scripts/bench_wire.py [--rounds N]``
 (``make bench-wire``).
@@ -28,10 +31,12 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from mafka.wire.batch import validate_batch
-from mafka.wire.codec import decode_request, encode_response
+from mafka.wire.codec import decode_body, decode_request, encode_body, encode_response
 from mafka.wire.header import REQUEST_HEADERS, RequestHeader
 from mafka.wire.primitives import FrameReader
 from mafka.wire.records import Record, build_batch
+from mafka.wire.registry import API_SPECS
+from mafka.wire.schema import versions
 
 KiB = 1024
 
@@ -91,6 +96,75 @@ def _kp_fetch(batch: bytes):
     ])
 
 
+#: The APIs whose versions were added for current clients (issue 13), benchmarked at their newest.
+NEW_APIS = (
+    "Metadata", "ListOffsets", "ListGroups", "DescribeGroups", "OffsetCommit", "OffsetFetch", "LeaveGroup",
+    "OffsetDelete", "IncrementalAlterConfigs", "DescribeCluster", "DescribeProducers", "DescribeLogDirs",
+    "AlterReplicaLogDirs", "DescribeUserScramCredentials", "AlterUserScramCredentials",
+)
+
+_SAMPLE = {"int8": 1, "int16": 1, "int32": 7, "int64": 1_234_567, "uint16": 1, "uint32": 7, "float64": 1.5,
+           "bool": True, "bytes": b"x" * 16, "records": None, "uuid": bytes(range(16))}
+
+
+def _in(f, version: int) -> bool:
+    r = versions(f.versions)
+    return r.lo <= version and (r.hi is None or version <= r.hi)
+
+
+def _sample(fields, version: int, depth: int = 0) -> dict:
+    """Plausible values for every field of *fields* present at *version* (arrays of three)."""
+    out = {}
+    for f in fields:
+        if not _in(f, version):
+            continue
+        if f.is_struct:
+            one = lambda i, sub=f.fields: _sample(sub, version, depth + 1)  # noqa: E731
+        elif f.element_type == "string":
+            one = lambda i, n=f.name: f"{n}-{i}"  # noqa: E731
+        else:
+            one = lambda i, t=f.element_type: _SAMPLE[t]  # noqa: E731
+        out[f.name] = [one(i) for i in range(3)] if f.is_array else one(0)
+    return out
+
+
+def _kafka_python_class(name: str):
+    import importlib
+    import pkgutil
+
+    import kafka.protocol
+    from kafka.protocol.api_message import ApiMessage
+
+    for info in pkgutil.walk_packages(kafka.protocol.__path__, "kafka.protocol."):
+        if ".old" not in info.name and "generate" not in info.name:
+            importlib.import_module(info.name)
+    todo = list(ApiMessage.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__name__ == name and getattr(cls, "_class_version", None) is None and cls._json is not None:
+            return cls
+    raise LookupError(name)
+
+
+def _new_api_cases() -> list[tuple[str, Callable[[], object], Callable[[], object], int]]:
+    cases = []
+    for spec in API_SPECS.values():
+        if spec.name not in NEW_APIS:
+            continue
+        version = spec.decode[1]
+        for kind, message in (("request", spec.request), ("response", spec.response)):
+            body = encode_body(message, version, _sample(message.fields, version))
+            theirs = _kafka_python_class(message.name)
+            cases.append((
+                f"{spec.name} v{version} {kind} parse ({len(body)} B)",
+                lambda m=message, v=version, b=body: decode_body(m, v, b),
+                lambda c=theirs, v=version, b=body: c.decode(b, version=v),
+                2000,
+            ))
+    return cases
+
+
 def median_us(fn: Callable[[], object], rounds: int, number: int) -> list[float]:
     return [timeit.timeit(fn, number=number) / number * 1e6 for _ in range(rounds)]
 
@@ -138,10 +212,11 @@ def main() -> int:
          lambda: validate_batch(batch),
          lambda: DefaultRecordBatch(kp_batch).validate_crc(),
          20000),
+        *_new_api_cases(),
     ]
 
     print(f"python {sys.version.split()[0]}; {args.rounds} interleaved rounds; median µs per operation")
-    print(f"{'operation':<44}{'mafka':>10}{'kafka-python':>14}{'ratio':>8}")
+    print(f"{'operation':<56}{'mafka':>10}{'kafka-python':>14}{'ratio':>8}")
     for name, ours, theirs, number in cases:
         ours_t: list[float] = []
         theirs_t: list[float] = []
@@ -149,7 +224,7 @@ def main() -> int:
             ours_t += median_us(ours, 1, number)
             theirs_t += median_us(theirs, 1, number)
         m, k = statistics.median(ours_t), statistics.median(theirs_t)
-        print(f"{name:<44}{m:>10.2f}{k:>14.2f}{m / k:>8.2f}")
+        print(f"{name:<56}{m:>10.2f}{k:>14.2f}{m / k:>8.2f}")
     return 0
 
 
