@@ -105,7 +105,8 @@ class LogConfig:
             raise InvalidConfig("segment.ms, segment.index.bytes or index.interval.bytes out of range")
         if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
             raise InvalidConfig("min.cleanable.dirty.ratio must be within [0, 1]")
-        if not set(self.cleanup_policy) <= {"delete", "compact"} or not self.cleanup_policy:
+        # An empty list is valid, as in Kafka 2.8 (ValidList): neither deleted nor compacted.
+        if not set(self.cleanup_policy) <= {"delete", "compact"}:
             raise InvalidConfig(f"cleanup.policy {','.join(self.cleanup_policy)!r} is not delete and/or compact")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfig("message.timestamp.type must be CreateTime or LogAppendTime")

@@ -246,6 +246,9 @@ def test_incremental_v1_append_skips_present_values_and_subtract_removes(zk_env)
     ) == [(0, "t")]
     assert policy() == "compact"
     assert _fired(zk_env.zk.get_topic_config("t"))["retention.ms"] == "1000"  # other overrides kept
+    # Subtracting the last value leaves an empty list, which Kafka 2.8 accepts (keep everything).
+    assert incremental(zk_env, [(TOPIC, "t", [("cleanup.policy", SUBTRACT, "compact")])]) == [(0, "t")]
+    assert policy() == ""
 
 
 def test_incremental_v1_errors(zk_env):

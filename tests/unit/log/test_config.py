@@ -45,3 +45,8 @@ def test_from_properties_converts_and_overrides_a_base():
 def test_invalid_values_are_refused(props):
     with pytest.raises(InvalidConfig):
         LogConfig.from_properties(props)
+
+
+def test_an_empty_cleanup_policy_keeps_everything_as_kafka_2_8():
+    c = LogConfig.from_properties({"cleanup.policy": ""}, LogConfig())
+    assert c.cleanup_policy == () and not c.compact and not c.delete
