@@ -190,10 +190,12 @@ def test_connection_loss_keeps_the_session_and_watches(
     """A server restart within the session timeout: session_lost, the same session
     comes back (ephemerals kept, no session_established), watches re-armed."""
     port = free_loopback_ports(1)[0]
-    server = ZooKeeperServer(tmp_path / "zk", client_port=port, tick_time_ms=500)
+    # A 30 s session (tickTime 2 s allows up to 40 s): the restart below must stay within it,
+    # and a JVM restart on a loaded machine has been seen to take more than 10 s.
+    server = ZooKeeperServer(tmp_path / "zk", client_port=port, tick_time_ms=2000)
     server.start(timeout=30)
-    store = KazooStore(server.connect_string, session_timeout_ms=10000, operation_timeout_s=40)
-    impatient = KazooStore(server.connect_string, session_timeout_ms=10000, operation_timeout_s=0.5)
+    store = KazooStore(server.connect_string, session_timeout_ms=30000, operation_timeout_s=60)
+    impatient = KazooStore(server.connect_string, session_timeout_ms=30000, operation_timeout_s=0.5)
     listener, watch = Recorder(), Recorder()
     store.add_session_listener(listener)
     try:
@@ -212,7 +214,7 @@ def test_connection_loss_keeps_the_session_and_watches(
         queued = threading.Event()
         in_reactor(lambda: store.create("/queued").addCallback(lambda _: queued.set()) and None)
         server.start(timeout=30)
-        wait_for(lambda: store.connected, "reconnection")
+        wait_for(lambda: store.connected, "reconnection", 30)
         assert store.session_id == session
         assert listener.events == ["established", "lost"]
         assert in_reactor(store.exists, "/eph", timeout=WAIT_S) is not None
@@ -323,7 +325,8 @@ def test_module_main_runs_in_the_foreground_until_interrupted(tmp_path: Path) ->
         jvm = int(match.group(1))
         assert four_letter_word("127.0.0.1", port, "ruok") == "imok"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(20) == 0
+        # The launcher gives the JVM 15 s after SIGTERM, then SIGKILLs it and waits up to 10 s.
+        assert proc.wait(40) == 0
         wait_for(lambda: not _alive(jvm), "the JVM to exit", 15)
         with pytest.raises(OSError):
             four_letter_word("127.0.0.1", port, "ruok", timeout=1)
