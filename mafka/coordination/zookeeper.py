@@ -441,6 +441,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
+    # Ctrl-C must stop it even when started from a background job or a harness that
+    # ignores SIGINT (an ignored SIGINT is inherited, and Python then leaves it ignored).
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         try:
             server.start(timeout=args.timeout)
@@ -460,6 +463,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         server.stop()
 
 

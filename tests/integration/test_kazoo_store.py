@@ -7,6 +7,7 @@ below), so MemoryStore and the real thing are held to the same behaviour.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -311,12 +312,16 @@ def test_three_node_ensemble_serves(tmp_path: Path, reactor_thread: object) -> N
 
 def test_module_main_runs_in_the_foreground_until_interrupted(tmp_path: Path) -> None:
     port = free_loopback_ports(1)[0]
+    # Started with SIGINT ignored, as a background job of a non-interactive shell is (and
+    # everything under it inherits): the launcher must still stop on Ctrl-C.
     proc = subprocess.Popen(
         [sys.executable, "-m", "mafka.coordination.zookeeper", "--data-dir", str(tmp_path), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
+    jvm = None
     try:
         line = _readline(proc, 30)
         assert f"serving on 127.0.0.1:{port}" in line, line
@@ -334,6 +339,8 @@ def test_module_main_runs_in_the_foreground_until_interrupted(tmp_path: Path) ->
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
+        if jvm is not None and _alive(jvm):  # the JVM runs in its own session: not killed with the launcher
+            os.kill(jvm, signal.SIGKILL)
 
 
 def _readline(proc: subprocess.Popen[str], timeout: float) -> str:
