@@ -35,22 +35,27 @@ SETTINGS = [
     ("8 MiB", ["-X", f"fetch.message.max.bytes={8 * MiB}"]),
     ("16 MiB", ["-X", f"fetch.message.max.bytes={16 * MiB}"]),
     ("16 MiB, queued.min.messages=1M", ["-X", f"fetch.message.max.bytes={16 * MiB}", "-X", "queued.min.messages=1000000"]),
+    ("16 MiB, fetch.queue.backoff.ms=10", ["-X", f"fetch.message.max.bytes={16 * MiB}", "-X", "fetch.queue.backoff.ms=10"]),
 ]
 
 
-def measure(broker, env, data: Path, n: int, reps: int, results: dict) -> None:
+def measure(broker, env, work: Path, data: Path, n: int, reps: int, results: dict) -> None:
     create_topic(broker.bootstrap, "T", 1, 1)
     subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "T", "-X", "acks=1", "-X", "linger.ms=5", "-l", str(data)],
                    env=env, check=True, timeout=300)
     for _ in range(reps):
         for label, extra in SETTINGS:
+            # Offsets only, into a file: a pipe read by a slower process would hold kcat back, fill
+            # librdkafka's queue and trip its 1 s fetch backoff, measuring the reader instead.
+            sink = work / "kcat-out.txt"
             before = cpu_s(broker.pid)
             t0 = time.perf_counter()
-            out = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "T", "-o", "beginning", "-c", str(n), "-e", "-q", *extra],
-                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=300)
+            with open(sink, "wb") as out:
+                subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", "T", "-o", "beginning", "-c", str(n), "-e", "-q",
+                                "-f", "%o\n", *extra], env=env, stdout=out, stderr=subprocess.DEVNULL, timeout=300)
             elapsed = time.perf_counter() - t0
             cpu = cpu_s(broker.pid) - before
-            got = out.stdout.count(b"\n")
+            got = sink.read_bytes().count(b"\n")
             if got != n:
                 print(f"  {type(broker).__name__} {label}: read {got} of {n} records", file=sys.stderr)
                 continue
@@ -79,7 +84,7 @@ def main() -> None:
             print(f"round {r}: {which}", file=sys.stderr)
             broker = Tansu(work, args.tansu_port, str(r)) if which == "tansu" else Mafka(work, args.port, args.zookeeper_port, str(r))
             try:
-                measure(broker, env, data, args.records, args.reps, results)
+                measure(broker, env, work, data, args.records, args.reps, results)
             finally:
                 broker.stop()
             time.sleep(1.0)
