@@ -142,9 +142,12 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             time.sleep(0.2)
         bootstrap = ",".join(f"{b['host']}:{b['port']}" for b in brokers)
-        (base / "cluster.json").write_text(
-            json.dumps({"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid}, "brokers": brokers}, indent=2) + "\n"
-        )
+        # Written whole and renamed into place: scripts and tests poll for this file and
+        # must never read it half-written.
+        state = {"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid}, "brokers": brokers}
+        partial = base / "cluster.json.tmp"
+        partial.write_text(json.dumps(state, indent=2) + "\n")
+        os.replace(partial, base / "cluster.json")
         print(f"mafka cluster is up: {args.brokers} broker(s), controller {snapshots[0][1]}")
         print(f"bootstrap servers: {bootstrap}")
         print(f"zookeeper: {connect}   state: {base}/cluster.json   Ctrl-C stops everything")
