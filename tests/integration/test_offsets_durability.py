@@ -789,4 +789,7 @@ def test_negative_control_unclean_election_of_the_offsets_partition_loses_commit
     assert not report.ok, f"the checker saw no loss after an unclean election\n{why}"
     assert set(report.lost) == {(group, p) for p in range(PARTITIONS)}, why
     for got, best in report.lost.values():
-        assert best == max(after) and before <= got < min(after), why
+        # The stale replica holds everything acknowledged before it was killed, and possibly a
+        # commit or two it fetched just before dying whose acknowledgement then waited for the
+        # ISR to shrink (seen once: it held the first "after" commit) — but never the last.
+        assert best == max(after) and before <= got < max(after), why
