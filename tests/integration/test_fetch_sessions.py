@@ -11,13 +11,12 @@ followers in sessions too; every acknowledged record must reach all three.
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 
 from .cluster import LocalCluster
 from .raw_client import BlockingClient
-from .test_clients import wait_for_leaders
+from .test_clients import new_topic, wait_for_leaders
 
 pytestmark = pytest.mark.integration
 
@@ -30,19 +29,6 @@ def cluster(tmp_path_factory):
     c.start()
     yield c
     c.stop()
-
-
-def _topic(cluster, rf):
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    name = f"s-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(name, PARTITIONS, rf)], timeout_ms=30000)
-    finally:
-        admin.close()
-    wait_for_leaders(cluster, name, PARTITIONS)
-    return name
 
 
 def _produce(cluster, topic, tag, n):
@@ -70,7 +56,7 @@ def _drain(consumer, want, timeout=60.0):
 def test_kafka_python_consumes_through_incremental_sessions(cluster):
     from kafka import KafkaConsumer, TopicPartition
 
-    topic = _topic(cluster, rf=3)
+    topic = new_topic(cluster, PARTITIONS, rf=3)
     first = _produce(cluster, topic, "a", 3000)
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, group_id=None, enable_auto_commit=False, fetch_max_wait_ms=100)
     try:
@@ -92,7 +78,7 @@ def test_kafka_python_consumes_through_incremental_sessions(cluster):
 
 def test_a_session_answers_a_partition_the_request_did_not_list(cluster):
     """Raw Fetch v11: full fetch opens a session; later records arrive through an empty incremental fetch."""
-    topic = _topic(cluster, rf=1)
+    topic = new_topic(cluster, PARTITIONS, rf=1)
     meta = wait_for_leaders(cluster, topic, PARTITIONS)
     leader = meta["topics"][0]["partitions"][0]["leader"]
     mine = [p["partition"] for p in meta["topics"][0]["partitions"] if p["leader"] == leader]
