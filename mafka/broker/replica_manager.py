@@ -43,7 +43,12 @@ from mafka.errors import (
 )
 
 from .partition import LeaderState, Partition, ReadResult
-from .validation import validate_produce_batch
+from .validation import (
+    RecordValidationError,
+    needs_record_checks,
+    validate_produce_batch,
+    validate_records,
+)
 
 #: Kafka 2.6 ``ReplicaManager``: ISR changes are announced when none happened for this long …
 ISR_CHANGE_BLACKOUT_MS = 5000
@@ -89,6 +94,9 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     last_offset: int = -1
+    #: Produce v8+ (KIP-467): the refused records ``(batch_index, message)`` and the partition's message.
+    record_errors: list[tuple[int, str]] | None = None
+    error_message: str | None = None
 
 
 @dataclass(eq=False)
@@ -358,12 +366,17 @@ class ReplicaManager:
                 if records is None:
                     raise KafkaError.for_code(ErrorCode.INVALID_RECORD)("a partition with null records")
                 header = validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
+                config = partition.log.config
+                if needs_record_checks(header, config):
+                    validate_records(records, header, config, now_ms=self.now_ms(), topic_partition=f"{topic}-{index}")
                 with self.log_manager.log_io(tp):
                     info = partition.append_as_leader(
                         records, header, required_acks=acks, min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms()
                     )
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
                 self._wake(tp)
+            except RecordValidationError as exc:
+                results[tp] = ProduceResult(exc.code, record_errors=exc.record_errors, error_message=exc.message)
             except KafkaError as exc:
                 results[tp] = ProduceResult(exc.code)
         if acks != -1:

@@ -3,22 +3,31 @@
 ``shared/reference/kafka-protocol.md`` §4.1: Produce v3+ carries exactly one
 magic-2 batch per partition; its size, CRC-32C, offset delta and record
 count are checked from the 61-byte header; control batches and zstd before
-Produce v7 are refused.  Records stay opaque.
+Produce v7 are refused.  Records stay opaque — unless the topic's settings
+need them read (:func:`needs_record_checks`: compacted topics, a bounded
+timestamp difference), where each record is checked as Kafka's
+``LogValidator.validateRecord`` does and refused records are named (KIP-467).
 """
 
 from __future__ import annotations
 
 from mafka.errors import (
     CorruptMessageError,
+    ErrorCode,
     InvalidRecordError,
     MessageTooLargeError,
     UnsupportedCompressionTypeError,
 )
+from mafka.log.config import LONG_MAX, LogConfig
 from mafka.wire.batch import BatchHeader, validate_batch
 from mafka.wire.compression import CompressionType
 from mafka.wire.errors import ProtocolError
+from mafka.wire.records import decode_batch
 
-__all__ = ["validate_produce_batch"]
+__all__ = ["RecordValidationError", "needs_record_checks", "validate_produce_batch", "validate_records"]
+
+LOG_APPEND_TIME = 1
+NO_TIMESTAMP = -1
 
 
 def validate_produce_batch(records: bytes | memoryview, *, produce_version: int, max_message_bytes: int) -> BatchHeader:
@@ -53,3 +62,78 @@ def validate_produce_batch(records: bytes | memoryview, *, produce_version: int,
     if header.compression == CompressionType.ZSTD and produce_version < 7:
         raise UnsupportedCompressionTypeError("zstd needs Produce v7 or later")
     return header
+
+
+class RecordValidationError(Exception):
+    """Records of an otherwise sound batch that the topic refuses (Kafka's ``RecordValidationException``).
+
+    Attributes:
+        code: INVALID_TIMESTAMP if any record's timestamp was refused, else INVALID_RECORD.
+        message: The partition's ``error_message`` (Produce v8+).
+        record_errors: ``(batch_index, message)`` per refused record (KIP-467).
+    """
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.record_errors = record_errors
+
+
+def needs_record_checks(header: BatchHeader, config: LogConfig) -> bool:
+    """True when Kafka's per-record rules can refuse something in this batch.
+
+    Only three settings need the records themselves: a compacted topic (every
+    record needs a key), a CreateTime topic with a bounded
+    ``message.timestamp.difference.max.ms``, and a producer batch marked
+    LogAppendTime.  Every other batch stays opaque.
+    """
+    return (
+        config.compact
+        or header.timestamp_type == LOG_APPEND_TIME
+        or (not config.log_append_time and config.message_timestamp_difference_max_ms < LONG_MAX)
+    )
+
+
+def validate_records(records: bytes | memoryview, header: BatchHeader, config: LogConfig, *,
+                     now_ms: int, topic_partition: str) -> None:
+    """Kafka 2.8's ``LogValidator.validateRecord`` for each record of a producer's batch.
+
+    Call after :func:`validate_produce_batch` (the CRC is not checked again),
+    and only when :func:`needs_record_checks` says so.
+
+    Raises:
+        RecordValidationError: one entry per refused record, in batch order:
+            a compacted topic's record without a key (INVALID_RECORD); a
+            CreateTime timestamp further than ``message.timestamp.difference.max.ms``
+            from *now_ms*, or a producer batch marked LogAppendTime (INVALID_TIMESTAMP).
+        CorruptMessageError: the records do not parse.
+    """
+    try:
+        decoded = decode_batch(records, verify_crc=False)
+    except ProtocolError as exc:
+        raise CorruptMessageError(str(exc)) from None
+    diff = config.message_timestamp_difference_max_ms
+    check_time = not config.log_append_time and diff < LONG_MAX
+    errors: list[tuple[int, str]] = []
+    bad_time = False
+    for index, record in enumerate(decoded.records):
+        if config.compact and record.key is None:
+            errors.append((index, f"Compacted topic cannot accept message without key in topic partition "
+                                  f"{topic_partition}."))
+        elif check_time and record.timestamp != NO_TIMESTAMP and abs(record.timestamp - now_ms) > diff:
+            bad_time = True
+            errors.append((index, f"Timestamp {record.timestamp} of message with offset {record.offset} is out "
+                                  f"of range. The timestamp should be within [{now_ms - diff}, {now_ms + diff}]"))
+        elif header.timestamp_type == LOG_APPEND_TIME:
+            bad_time = True
+            key = -1 if record.key is None else len(record.key)
+            value = -1 if record.value is None else len(record.value)
+            errors.append((index, f"Invalid timestamp type in message DefaultRecord(offset={record.offset}, "
+                                  f"timestamp={record.timestamp}, key={key} bytes, value={value} bytes). "
+                                  "Producer should not set timestamp type to LogAppendTime."))
+    if errors:
+        if bad_time:
+            raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP,
+                                        "One or more records have been rejected due to invalid timestamp", errors)
+        raise RecordValidationError(ErrorCode.INVALID_RECORD, "One or more records have been rejected", errors)

@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
     up = actions.add_parser("up", help="start ZooKeeper and the brokers; stop them on Ctrl-C")
     up.add_argument("--brokers", type=int, default=3)
     up.add_argument("--dir", type=Path, default=Path(".mafka/cluster"))
-    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server property for every broker")
+    up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server property for every broker; ${broker.id} in VALUE becomes the broker's id")
     up.add_argument("--base-port", type=int, default=9092)
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--tick-time-ms", type=int, default=500)
@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
             n_dirs = max(1, args.log_dirs_per_broker)
             log_dirs = [home / "logs"] if n_dirs == 1 else [home / f"logs-{i}" for i in range(1, n_dirs + 1)]
             log_dir = ",".join(str(d) for d in log_dirs)
-            config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, extra))
+            own = {k: v.replace("${broker.id}", str(broker_id)) for k, v in extra.items()}
+            config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, own))
             argv = [sys.executable, "-m", "mafka.cli.main", "server-start", str(config)]
             log_file = home / "server.log"
             with open(log_file, "ab") as out:

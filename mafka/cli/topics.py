@@ -22,6 +22,14 @@ from datetime import datetime
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text
+from mafka.cli.topics_common import (
+    INTERNAL_TOPICS,
+    TopicCommandError,
+    format_partition_line,
+    format_topic_line,
+    parse_replica_assignment,
+    select_topics,
+)
 from mafka.client.admin import AdminClient
 from mafka.client.admin_types import (
     ConfigResource,
@@ -40,66 +48,60 @@ __all__ = ["add_parser", "run", "TopicCommandError", "format_topic_line", "forma
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 
-class TopicCommandError(Exception):
-    """A failure reported as Kafka reports it (``exception`` names the Java class)."""
-
-    def __init__(self, message: str, exception: str = "java.lang.IllegalArgumentException") -> None:
-        super().__init__(message)
-        self.message = message
-        self.exception = exception
-
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("topics", help="create, delete, describe, or change a topic (kafka-topics)")
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="DEPRECATED (as in Kafka 2.8): work on ZooKeeper's znodes directly")
     for action in ACTIONS:
         p.add_argument(f"--{action}", action="store_true")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int)
     p.add_argument("--replication-factor", type=int)
+    p.add_argument("--replica-assignment", metavar="B1:B2,B3:B4")
     p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--delete-config", action="append", default=[], metavar="NAME",
+                   help="with --zookeeper --alter: remove a topic config override")
     p.add_argument("--if-not-exists", action="store_true")
     p.add_argument("--if-exists", action="store_true")
     p.add_argument("--exclude-internal", action="store_true")
     p.add_argument("--under-replicated-partitions", action="store_true")
     p.add_argument("--unavailable-partitions", action="store_true")
+    p.add_argument("--topics-with-overrides", action="store_true")
     p.add_argument("--command-config", help="accepted for compatibility; ignored")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
 
 def check_args(args: argparse.Namespace) -> str:
-    """The chosen action; raises TopicCommandError for Kafka's argument errors."""
+    """The chosen action; raises TopicCommandError for Kafka 2.8's argument errors."""
+    if bool(args.bootstrap_server) == bool(args.zookeeper):
+        raise TopicCommandError("Only one of --bootstrap-server or --zookeeper must be specified")
     chosen = [a for a in ACTIONS if getattr(args, a)]
     if len(chosen) != 1:
         raise TopicCommandError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
     action = chosen[0]
     if action in ("create", "alter", "delete") and not args.topic:
         raise TopicCommandError('Missing required argument "[topic]"')
-    if action == "alter" and args.partitions is None:
+    if action == "alter" and args.bootstrap_server and args.partitions is None:
         raise TopicCommandError("Only --partitions can be altered with --bootstrap-server")
-    if action != "create" and (args.replication_factor is not None or args.config):
-        raise TopicCommandError("Option \"[replication-factor]\" / \"[config]\" can only be used with --create")
+    if action == "alter" and args.partitions is None and not (args.config or args.delete_config):
+        raise TopicCommandError("--alter needs --partitions, --config or --delete-config")
+    if args.replication_factor is not None and action != "create":
+        raise TopicCommandError("Option \"[replication-factor]\" can only be used with --create")
+    if args.config and not (action == "create" or (action == "alter" and args.zookeeper)):
+        raise TopicCommandError("Option \"[config]\" can only be used with --create"
+                                + ("" if args.bootstrap_server else " or --alter"))
+    if args.delete_config and not (action == "alter" and args.zookeeper):
+        raise TopicCommandError("Option \"[delete-config]\" can only be used with --zookeeper --alter")
+    if args.replica_assignment and (args.partitions is not None or args.replication_factor is not None) \
+            and action == "create":
+        raise TopicCommandError("Option \"[replica-assignment]\" can't be used with "
+                                "\"[partitions]\" or \"[replication-factor]\"")
     for entry in args.config:
         if "=" not in entry:
             raise TopicCommandError(f"Invalid topic config: all configs to be added must be in the format \"key=val\". Got: {entry}")
     return action
-
-
-def format_topic_line(name: str, partitions: int, rf: int, configs: dict[str, str], topic_id: str | None = None) -> str:
-    """Kafka 2.8's per-topic describe line (``TopicId`` only when the topic has one)."""
-    conf = ",".join(f"{k}={v}" for k, v in configs.items())
-    shown_id = "" if topic_id is None else f"\tTopicId: {topic_id}"
-    return f"Topic: {name}{shown_id}\tPartitionCount: {partitions}\tReplicationFactor: {rf}\tConfigs: {conf}"
-
-
-def format_partition_line(name: str, partition: int, leader: int, replicas: list[int], isr: list[int]) -> str:
-    """Kafka 2.8's per-partition describe line (``Leader: none`` without a leader)."""
-    shown = str(leader) if leader >= 0 else "none"
-    return (
-        f"\tTopic: {name}\tPartition: {partition}\tLeader: {shown}"
-        f"\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
-    )
 
 
 _JAVA_NAMES = {ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException"}
@@ -113,8 +115,6 @@ def _java_name(code: int) -> str:
     return f"org.apache.kafka.common.errors.{name}"
 
 
-#: Kafka's ``Topic.INTERNAL_TOPICS``: what ``--exclude-internal`` leaves out.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 #: Client-side failures Kafka reports as a TimeoutException ("no node could be asked in time").
 _TIMEOUTS = frozenset({ClientError._TIMED_OUT, ClientError._TRANSPORT, ClientError._ALL_BROKERS_DOWN})
 
@@ -161,26 +161,24 @@ def _live_brokers(admin: AdminClient, timeout: float) -> set[int]:
     return set(_metadata(admin, timeout).brokers)
 
 
-def _ensure_exists(admin: AdminClient, timeout: float, topic: str, if_exists: bool) -> bool:
-    names = {t.topic for t in _topics(admin, timeout)}
-    if topic in names:
-        return True
-    if if_exists:
-        return False
-    raise TopicCommandError(f"Topic '{topic}' does not exist as expected")
+def _selected(admin: AdminClient, args: argparse.Namespace) -> list[str]:
+    """The topics ``--topic`` selects (Kafka's IncludeList); none is an error unless ``--if-exists``."""
+    names = select_topics([t.topic for t in _topics(admin, args.timeout)], args.topic, args.exclude_internal)
+    if names or args.if_exists:
+        return names
+    raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
 
 
 def create(admin: AdminClient, args: argparse.Namespace) -> None:
     topic = args.topic
+    assignment = parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
     new = NewTopic(
         topic,
         num_partitions=-1 if args.partitions is None else args.partitions,
         replication_factor=-1 if args.replication_factor is None else args.replication_factor,
+        replica_assignment=None if assignment is None else [assignment[p] for p in sorted(assignment)],
         config=dict(c.split("=", 1) for c in args.config),
     )
-    if "." in topic or "_" in topic:
-        print("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could "
-              "collide. To avoid issues it is best to use either, but not both.")
     futures = admin.create_topics([new], operation_timeout=args.timeout, request_timeout=args.timeout)
     try:
         futures[topic].result(args.timeout + 5.0)
@@ -214,12 +212,11 @@ def _configs(admin: AdminClient, names: list[str], timeout: float) -> dict[str, 
 
 
 def describe(admin: AdminClient, args: argparse.Namespace) -> None:
-    topics = _topics(admin, args.timeout, args.exclude_internal)
-    if args.topic:
-        topics = [t for t in topics if t.topic == args.topic]
-        if not topics and not args.if_exists:
-            raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
-    topics.sort(key=lambda t: t.topic)
+    by_name = {t.topic: t for t in _topics(admin, args.timeout, args.exclude_internal)}
+    chosen = select_topics(by_name, args.topic)
+    if args.topic and not chosen and not args.if_exists:
+        raise TopicCommandError(f"Topic '{args.topic}' does not exist as expected")
+    topics = [by_name[n] for n in chosen]
     configs = _configs(admin, [t.topic for t in topics], args.timeout) if topics else {}
     live = _live_brokers(admin, args.timeout) if args.unavailable_partitions else set()
     for t in topics:
@@ -230,25 +227,31 @@ def describe(admin: AdminClient, args: argparse.Namespace) -> None:
             filtered = [p for p in parts if len(p.isrs) < len(p.replicas)]
         elif args.unavailable_partitions:
             filtered = [p for p in parts if p.leader < 0 or p.leader not in live]
+        if args.topics_with_overrides and not configs.get(t.topic):
+            continue
         if not (args.under_replicated_partitions or args.unavailable_partitions):
             print(format_topic_line(t.topic, len(parts), rf, configs.get(t.topic, {}), t.topic_id))
-        for p in filtered:
+        for p in [] if args.topics_with_overrides else filtered:
             print(format_partition_line(t.topic, p.id, p.leader, list(p.replicas), list(p.isrs)))
 
 
 def alter(admin: AdminClient, args: argparse.Namespace) -> None:
-    if not _ensure_exists(admin, args.timeout, args.topic, args.if_exists):
+    names = _selected(admin, args)
+    if not names:
         return
-    futures = admin.create_partitions([NewPartitions(args.topic, args.partitions)],
+    futures = admin.create_partitions([NewPartitions(n, args.partitions) for n in names],
                                       operation_timeout=args.timeout, request_timeout=args.timeout)
-    _result(futures[args.topic], args.timeout)
+    for name in names:
+        _result(futures[name], args.timeout)
 
 
 def delete(admin: AdminClient, args: argparse.Namespace) -> None:
-    if not _ensure_exists(admin, args.timeout, args.topic, args.if_exists):
+    names = _selected(admin, args)
+    if not names:
         return
-    futures = admin.delete_topics([args.topic], operation_timeout=args.timeout, request_timeout=args.timeout)
-    _result(futures[args.topic], args.timeout)
+    futures = admin.delete_topics(names, operation_timeout=args.timeout, request_timeout=args.timeout)
+    for name in names:
+        _result(futures[name], args.timeout)
 
 
 def _report(exc: TopicCommandError) -> None:
@@ -260,6 +263,16 @@ def _report(exc: TopicCommandError) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         action = check_args(args)
+        if action == "create" and ("." in args.topic or "_" in args.topic):
+            print("WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
+                  "could collide. To avoid issues it is best to use either, but not both.")
+        if args.zookeeper:
+            from mafka.cli.topics_zk import run_zookeeper
+
+            assignment = parse_replica_assignment(args.replica_assignment) if args.replica_assignment else None
+            run_zookeeper(args, action, dict(c.split("=", 1) for c in args.config), assignment)
+            sys.stdout.flush()
+            return 0
         with AdminClient(admin_config(args.bootstrap_server, "mafka-topics", args.timeout)) as admin:
             {"create": create, "list": list_topics, "describe": describe, "alter": alter, "delete": delete}[action](admin, args)
     except TopicCommandError as exc:

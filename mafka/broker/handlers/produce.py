@@ -73,4 +73,8 @@ def _partition(index: int, r: ProduceResult) -> dict[str, Any]:
         "base_offset": r.base_offset,
         "log_append_time_ms": r.log_append_time,
         "log_start_offset": r.log_start_offset,
+        "record_errors": [
+            {"batch_index": i, "batch_index_error_message": m} for i, m in (r.record_errors or ())
+        ],
+        "error_message": r.error_message,
     }

@@ -1,8 +1,9 @@
-"""Produce (api key 0), decoded at v3–7.
+"""Produce (api key 0), decoded at v3–9.
 
-Request v3–8 share one layout; the response adds log_append_time (v2) and
-log_start_offset (v5). v0–2 are advertised only so that kcat (librdkafka
-2.0) enables compression; they are refused if sent.
+Request v3–8 share one layout (v9 is the flexible form); the response adds
+log_append_time (v2), log_start_offset (v5), and per-record errors plus an
+error message (v8, KIP-467). v0–2 are advertised only so that kcat
+(librdkafka 2.0) enables compression; they are refused if sent.
 
 Fields follow Kafka's ``ProduceRequest.json`` / ``ProduceResponse.json``.
 """
@@ -15,8 +16,8 @@ from ..schema import F
 SPEC = api(
     0,
     "Produce",
-    advertised=(0, 7),
-    decode=(3, 7),
+    advertised=(0, 9),
+    decode=(3, 9),
     flexible="9+",
     request=[
         F("transactional_id", "string", "3+", nullable="3+"),
@@ -39,6 +40,11 @@ SPEC = api(
                 F("base_offset", "int64", "0+"),
                 F("log_append_time_ms", "int64", "2+", default=-1),
                 F("log_start_offset", "int64", "5+", default=-1),
+                F("record_errors", "[]BatchIndexAndErrorMessage", "8+",
+                    F("batch_index", "int32", "8+"),
+                    F("batch_index_error_message", "string", "8+", nullable="8+"),
+                ),
+                F("error_message", "string", "8+", nullable="8+"),
             ),
         ),
         F("throttle_time_ms", "int32", "1+"),

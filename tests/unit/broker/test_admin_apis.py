@@ -99,9 +99,10 @@ def test_max_timestamp_in_a_later_segment_and_an_empty_log(env):
 def test_max_timestamp_of_a_log_append_time_batch_is_its_first_record(env):
     env.rm.become_leader_or_follower(leader_and_isr())
     produce(env, records([1, 2]))
-    produce(
-        env, records([5, 5, 5], timestamp_type=1)
-    )  # offsets 2-4, all reported at maxTimestamp 5
+    # Producers may not send LogAppendTime batches (INVALID_TIMESTAMP): append as a leader whose
+    # broker stamped the batch would. Offsets 2-4, all reported at maxTimestamp 5.
+    partition = env.rm.partitions[("t", 0)]
+    partition.append_as_leader(records([5, 5, 5], timestamp_type=1))
     assert list_offsets(env, 7, (0, -3)) == [(0, 5, 2, 0)]
 
 

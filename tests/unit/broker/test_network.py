@@ -93,7 +93,7 @@ def test_api_versions_over_tcp(server):
 
     cid, body = client()
     assert cid == 7 and body.error_code == 0
-    assert {e.api_key: e.max_version for e in body.api_keys}[0] == 7
+    assert {e.api_key: e.max_version for e in body.api_keys}[0] == 9
 
 
 def test_pipelined_requests_are_answered_in_order(server):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 import pytest
 
 from mafka.cli import topics
 from mafka.cli.main import main
+from mafka.cli.topics_common import TopicCommandError, parse_replica_assignment, select_topics
 from mafka.errors import ErrorCode
 from tests.unit.cli.fake_wire import WireFake
 
@@ -189,3 +191,54 @@ def test_an_unreachable_cluster_times_out(capsys: pytest.CaptureFixture[str]) ->
     out, err = capsys.readouterr()
     assert out.startswith("Error while executing topic command : Timed out waiting for a node assignment.")
     assert "ERROR org.apache.kafka.common.errors.TimeoutException" in err
+
+
+def parse_zk(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    topics.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["topics", "--zookeeper", "localhost:2181", *argv])
+
+
+def test_zookeeper_form_allows_config_changes_on_alter() -> None:
+    args = parse_zk("--alter", "--topic", "t", "--config", "retention.ms=1", "--delete-config", "segment.ms")
+    assert topics.check_args(args) == "alter"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--bootstrap-server", "x:1", "--list"), "Only one of --bootstrap-server or --zookeeper"),
+        (("--alter", "--topic", "t"), "--alter needs --partitions, --config or --delete-config"),
+        (("--describe", "--delete-config", "a"), "can only be used with --zookeeper --alter"),
+        (("--create", "--topic", "t", "--partitions", "1", "--replica-assignment", "1:2"), "can't be used with"),
+    ],
+)
+def test_zookeeper_argument_errors(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(topics.TopicCommandError, match=re.escape(message)):
+        topics.check_args(parse_zk(*argv))
+
+
+def test_neither_bootstrap_nor_zookeeper_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topics", "--list"]) == 1
+    assert "Only one of --bootstrap-server or --zookeeper must be specified" in capsys.readouterr().out
+
+
+def test_topic_is_kafkas_include_list() -> None:
+    names = ["a.b", "axb", "orders", "orders-eu", "__consumer_offsets"]
+    assert select_topics(names, None) == sorted(names)
+    assert select_topics(names, "orders") == ["orders"]
+    assert select_topics(names, "orders.*") == ["orders", "orders-eu"]
+    assert select_topics(names, "orders, axb") == ["axb", "orders"]
+    assert select_topics(names, "'a.b'") == ["a.b", "axb"]  # a Java regex: '.' matches any character
+    assert select_topics(names, None, exclude_internal=True) == ["a.b", "axb", "orders", "orders-eu"]
+    assert select_topics(names, "[bad") == []
+
+
+def test_replica_assignment_parsing() -> None:
+    assert parse_replica_assignment("1:2,2:3, 3:1") == {0: [1, 2], 1: [2, 3], 2: [3, 1]}
+    with pytest.raises(TopicCommandError, match="duplicate entries: 1"):
+        parse_replica_assignment("1:1")
+    with pytest.raises(TopicCommandError, match="different replication factor"):
+        parse_replica_assignment("1:2,3")
+    with pytest.raises(TopicCommandError, match="Invalid replica assignment"):
+        parse_replica_assignment("a:b")

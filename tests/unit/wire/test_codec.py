@@ -26,7 +26,7 @@ from .strategies import mafka_fields, values
 
 # shared/reference/kafka-protocol.md §2.3: advertised (min, max) per api key.
 REFERENCE_TABLE = {
-    0: (0, 7), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
+    0: (0, 9), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
     12: (0, 3), 13: (0, 4), 14: (0, 3), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 4),
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 1), 23: (2, 3), 24: (0, 2), 25: (0, 2),
     26: (0, 2), 27: (0, 0), 28: (0, 2), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
@@ -43,6 +43,7 @@ REFERENCE_TABLE = {
     # SCRAM credential APIs (KIP-554), DescribeCluster (KIP-700; v1-v2 because kafka-python's
     # describe_cluster reads the v1 endpoint type), DescribeProducers (KIP-664).
     50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0),
+    # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.
 }  # fmt: skip
 REFERENCE_DECODE_FLOOR = {0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
 
@@ -95,7 +96,7 @@ def test_unknown_api_key_is_refused():
         decode_request(struct.pack(">hhih", 1000, 0, 1, -1))
 
 
-@pytest.mark.parametrize(("key", "version"), [(0, 2), (0, 8), (1, 3), (1, 12), (3, 13), (23, 1), (4, 1), (6, 8)])
+@pytest.mark.parametrize(("key", "version"), [(0, 2), (0, 10), (1, 3), (1, 12), (3, 13), (23, 1), (4, 1), (6, 8)])
 def test_versions_outside_the_decode_range_are_refused(key, version):
     with pytest.raises(UnsupportedVersion):
         decode_request(struct.pack(">hhih", key, version, 1, -1) + b"\x00" * 32)
