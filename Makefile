@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale system-deps clean
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale conformance system-deps clean
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -59,6 +59,12 @@ bench-consume: system-deps $(STAMP)
 # 1, 2 and 4 concurrent producers and consumers, 12 partitions on 3 brokers, beside Tansu.
 bench-scale: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_scale.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+# librdkafka's own test suite against a local 3-broker cluster (LIBRDKAFKA=path to a checkout, e.g.
+# git clone -b v2.15.0 https://github.com/confluentinc/librdkafka; TESTS=0011,0118 runs a subset).
+conformance: system-deps $(STAMP)
+	@scripts/install-system-deps.sh conformance
+	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS))
 
 system-deps:
 	@scripts/install-system-deps.sh

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Mafka's commands need, only those missing.
+# Installs the Debian packages Mafka's commands need, only those missing
+# (`install-system-deps.sh conformance` adds what librdkafka's test suite needs to build).
 # Uses sudo when not root.  Safe to run repeatedly; a no-op when all is there.
 set -euo pipefail
 
@@ -14,6 +15,18 @@ declare -A NEEDS=(
   # A third-party Kafka client for integration tests.
   [kcat]="command -v kcat"
 )
+
+# `make conformance` builds librdkafka's test suite: a C/C++ toolchain and the
+# libraries its configure looks for (rapidjson lets the statistics test run).
+if [ "${1:-}" = conformance ]; then
+  NEEDS+=(
+    [build-essential]="command -v g++ && command -v make"
+    [libssl-dev]="test -f /usr/include/openssl/ssl.h"
+    [zlib1g-dev]="test -f /usr/include/zlib.h"
+    [libzstd-dev]="test -f /usr/include/zstd.h"
+    [rapidjson-dev]="test -f /usr/include/rapidjson/schema.h"
+  )
+fi
 
 missing=()
 for pkg in "${!NEEDS[@]}"; do

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     check.set_defaults(func=_selfcheck)
     from mafka.cli import (
         cluster,
+        configs,
         console_consumer,
         console_producer,
         consumer_groups,
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     producer_perf_test.add_parser(sub)
     consumer_perf_test.add_parser(sub)
     spark_etl.add_parser(sub)
+    configs.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

@@ -1,0 +1,55 @@
+"""Kafka's ``bin/kafka-*.sh`` names as thin wrappers over ``mafka <tool>``.
+
+pip installs each as a console script, so ``$VIRTUAL_ENV/bin`` holds
+``kafka-topics.sh``, ``kafka-configs.sh`` … and scripts written for Kafka run
+unchanged with ``KAFKA_PATH=$VIRTUAL_ENV`` (they call ``$KAFKA_PATH/bin/…``).
+Every argument goes to the Mafka tool as given; the tools accept Kafka 2.8's
+flags, including the deprecated ``--zookeeper`` form where 2.8 still had it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+__all__ = ["SCRIPTS", "script"]
+
+#: Kafka script name → ``mafka`` subcommand.
+SCRIPTS: dict[str, str] = {
+    "kafka-topics.sh": "topics",
+    "kafka-configs.sh": "configs",
+    "kafka-console-producer.sh": "console-producer",
+    "kafka-console-consumer.sh": "console-consumer",
+    "kafka-consumer-groups.sh": "consumer-groups",
+    "kafka-reassign-partitions.sh": "reassign-partitions",
+    "kafka-leader-election.sh": "leader-election",
+    "kafka-log-dirs.sh": "log-dirs",
+    "kafka-producer-perf-test.sh": "producer-perf-test",
+    "kafka-consumer-perf-test.sh": "consumer-perf-test",
+    "kafka-server-start.sh": "server-start",
+}
+
+
+def script(command: str) -> Callable[[], None]:
+    """The console-script entry point that runs ``mafka <command> <argv…>`` and exits with its status."""
+
+    def entry() -> None:
+        from mafka.cli.main import main
+
+        sys.exit(main([command, *sys.argv[1:]]))
+
+    entry.__name__ = command.replace("-", "_")
+    return entry
+
+
+kafka_topics = script("topics")
+kafka_configs = script("configs")
+kafka_console_producer = script("console-producer")
+kafka_console_consumer = script("console-consumer")
+kafka_consumer_groups = script("consumer-groups")
+kafka_reassign_partitions = script("reassign-partitions")
+kafka_leader_election = script("leader-election")
+kafka_log_dirs = script("log-dirs")
+kafka_producer_perf_test = script("producer-perf-test")
+kafka_consumer_perf_test = script("consumer-perf-test")
+kafka_server_start = script("server-start")
