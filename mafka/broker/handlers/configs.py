@@ -254,7 +254,15 @@ def handlers(broker: Any) -> dict[int, Any]:
         if resource.resource_type == BROKER:
             name = resource.resource_name
             if name == "":
-                return []
+                # Kafka's ConfigHelper: the cluster default is described by its dynamic defaults only.
+                default = yield broker.zk.get_broker_config(None)
+                return [
+                    {"name": key, "value": value, "read_only": False,
+                     "config_source": DYNAMIC_DEFAULT_BROKER_CONFIG, "is_sensitive": False,
+                     "synonyms": [{"name": key, "value": value, "source": DYNAMIC_DEFAULT_BROKER_CONFIG}]
+                     if synonyms else []}
+                    for key, value in sorted(default.items()) if keys is None or key in keys
+                ]
             try:
                 broker_id = int(name)
             except ValueError:

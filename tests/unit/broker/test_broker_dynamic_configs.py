@@ -102,3 +102,20 @@ def test_default_entity_and_errors(env) -> None:
     assert code == ErrorCode.INVALID_CONFIG  # not a LIST config (Kafka's ConfigAdminManager)
     assert _incremental(env, "1", [("leader.replication.throttled.rate", SET, "9")], True)[0] == 0
     assert _result(env.zk.get_broker_config(1)) == {}, "validate_only writes nothing"
+
+
+def test_the_cluster_default_is_described_by_its_dynamic_defaults(env) -> None:
+    def describe(keys=None):
+        body = NS(resources=[NS(resource_type=BROKER, resource_name="", configuration_keys=keys)],
+                  include_synonyms=True)
+        (described,) = _result(env.api[32](NS(body=body), None))["results"]
+        return described
+
+    assert describe()["configs"] == []
+    assert _incremental(env, "", [("follower.replication.throttled.rate", SET, "5")])[0] == 0
+    got = describe()
+    assert got["error_code"] == 0
+    assert [(c["name"], c["value"], c["config_source"]) for c in got["configs"]] == [
+        ("follower.replication.throttled.rate", "5", 3)  # DYNAMIC_DEFAULT_BROKER_CONFIG
+    ]
+    assert describe(["leader.replication.throttled.rate"])["configs"] == []
