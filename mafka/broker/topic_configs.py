@@ -174,6 +174,18 @@ class TopicConfigManager:
             w.cancel()
         self._watches.clear()
 
+    @defer.inlineCallbacks
+    def ensure(self, topics: Any) -> Any:
+        """Reads the overrides of the *topics* not known yet; fires when all are known.
+
+        Kafka reads a topic's config from ZooKeeper when it creates the
+        topic's log; the watch on ``/brokers/topics`` may fire after the
+        controller's LeaderAndIsr arrives, so log creation asks first.
+        """
+        for topic in topics:
+            if topic not in self.overrides:
+                self._set(topic, (yield self.zk.get_topic_config(topic)))
+
     # ------------------------------------------------------------------ updates
 
     def _changed(self) -> None:

@@ -10,13 +10,18 @@ broker_epoch is below this broker's registration epoch → STALE_BROKER_EPOCH
 
 The broker provides ``replica_manager``, ``metadata_cache``, ``broker_epoch``,
 ``on_metadata_update(deleted_partitions)`` (may be a no-op) and
-``run_blocking(fn, *args) -> Deferred`` (a worker thread in a real broker).
+``run_blocking(fn, *args) -> Deferred`` (a worker thread in a real broker);
+optionally ``topic_configs`` (``ensure(topics) -> Deferred``) and
+``log_config_for(topic)``, so new logs get their topic's config.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from twisted.internet import defer
+
+from mafka.broker.topic_configs import apply_log_config
 from mafka.errors import ErrorCode
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
@@ -27,21 +32,46 @@ def _stale(broker: Any, body: Any) -> bool:
     return body.broker_epoch != -1 and body.broker_epoch < broker.broker_epoch
 
 
+def _refresh_log_configs(broker: Any, body: Any) -> None:
+    """Gives the request's logs their topic's current config.
+
+    A config change that arrived while a log was being created in a worker
+    thread found no open log to apply to; this catches it up.
+    """
+    config_for = getattr(broker, "log_config_for", None)
+    if config_for is None:
+        return
+    partitions = broker.replica_manager.partitions
+    for ts in body.topic_states:
+        config = config_for(ts.topic_name)
+        for ps in ts.partition_states:
+            partition = partitions.get((ts.topic_name, ps.partition_index))
+            if partition is not None and partition.log.config != config:
+                apply_log_config(partition.log, config)
+
+
 def handlers(broker: Any) -> dict[int, Any]:
     def leader_and_isr(request: Any, connection: Any) -> Any:
         if _stale(broker, request.body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": [], "topics": []}
         rm = broker.replica_manager
+        # A new log is created with its topic's config (Kafka reads it from ZooKeeper at
+        # that moment): the overrides of a topic this broker has not heard of yet are read
+        # first — the config watch may not have fired when the controller's request arrives.
+        configs = getattr(broker, "topic_configs", None)
+        topics = {ts.topic_name for ts in request.body.topic_states}
+        d = configs.ensure(topics) if configs is not None else defer.succeed(None)
         # Log creation and loading block on the disk: a worker thread does it,
         # then (once no follower truncation of these partitions is running)
         # the role changes are applied here, on the reactor.
-        d = broker.run_blocking(rm.prepare_partitions, request.body)
+        d.addCallback(lambda _: broker.run_blocking(rm.prepare_partitions, request.body))
         d.addCallback(lambda _: rm.truncations_in_flight(request.body))
 
         def applied(response: dict[str, Any]) -> dict[str, Any]:
             # What this broker now leads or follows is what its Metadata answers name too,
             # before the controller's UpdateMetadata arrives.
             if response["error_code"] == ErrorCode.NONE:
+                _refresh_log_configs(broker, request.body)
                 failed = {(e["topic_name"], e["partition_index"]) for e in response["partition_errors"] if e["error_code"]}
                 for ts in request.body.topic_states:
                     for ps in ts.partition_states:

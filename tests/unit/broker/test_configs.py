@@ -196,3 +196,49 @@ def test_apply_log_config_updates_open_log(tmp_path):
     log_.append_as_leader(build_batch([Record(0, 1, b"k", b"x")]), 0)
     assert [r.timestamp for r in iter_records(log_.read(0, 1000).read())] == [5000]
     log_.close()
+
+
+def test_ensure_reads_the_config_of_a_topic_the_watch_has_not_reported(env):
+    manager = TopicConfigManager(_zk(env.tree), env.broker.config)
+    _result(manager.load())  # no watches started: nothing reports "fresh" below
+    _result(env.zk.create_topic("fresh", {0: [1]}, {"cleanup.policy": "compact", "segment.bytes": "1048576"}))
+    assert "fresh" not in manager.overrides
+    _result(manager.ensure(["fresh", "t"]))
+    cfg = manager.log_config("fresh")
+    assert (cfg.compact, cfg.segment_bytes) == (True, 1048576)
+    assert manager.log_config("t").retention_ms == 1000
+
+
+def test_leader_and_isr_gives_new_logs_their_topics_current_config(tmp_path):
+    """A topic config that arrives while the log is being created still reaches the log (Kafka reads it at creation)."""
+    from twisted.internet import defer, task
+
+    from mafka.broker.dispatcher import Dispatcher, collect_handlers
+    from mafka.broker.metadata_cache import MetadataCache
+    from mafka.broker.replica_manager import ReplicaManager
+    from mafka.log.manager import LogManager
+    from tests.unit.broker.test_replica_manager import call, leader_and_isr
+
+    compact = LogConfig(cleanup_policy=("compact",), segment_bytes=1048576)
+    answers = iter([LogConfig()])  # the first lookup (log creation) still sees the broker default
+
+    def config_for(topic):
+        return next(answers, compact)
+
+    manager = LogManager([tmp_path / "d"], LogConfig(), lambda: 0, broker_id=1, cluster_id="c")
+    manager.startup()
+    rm = ReplicaManager(1, manager, task.Clock(), log_config_for=config_for)
+    ensured = []
+    broker = NS(
+        replica_manager=rm, metadata_cache=MetadataCache(1), broker_epoch=100,
+        run_blocking=lambda fn, *args: defer.maybeDeferred(fn, *args), on_metadata_update=lambda d: None,
+        topic_configs=NS(ensure=lambda topics: defer.succeed(ensured.append(sorted(topics)))),
+        log_config_for=config_for,
+    )
+    env = NS(dispatcher=Dispatcher(collect_handlers(broker)))
+    body, _ = call(env, 4, 2, leader_and_isr("fresh"))
+    assert body.error_code == 0
+    assert ensured == [["fresh"]]
+    assert rm.partitions[("fresh", 0)].log.config == compact
+    assert rm.partitions[("fresh", 0)].log.active_segment.config == compact
+    manager.shutdown()
