@@ -49,8 +49,21 @@ from tests.integration.cluster import LocalCluster  # noqa: E402
 SECURITY = re.compile(r"ssl|sasl|oauth|_auth|reauth|scram|kerberos|gssapi", re.IGNORECASE)
 
 #: Failures that come from the suite's assumptions about its environment, not
-#: from Kafka behaviour Mafka lacks: test name → why (shown in the table).
+#: from Kafka behaviour Mafka lacks: test name → why (shown as ENV in the table).
 ENVIRONMENT: dict[str, str] = {}
+
+#: Failures that need a Kafka feature another open issue builds: test name → which
+#: (shown as PENDING; they still count as failures for the exit status).
+PENDING: dict[str, str] = {
+    "0055_producer_latency": "its transactional-producer subtest: transactions are issue #16",
+    "0061_consumer_lag": "its read_committed subtest: transactions are issue #16",
+    "0098_consumer_txn": "transactions (issue #16)",
+    "0103_transactions": "transactions (issue #16)",
+    "0129_fetch_aborted_msgs": "transactions (issue #16)",
+    "0081_admin": "its ACL subtests (CreateAcls/DescribeAcls/DeleteAcls): librdkafka's trivup cluster runs "
+                  "an ACL authorizer; authorization is the security work",
+    "0109_auto_create_topics": "its unauthorized-topic subtest runs kafka-acls.sh: authorization is the security work",
+}
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\(B")
 
@@ -268,9 +281,12 @@ def main() -> int:
             for t in group:
                 result, seconds, detail = results.get(t.name, results.get("*", ("NOT RUN", elapsed, "")))
                 t.result, t.seconds, t.detail = result, seconds, detail
-                if result == "FAILED" and t.name in ENVIRONMENT:
+                if result in ("FAILED", "CRASHED", "TIMEOUT") and t.name in ENVIRONMENT:
                     t.result = "ENV"
                     t.detail = f"{ENVIRONMENT[t.name]} ({detail})"
+                elif result in ("FAILED", "CRASHED", "TIMEOUT") and t.name in PENDING:
+                    t.result = "PENDING"
+                    t.detail = f"{PENDING[t.name]} ({detail})"
                 print(f"{t.name:<50} {t.result:<8} {t.seconds:8.1f}s  {t.detail[:120]}  [{log}]", flush=True)
     finally:
         for c in clusters.values():
