@@ -266,6 +266,8 @@ def main() -> int:
     clusters: dict[str, LocalCluster] = {}
     try:
         for (scenario, number), group in sorted(by_number.items()):
+            for other in [name for name in clusters if name != scenario]:
+                clusters.pop(other).stop()  # one cluster at a time on this small machine
             cluster = clusters.get(scenario)
             if cluster is None or cluster_alive(cluster):
                 if cluster is not None:
