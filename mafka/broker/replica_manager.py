@@ -6,7 +6,8 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
 
 * LeaderAndIsr / StopReplica from the controller create, re-role and remove
   partitions (controller-epoch and leader-epoch fencing as Kafka).
-* Produce appends through the partition leaders.  acks=−1 checks
+* Produce appends through the partition leaders (a Produce v0–2 legacy
+  message set is first up-converted to one v2 batch).  acks=−1 checks
   ``min.insync.replicas`` before the append (NOT_ENOUGH_REPLICAS, nothing
   written) and answers once the high watermark covers the batch
   (NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank meanwhile) or
@@ -41,11 +42,13 @@ from mafka.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from mafka.wire.legacy_records import is_legacy_message_set
 
 from .partition import LeaderState, Partition, ReadResult
 from .validation import (
     RecordValidationError,
     needs_record_checks,
+    up_convert_legacy,
     validate_produce_batch,
     validate_records,
 )
@@ -108,6 +111,7 @@ class _DelayedFetch:
     deferred: defer.Deferred
     timer: Any = None
     done: bool = False
+    whole_first_batches: bool = False
 
 
 @dataclass(eq=False)
@@ -365,7 +369,12 @@ class ReplicaManager:
                 partition = self.leader_partition(topic, index)
                 if records is None:
                     raise KafkaError.for_code(ErrorCode.INVALID_RECORD)("a partition with null records")
-                header = validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_message_bytes(topic))
+                max_bytes = max_message_bytes(topic)
+                if produce_version <= 2 and is_legacy_message_set(records):
+                    # Old clients' magic 0/1 sets become one v2 batch (the log is always v2, KIP-724);
+                    # v3+ batches never come here and stay opaque.
+                    records = up_convert_legacy(records, max_message_bytes=max_bytes)
+                header = validate_produce_batch(records, produce_version=produce_version, max_message_bytes=max_bytes)
                 config = partition.log.config
                 if needs_record_checks(header, config):
                     validate_records(records, header, config, now_ms=self.now_ms(), topic_partition=f"{topic}-{index}")
@@ -428,17 +437,23 @@ class ReplicaManager:
 
     # ================================================================== fetch
 
-    def fetch(self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition]) -> defer.Deferred:
+    def fetch(
+        self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
+        *, whole_first_batches: bool = False,
+    ) -> defer.Deferred:
         """Reads every requested partition; parks until *min_bytes* or *max_wait_ms*.
 
         Fires with a list of :class:`FetchedPartition` in request order.
+        With *whole_first_batches* every partition's first batch is read
+        whole, not only the response's first (legacy fetches: the caller
+        down-converts and cuts the result to the limits itself).
         """
-        results = self._read(replica_id, max_bytes, partitions)
+        results = self._read(replica_id, max_bytes, partitions, whole_first_batches)
         total = sum(r.result.data.size for r in results if r.result is not None)
         if max_wait_ms <= 0 or total >= min_bytes or any(r.error != ErrorCode.NONE for r in results):
             return defer.succeed(results)
         d: defer.Deferred = defer.Deferred()
-        delayed = _DelayedFetch(replica_id, min_bytes, max_bytes, partitions, d)
+        delayed = _DelayedFetch(replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches)
         for p in partitions:
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
         delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
@@ -448,7 +463,9 @@ class ReplicaManager:
         self._try_complete_fetch(delayed)
         return d
 
-    def _read(self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition]) -> list[FetchedPartition]:
+    def _read(
+        self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False
+    ) -> list[FetchedPartition]:
         out = []
         left = max_bytes
         first = True
@@ -460,7 +477,7 @@ class ReplicaManager:
                     min(p.max_bytes, left),
                     replica_id=replica_id,
                     current_leader_epoch=p.current_leader_epoch,
-                    min_one_batch=first,
+                    min_one_batch=first or whole_first_batches,
                 )
                 if replica_id >= 0:
                     # Only a successful read counts (Kafka's updateFollowerFetchState): a
@@ -513,7 +530,9 @@ class ReplicaManager:
             delayed.timer.cancel()
         for p in delayed.partitions:
             self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
-        delayed.deferred.callback(self._read(delayed.replica_id, delayed.max_bytes, delayed.partitions))
+        delayed.deferred.callback(
+            self._read(delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches)
+        )
 
     # ================================================================== wake-ups
 

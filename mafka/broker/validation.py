@@ -7,9 +7,15 @@ Produce v7 are refused.  Records stay opaque — unless the topic's settings
 need them read (:func:`needs_record_checks`: compacted topics, a bounded
 timestamp difference), where each record is checked as Kafka's
 ``LogValidator.validateRecord`` does and refused records are named (KIP-467).
+
+Produce v0–2 may carry a legacy message set (magic 0/1) instead:
+:func:`up_convert_legacy` turns it into one v2 batch first — the only place
+where the produce path reads every record, and only for those old clients.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from mafka.errors import (
     CorruptMessageError,
@@ -20,11 +26,24 @@ from mafka.errors import (
 )
 from mafka.log.config import LONG_MAX, LogConfig
 from mafka.wire.batch import BatchHeader, validate_batch
-from mafka.wire.compression import CompressionType
+from mafka.wire.compression import DEFAULT_MAX_DECOMPRESSED, CompressionType
 from mafka.wire.errors import ProtocolError
-from mafka.wire.records import decode_batch
+from mafka.wire.legacy_records import (
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    iter_entries,
+    iter_legacy_records,
+    record_overhead,
+)
+from mafka.wire.records import Record, build_batch, decode_batch
 
-__all__ = ["RecordValidationError", "needs_record_checks", "validate_produce_batch", "validate_records"]
+__all__ = [
+    "RecordValidationError",
+    "needs_record_checks",
+    "up_convert_legacy",
+    "validate_produce_batch",
+    "validate_records",
+]
 
 LOG_APPEND_TIME = 1
 NO_TIMESTAMP = -1
@@ -137,3 +156,69 @@ def validate_records(records: bytes | memoryview, header: BatchHeader, config: L
             raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP,
                                         "One or more records have been rejected due to invalid timestamp", errors)
         raise RecordValidationError(ErrorCode.INVALID_RECORD, "One or more records have been rejected", errors)
+
+
+def up_convert_legacy(records: bytes | memoryview, *, max_message_bytes: int,
+                      max_decompressed: int = DEFAULT_MAX_DECOMPRESSED) -> bytes:
+    """One v2 batch holding the records of a Produce v0–2 legacy message set (magic 0/1).
+
+    Kafka's ``LogValidator.convertAndAssignOffsetsNonCompressed`` and its
+    compressed path: each record keeps its key, value and timestamp (−1 for
+    magic 0, which has none); headers do not exist before v2.  The batch is
+    compressed with the set's codec (``compression.type=producer``), has
+    offsets 0..n−1 (the log assigns the real ones), CreateTime (the log
+    stamps LogAppendTime topics itself) and producer id −1: old formats have
+    no idempotence.  The result still goes through
+    :func:`validate_produce_batch` and the append like any v2 batch.
+
+    Memory: the set is walked twice (shallow checks, then records one at a
+    time into the new batch); a wrapper's inner set is at most
+    *max_decompressed* bytes.
+
+    Raises:
+        CorruptMessageError: a bad CRC (CRC-32 of each message, inner ones
+            included), size, magic, codec payload or nesting.
+        MessageTooLargeError: a message (or wrapper) above *max_message_bytes*.
+        InvalidRecordError: a compressed wrapper next to other messages (a
+            compressed set is one wrapper), zstd (not valid before magic 2).
+        RecordValidationError: INVALID_TIMESTAMP for messages marked
+            LogAppendTime by the producer or with a negative timestamp other than −1.
+    """
+    codec = CompressionType.NONE
+    count = 0
+    refused: list[tuple[int, str]] = []
+    try:
+        for entry in iter_entries(records, strict=True):
+            size = LOG_OVERHEAD + record_overhead(entry.magic) + len(entry.key or b"") + len(entry.value or b"")
+            if size > max_message_bytes:
+                raise MessageTooLargeError(f"message at offset {entry.offset} exceeds max.message.bytes={max_message_bytes}")
+            if entry.compression == CompressionType.ZSTD:
+                raise InvalidRecordError("zstd is not valid for magic 0 or 1 messages")
+            if entry.compression > CompressionType.ZSTD:
+                raise CorruptMessageError(f"unknown codec {entry.compression} in the message at offset {entry.offset}")
+            if entry.compression != CompressionType.NONE:
+                codec = CompressionType(entry.compression)
+            if entry.timestamp_type == LOG_APPEND_TIME:
+                refused.append((count, f"Invalid timestamp type in message with offset {entry.offset}. "
+                                       "Producer should not set timestamp type to LogAppendTime."))
+            count += 1
+    except ProtocolError as exc:
+        raise CorruptMessageError(str(exc)) from None
+    if count > 1 and codec != CompressionType.NONE:
+        raise InvalidRecordError("Compressed outer record has more than one batch")
+    if refused:
+        raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP,
+                                    "One or more records have been rejected due to invalid timestamp", refused)
+
+    def converted() -> Iterator[Record]:
+        for index, r in enumerate(iter_legacy_records(records, strict=True, max_decompressed=max_decompressed)):
+            timestamp = NO_TIMESTAMP if r.magic == MAGIC_V0 else r.timestamp
+            if timestamp < NO_TIMESTAMP:
+                raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP, f"Invalid negative timestamp {timestamp}",
+                                            [(index, f"Invalid negative timestamp {timestamp}")])
+            yield Record(index, timestamp, r.key, r.value)
+
+    try:
+        return build_batch(converted(), compression=codec)
+    except ProtocolError as exc:
+        raise CorruptMessageError(str(exc)) from None

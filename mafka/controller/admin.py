@@ -129,13 +129,38 @@ def _check_any(name: str, value: str) -> None:
     return None
 
 
+#: Kafka 2.8's ``ApiVersion.allVersions`` (what ``message.format.version`` may name).
+_API_VERSIONS: tuple[str, ...] = (
+    "0.8.0", "0.8.1", "0.8.2", "0.9.0",
+    "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1", "0.10.1-IV2", "0.10.2-IV0",
+    "0.11.0-IV0", "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0", "1.1-IV0", "2.0-IV0", "2.0-IV1",
+    "2.1-IV0", "2.1-IV1", "2.1-IV2", "2.2-IV0", "2.2-IV1", "2.3-IV0", "2.3-IV1", "2.4-IV0", "2.4-IV1",
+    "2.5-IV0", "2.6-IV0", "2.7-IV0", "2.7-IV1", "2.7-IV2", "2.8-IV0", "2.8-IV1",
+)  # fmt: skip
+#: Full versions and their short forms ("0.10.0", "2.8"), as ``ApiVersion.versionMap``.
+_API_VERSION_KEYS = frozenset(_API_VERSIONS) | frozenset(v.split("-")[0] for v in _API_VERSIONS)
+
+
+def _check_message_format_version(name: str, value: str) -> None:
+    # Kafka's ApiVersionValidator: "0.10.2.1" and "2.8.2" name their releases (0.x versions
+    # keep three dot-separated parts, later ones two), "2.8-IV1" an internal version.
+    # The value is only checked and stored: Mafka always writes record batch v2, as Kafka 3.0+
+    # does (KIP-724), and converts for old clients at the edge (Produce v0-2 / Fetch v0-3).
+    parts = value.strip().split(".")
+    key = ".".join(parts[: 3 if value.strip().startswith("0.") else 2])
+    if key not in _API_VERSION_KEYS:
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {name}: Version `{value}` is not a valid version"
+        )
+
+
 #: Topic configs Kafka 2.8 knows that :class:`~mafka.log.config.LogConfig` does not model.
 _EXTRA_TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
     "min.insync.replicas": _check_min_isr,
     "unclean.leader.election.enable": _check_bool,
     "compression.type": _check_compression,
     "message.downconversion.enable": _check_bool,
-    "message.format.version": _check_any,
+    "message.format.version": _check_message_format_version,
     "leader.replication.throttled.replicas": _check_any,
     "follower.replication.throttled.replicas": _check_any,
 }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import os
+import random
 import shutil
 import signal
 import socket
@@ -135,18 +136,52 @@ def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> s
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def free_loopback_ports(count: int = 1) -> list[int]:
-    """*count* distinct free ports on 127.0.0.1 (bound together, then released)."""
-    sockets = []
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (outgoing connections and ``bind(0)``)."""
     try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_loopback_ports(count: int = 1, *, consecutive: bool = False) -> list[int]:
+    """*count* distinct free ports on 127.0.0.1 for a server to listen on later.
+
+    They are picked at random below the kernel's ephemeral range and checked
+    by binding them: a port from ``bind(0)`` could be taken by any outgoing
+    connection before the server binds it (seen as "Address already in use"
+    under load), while ports below the range are only ever taken by
+    explicit listeners.  With *consecutive*, the ports follow each other.
+    """
+    low, high = 10000, _ephemeral_low()
+    if high - low < 1000:  # an unusual range: fall back to the kernel's choice
+        low = high = 0
+    rng = random.SystemRandom()
+    for _ in range(200):
+        if high:
+            if consecutive:
+                start = rng.randrange(low, high - count)
+                candidates = list(range(start, start + count))
+            else:
+                candidates = rng.sample(range(low, high), count)
+        else:
+            candidates = [0] * count
+        sockets: list[socket.socket] = []
+        try:
+            for port in candidates:
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port))
+            ports = [sock.getsockname()[1] for sock in sockets]
+            if not consecutive or ports == list(range(ports[0], ports[0] + count)):
+                return ports
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise RuntimeError(f"no {count} free loopback ports")
 
 
 def _port_open(host: str, port: int) -> bool:

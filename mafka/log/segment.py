@@ -235,8 +235,11 @@ class LogSegment:
         if size > self._max_size - incoming_bytes:
             return True
         if size > 0:
-            if self.rolling_based_timestamp is not None and incoming_max_timestamp >= 0:
-                waited = incoming_max_timestamp - self.rolling_based_timestamp
+            # As Kafka's timeWaitedForRoll: a first batch without timestamps (−1, e.g. magic-0
+            # producers' records) measures the age from the segment's creation instead.
+            rolling = self.rolling_based_timestamp
+            if rolling is not None and rolling >= 0 and incoming_max_timestamp >= 0:
+                waited = incoming_max_timestamp - rolling
             else:
                 waited = now_ms - self.created_ms
             if waited > self._max_age:
@@ -283,9 +286,11 @@ class LogSegment:
             return None
         last = first_offset + delta
         position = self.size
+        rolling = self.rolling_based_timestamp
         if (
             position > self._max_size - size
-            or (position and max_ts - (self.rolling_based_timestamp or max_ts) > self._max_age)
+            # A segment whose first batch has no timestamp ages by the clock: should_roll decides.
+            or (position and rolling is not None and (rolling < 0 or max_ts - rolling > self._max_age))
             or self.index.is_full
             or self.time_index.is_full
             or last - self.base_offset > INT32_MAX

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,40 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from mafka.cli.cluster import metadata_snapshot
+from mafka.coordination.zookeeper import free_loopback_ports
 
 
 def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """*n* free loopback ports, below the ephemeral range (see ``free_loopback_ports``)."""
+    return free_loopback_ports(n)
 
 
 def consecutive_free_ports(n: int) -> int:
-    """A base port with *n* free ports after it (best effort)."""
-    for _ in range(50):
-        base = free_ports(1)[0]
-        if base + n > 65000:
-            continue
-        try:
-            socks = []
-            for p in range(base, base + n):
-                s = socket.socket()
-                s.bind(("127.0.0.1", p))
-                socks.append(s)
-            for s in socks:
-                s.close()
-            return base
-        except OSError:
-            for s in socks:
-                s.close()
-    raise RuntimeError("no run of free ports")
+    """A base port with *n* free ports after it."""
+    return free_loopback_ports(n, consecutive=True)[0]
 
 
 class LocalCluster:

@@ -385,7 +385,10 @@ def test_controlled_shutdown_moves_leadership_before_exit_with_a_short_no_ack_wi
           f"(any partition: {overall:.2f} s)")
     assert set(moved) == set(led), f"leadership of {sorted(set(led) - set(moved))} did not move before the exit\n{why}"
     assert all(moved[p] <= exited for p in led), why
-    assert max(gaps.values()) <= 1.0, f"no acks for {max(gaps.values()):.2f} s during the controlled shutdown\n{why}"
+    # A failover through the dead broker's session expiry leaves ≥ 6 s (zookeeper.session.timeout.ms)
+    # without acks; a controlled shutdown well under that. The window's size itself is a figure for
+    # `make bench-replication`, not a bound for a shared, loaded machine.
+    assert max(gaps.values()) <= 3.0, f"no acks for {max(gaps.values()):.2f} s during the controlled shutdown\n{why}"
     assert producer.fatal is None, why
     final_check(cluster, chaos, topic, 3, producer.attempts, producer)
 

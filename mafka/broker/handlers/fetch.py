@@ -11,20 +11,36 @@ sends with ``os.sendfile``; they never enter Python memory.  A fetch without
 ``min_bytes`` of data waits until an append wakes it or ``max_wait_ms``
 passes.  No transactions yet: the last stable offset is the high watermark.
 
+Fetch v0–3 come from clients older than the v2 format: their records are
+down-converted (:mod:`mafka.broker.down_conversion`) — magic 0 for v0–1,
+magic 1 for v2–3 — in a worker thread, instead of being sent from the
+file.  As Kafka's ``KafkaApis``, a topic with ``compression.type=zstd``
+answers them UNSUPPORTED_COMPRESSION_TYPE, and one with
+``message.downconversion.enable=false`` UNSUPPORTED_VERSION (to consumers).
+Converted bytes are held in memory until sent (Kafka streams them, KIP-283),
+so a response's total is also capped at the broker's ``fetch.max.bytes``.
+
 The broker provides ``replica_manager`` and ``fetch_sessions`` (a
-:class:`~mafka.broker.fetch_session.FetchSessionCache`).
+:class:`~mafka.broker.fetch_session.FetchSessionCache`); for legacy fetches
+it may provide ``run_blocking``, ``config`` and ``topic_configs``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from mafka.errors import ErrorCode
+from twisted.internet import defer
 
+from mafka.errors import ErrorCode, KafkaError
+
+from ..down_conversion import down_convert, fetch_magic
 from ..fetch_session import FINAL_EPOCH, FetchSessionCache, new_context
 from ..replica_manager import FetchedPartition, FetchPartition
 
 FETCH = 1
+#: Kafka's default ``fetch.max.bytes``, for brokers without a config (unit tests).
+_DEFAULT_FETCH_MAX_BYTES = 57671680
 
 
 def handlers(broker: Any) -> dict[int, Any]:
@@ -53,20 +69,118 @@ def handlers(broker: Any) -> dict[int, Any]:
             ctx = new_context(sessions, 0, session_id=0, session_epoch=FINAL_EPOCH, wanted=wanted, forgotten=(), privileged=False)
         if ctx.error != ErrorCode.NONE:
             return {"throttle_time_ms": 0, "error_code": ctx.error, "session_id": 0, "responses": []}
-        d = broker.replica_manager.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions)
+        magic = fetch_magic(request.header.api_version)
+        rm = broker.replica_manager
+        if magic is None:
+            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions)
+        else:
+            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
+                         whole_first_batches=True)
 
-        def respond(results: list[FetchedPartition]) -> dict[str, Any]:
-            error, session_id, chosen = ctx.respond(results, broker.replica_manager.now_ms())
+        def answer(chosen: list[FetchedPartition], error: ErrorCode, session_id: int,
+                   converted: dict[tuple[str, int], bytes | ErrorCode]) -> dict[str, Any]:
             responses: list[dict[str, Any]] = []
             for r in chosen:
                 if not responses or responses[-1]["topic"] != r.topic:
                     responses.append({"topic": r.topic, "partitions": []})
-                responses[-1]["partitions"].append(_partition(r))
+                legacy = converted.get((r.topic, r.partition))
+                if isinstance(legacy, ErrorCode):
+                    r = FetchedPartition(r.topic, r.partition, legacy, None)
+                part = _partition(r)
+                if isinstance(legacy, bytes):
+                    part["records"] = legacy
+                responses[-1]["partitions"].append(part)
             return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": responses}
+
+        def respond(results: list[FetchedPartition]) -> Any:
+            error, session_id, chosen = ctx.respond(results, rm.now_ms())
+            if magic is None:
+                return answer(chosen, error, session_id, {})
+            refused = {
+                (r.topic, r.partition): code
+                for r in chosen
+                if r.result is not None and (code := _legacy_refusal(broker, r.topic, body.replica_id)) is not None
+            }
+            config = getattr(broker, "config", None)
+            response_max = getattr(config, "fetch_max_bytes", _DEFAULT_FETCH_MAX_BYTES)
+            if request.header.api_version >= 3:
+                response_max = min(response_max, body.max_bytes)
+            run_blocking = getattr(broker, "run_blocking", None) or (lambda fn, *args: defer.maybeDeferred(fn, *args))
+            converting = run_blocking(
+                _down_convert_all, chosen, {(p.topic, p.partition): p for p in ctx.partitions}, refused, magic,
+                response_max, request.header.api_version >= 3,
+            )
+            return converting.addCallback(lambda converted: answer(chosen, error, session_id, converted))
 
         return d.addCallback(respond)
 
     return {FETCH: fetch}
+
+
+def _setting(broker: Any, topic: str, name: str, broker_key: str, default: Any) -> str:
+    """A topic config that LogConfig does not model: the topic's override, the broker's dynamic or static value."""
+    configs = getattr(broker, "topic_configs", None)
+    if configs is not None:
+        value = configs.overrides.get(topic, {}).get(name)
+        if value is None:
+            value = getattr(configs, "broker_overrides", {}).get(broker_key)
+        if value is not None:
+            return str(value).strip().lower()
+    config = getattr(broker, "config", None)
+    return str(getattr(config, broker_key.replace(".", "_"), default)).strip().lower()
+
+
+def _legacy_refusal(broker: Any, topic: str, replica_id: int) -> ErrorCode | None:
+    """Kafka's ``maybeConvertFetchedData`` refusals of a Fetch below v10 / needing down-conversion."""
+    if _setting(broker, topic, "compression.type", "compression.type", "producer") == "zstd":
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    enabled = _setting(broker, topic, "message.downconversion.enable", "log.message.downconversion.enable", True)
+    if replica_id < 0 and enabled == "false":
+        return ErrorCode.UNSUPPORTED_VERSION
+    return None
+
+
+def _down_convert_all(
+    chosen: Sequence[FetchedPartition],
+    wanted: dict[tuple[str, int], FetchPartition],
+    refused: dict[tuple[str, int], ErrorCode],
+    magic: int,
+    response_max: int,
+    keep_first_whole: bool,
+) -> dict[tuple[str, int], bytes | ErrorCode]:
+    """Each read partition's records as legacy messages (or its refusal), in a worker thread.
+
+    Limits are counted in converted bytes: each partition's
+    ``partition_max_bytes`` and, across the response, *response_max*; with
+    *keep_first_whole* (Fetch v3) the response's first message is whole.
+    """
+    out: dict[tuple[str, int], bytes | ErrorCode] = {}
+    left = response_max
+    first = True
+    for r in chosen:
+        if r.result is None:
+            continue
+        tp = (r.topic, r.partition)
+        if tp in refused:
+            out[tp] = refused[tp]
+            continue
+        p = wanted[tp]
+        try:
+            data = down_convert(r.result.data.region, p.fetch_offset, magic, min(p.max_bytes, left),
+                                keep_first_whole=keep_first_whole and first)
+        except KafkaError as exc:
+            out[tp] = exc.code
+            continue
+        except OSError:
+            # The segment went away under the read (a deleted log): what Kafka answers a storage
+            # error to Fetch v0–5, so the client refreshes its metadata and retries.
+            out[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            continue
+        out[tp] = data
+        if data:
+            first = False
+            left = max(0, left - len(data))
+    return out
 
 
 def _partition(r: FetchedPartition) -> dict[str, Any]:

@@ -1,8 +1,10 @@
-"""Fetch (api key 1), decoded at v4–11.
+"""Fetch (api key 1), decoded at v0–11.
 
-v4 adds isolation_level and aborted transactions, v5 log_start_offset, v7
-fetch sessions (Mafka always answers session 0), v9 current_leader_epoch,
-v11 rack_id and preferred_read_replica.
+v0–3 are answered with legacy message sets (magic 0 for v0–1, magic 1 for
+v2–3, down-converted by the broker); v1 adds throttle_time, v3 the
+response-wide max_bytes (KIP-74), v4 isolation_level and aborted
+transactions, v5 log_start_offset, v7 fetch sessions (Mafka always answers
+session 0), v9 current_leader_epoch, v11 rack_id and preferred_read_replica.
 
 Fields follow Kafka's ``FetchRequest.json`` / ``FetchResponse.json``.
 """
@@ -16,7 +18,7 @@ SPEC = api(
     1,
     "Fetch",
     advertised=(0, 11),
-    decode=(4, 11),
+    decode=(0, 11),
     flexible="12+",
     request=[
         F("replica_id", "int32", "0-14", default=-1),

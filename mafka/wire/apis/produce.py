@@ -1,9 +1,10 @@
-"""Produce (api key 0), decoded at v3–9.
+"""Produce (api key 0), decoded at v0–9.
 
-Request v3–8 share one layout (v9 is the flexible form); the response adds
-log_append_time (v2), log_start_offset (v5), and per-record errors plus an
-error message (v8, KIP-467). v0–2 are advertised only so that kcat
-(librdkafka 2.0) enables compression; they are refused if sent.
+Request v0–2 carry legacy message sets (magic 0/1, up-converted by the
+broker: :mod:`mafka.wire.legacy_records`) and no transactional_id; v3–8
+share one layout (v9 is the flexible form).  The response adds
+throttle_time (v1), log_append_time (v2), log_start_offset (v5), and
+per-record errors plus an error message (v8, KIP-467).
 
 Fields follow Kafka's ``ProduceRequest.json`` / ``ProduceResponse.json``.
 """
@@ -17,7 +18,7 @@ SPEC = api(
     0,
     "Produce",
     advertised=(0, 9),
-    decode=(3, 9),
+    decode=(0, 9),
     flexible="9+",
     request=[
         F("transactional_id", "string", "3+", nullable="3+"),

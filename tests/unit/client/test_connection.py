@@ -33,7 +33,7 @@ def test_pipelined_requests_get_their_own_responses(reactor_thread):
 
     bodies = in_reactor(many)
     assert [b.error_code for b in bodies] == [0] * 5
-    assert all(any(k.api_key == 0 and k.max_version == 7 for k in b.api_keys) for b in bodies)
+    assert all(any(k.api_key == 0 and k.max_version == 9 for k in b.api_keys) for b in bodies)
     in_reactor(conn.close)
     in_reactor(port.stopListening)
 
