@@ -60,6 +60,7 @@ PENDING: dict[str, str] = {
     "0098_consumer_txn": "transactions (issue #16)",
     "0103_transactions": "transactions (issue #16)",
     "0129_fetch_aborted_msgs": "transactions (issue #16)",
+    "0137_barrier_batch_consume": "its control-message subtest uses a transactional producer: issue #16",
     "0081_admin": "its ACL subtests (CreateAcls/DescribeAcls/DeleteAcls): librdkafka's trivup cluster runs "
                   "an ACL authorizer; authorization is the security work",
     "0109_auto_create_topics": "its unauthorized-topic subtest runs kafka-acls.sh: authorization is the security work",
