@@ -33,6 +33,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from mafka.errors import ErrorCode
 from mafka.group.offsets_records import offsets_partition_for
 
 from .chaos import create_topic
@@ -526,3 +527,107 @@ def test_deleted_offsets_stay_deleted_after_the_coordinator_is_killed(cluster, t
         admin.close()
         if killed is not None:
             cluster.restart(killed)
+
+
+# -- commit fencing during rebalances (Kafka's GroupCoordinator.handleCommitOffsets) --------------
+
+
+def test_offset_commits_are_fenced_by_generation_and_membership_during_rebalances(cluster: LocalCluster) -> None:
+    """Kafka's rules, on a real broker: a member's commit is accepted while the group is Stable or
+    PreparingRebalance with its current generation; refused with ILLEGAL_GENERATION for an old generation,
+    REBALANCE_IN_PROGRESS while the new generation awaits its SyncGroup, UNKNOWN_MEMBER_ID once the
+    member has left. Only accepted commits are visible to OffsetFetch."""
+    import threading
+
+    from .raw_client import BlockingClient
+
+    topic = create_topic(cluster, partitions=1, rf=3)
+    group = f"fence-{uuid.uuid4().hex[:8]}"
+    a, b = BlockingClient(cluster.bootstrap, "member-a"), BlockingClient(cluster.bootstrap, "member-b")
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the first group request creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE meanwhile
+            coordinator = a.call(10, 1, {"key": group, "key_type": 0})
+            if coordinator.error_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert coordinator.error_code == 0, coordinator
+        a.metadata()
+        b.metadata()
+        node = coordinator.node_id
+
+        def join(client: BlockingClient, member_id: str) -> object:
+            body = {"group_id": group, "session_timeout_ms": 30000, "rebalance_timeout_ms": 30000,
+                    "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+                    "protocols": [{"name": "range", "metadata": b""}]}
+            joined = client.call(11, 5, body, broker_id=node, timeout=60)
+            deadline = time.monotonic() + 30
+            while joined.error_code in (14, 15) and time.monotonic() < deadline:  # the coordinator is loading
+                time.sleep(0.2)
+                joined = client.call(11, 5, body, broker_id=node, timeout=60)
+            if joined.error_code == 79:  # MEMBER_ID_REQUIRED (KIP-394): join again with the given id
+                body["member_id"] = joined.member_id
+                joined = client.call(11, 5, body, broker_id=node, timeout=60)
+            assert joined.error_code == 0, joined
+            return joined
+
+        def sync(client: BlockingClient, member_id: str, generation: int, assignments: list) -> None:
+            synced = client.call(14, 3, {"group_id": group, "generation_id": generation, "member_id": member_id,
+                                         "group_instance_id": None, "assignments": assignments},
+                                 broker_id=node, timeout=60)
+            assert synced.error_code == 0, synced
+
+        def commit(member_id: str, generation: int, offset: int) -> int:
+            body = {"group_id": group, "generation_id_or_member_epoch": generation, "member_id": member_id,
+                    "group_instance_id": None,
+                    "topics": [{"name": topic, "partitions": [
+                        {"partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
+                         "committed_metadata": None}]}]}
+            return a.call(8, 7, body, broker_id=node).topics[0].partitions[0].error_code
+
+        def committed() -> int:
+            got = a.call(9, 5, {"group_id": group, "topics": [{"name": topic, "partition_indexes": [0]}]},
+                         broker_id=node)
+            return got.topics[0].partitions[0].committed_offset
+
+        first = join(a, "")
+        member_a, gen1 = first.member_id, first.generation_id
+        sync(a, member_a, gen1, [{"member_id": member_a, "assignment": b""}])
+        assert commit(member_a, gen1, 10) == 0  # Stable, current generation
+        assert committed() == 10
+
+        joined_b: list = []
+        waiter = threading.Thread(target=lambda: joined_b.append(join(b, "")))
+        waiter.start()
+        deadline = time.monotonic() + 30
+        while True:  # B's join moves the group to PreparingRebalance
+            state = a.call(15, 4, {"groups": [group], "include_authorized_operations": False},
+                           broker_id=node).groups[0].group_state
+            if state == "PreparingRebalance" or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert state == "PreparingRebalance"
+        assert commit(member_a, gen1, 20) == 0  # still allowed while the group prepares its rebalance
+        second = join(a, member_a)
+        waiter.join(60)
+        assert joined_b and not waiter.is_alive()
+        gen2 = second.generation_id
+        assert gen2 == gen1 + 1
+        assert commit(member_a, gen1, 99) == ErrorCode.ILLEGAL_GENERATION
+        assert commit(member_a, gen2, 99) == ErrorCode.REBALANCE_IN_PROGRESS  # CompletingRebalance
+        member_b = joined_b[0].member_id
+        assignments = [{"member_id": m, "assignment": b""} for m in (member_a, member_b)]
+        leader_is_a = second.leader == member_a
+        sync_b = threading.Thread(target=lambda: sync(b, member_b, gen2, [] if leader_is_a else assignments))
+        sync_b.start()
+        sync(a, member_a, gen2, assignments if leader_is_a else [])
+        sync_b.join(60)
+        assert commit(member_a, gen2, 30) == 0
+        left = a.call(13, 3, {"group_id": group, "members": [{"member_id": member_a, "group_instance_id": None}]},
+                      broker_id=node)
+        assert left.error_code == 0 and left.members[0].error_code == 0
+        assert commit(member_a, gen2, 99) == ErrorCode.UNKNOWN_MEMBER_ID
+        assert committed() == 30
+    finally:
+        a.close()
+        b.close()
