@@ -35,7 +35,9 @@ Contract:
   raises :class:`ConfigError` naming the key, the value and where it was set;
   so do Kafka's cross-checks (``broker.id`` range, listener names and ports,
   ``inter.broker.listener.name`` among the advertised listeners, no
-  ``0.0.0.0`` advertised, ``replica.fetch.wait.max.ms`` bounds …).
+  ``0.0.0.0`` advertised, ``replica.fetch.wait.max.ms`` bounds …), and a
+  ``replica.selector.class`` other than Kafka's ``RackAwareReplicaSelector``
+  (Kafka cannot load the class and does not start).
 * An unknown key logs Kafka's warning ("The configuration 'x' was supplied but
   isn't a known config.") on the ``mafka.broker.config`` logger and is kept in
   :attr:`BrokerConfig.unknown`.  Keys of Kafka families Mafka does not model
@@ -89,6 +91,8 @@ from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, InvalidConfig, LogConfig
+
+from .replica_selector import UnknownReplicaSelectorError, replica_selector_for
 
 __all__ = [
     "BrokerConfig",
@@ -1123,6 +1127,12 @@ class BrokerConfig:
             raise self._fail("log.dirs", "At least one log directory must be defined via log.dirs or log.dir.")
         if not self.log_cleanup_policy:
             raise self._fail("log.cleanup.policy", "log.cleanup.policy must name delete and/or compact")
+        try:
+            replica_selector_for(self.replica_selector_class)
+        except UnknownReplicaSelectorError as exc:
+            # Kafka fails later, instantiating the class at ReplicaManager start; the broker
+            # does not start either way, so say so while reading the config.
+            raise self._fail("replica.selector.class", str(exc), self.replica_selector_class) from None
         if self.log_cleaner_threads > 0 and self.log_cleaner_dedupe_buffer_size / self.log_cleaner_threads <= 1024 * 1024:
             raise self._fail(
                 "log.cleaner.dedupe.buffer.size", "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."

@@ -6,8 +6,9 @@ partitions, a consumer of many) may open a *session*: its first fetch
 answers with a ``session_id``.  Later fetches carry that id and the next
 epoch, list only partitions whose fetch state changed (``topics``) or that
 leave the session (``forgotten_topics_data``), and the response lists only
-partitions with something to say: records, an error, or a changed high
-watermark / log start offset / last stable offset.  Partitions that
+partitions with something to say: records, an error, a preferred read
+replica (KIP-392), or a changed high watermark / log start offset / last
+stable offset.  Partitions that
 answered move to the end of the session so that others are read first next
 time (``fetch.max.bytes`` is shared fairly).
 
@@ -322,7 +323,9 @@ def _note(c: CachedPartition, r: Any) -> bool:
     if res is None:
         return c.must_respond(r.error, 0, -1, -1, -1)
     lso = getattr(res, "last_stable_offset", res.high_watermark)
-    return c.must_respond(r.error, res.data.size, res.high_watermark, res.log_start_offset, lso)
+    respond = c.must_respond(r.error, res.data.size, res.high_watermark, res.log_start_offset, lso)
+    # A preferred read replica (KIP-392) is always sent, as Kafka's maybeUpdateResponseData.
+    return respond or getattr(r, "preferred_read_replica", -1) >= 0
 
 
 def new_context(
@@ -359,6 +362,7 @@ def new_context(
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
     to_read = [
-        FetchPartition(c.topic, c.partition, c.fetch_offset, c.max_bytes, c.current_leader_epoch) for c in session.partitions.values()
+        FetchPartition(c.topic, c.partition, c.fetch_offset, c.max_bytes, c.current_leader_epoch, c.fetcher_log_start_offset)
+        for c in session.partitions.values()
     ]
     return FetchContext("incremental", cache, partitions=to_read, session=session, privileged=privileged)

@@ -155,6 +155,10 @@ class MetadataCache:
                 out.append((b.id, endpoint[0], endpoint[1], b.rack))
         return out
 
+    def racks(self, listener: str) -> dict[int, str | None]:
+        """{id: rack} of every live broker with an endpoint on *listener* (whom a client there can reach)."""
+        return {b.id: b.rack for b in self.brokers.values() if listener in b.endpoints}
+
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         b = self.brokers.get(broker_id)
         return None if b is None else b.endpoints.get(listener)

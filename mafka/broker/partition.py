@@ -18,7 +18,8 @@ flight the HW is computed over the union of the old and the proposed ISR
 replica that may count as in sync.
 
 As **follower** it appends the leader's batches as they are and keeps
-HW = min(leader HW, own log end offset).
+HW = min(leader HW, own log end offset).  A follower also serves consumers
+that may read from any replica (KIP-392, Fetch v11+), up to its own HW.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class FollowerState:
     """The leader's view of one follower (Kafka's ``Replica``)."""
 
     log_end_offset: int = -1
+    #: As its last fetch said (−1: unknown); KIP-392 only sends consumers to replicas holding their offset.
+    log_start_offset: int = -1
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = 0
@@ -281,8 +284,8 @@ class Partition:
             return None
         return ErrorCode.NONE if len(self.isr) >= min_isr else ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
 
-    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int = 0) -> bool:
-        """Records a follower's fetch position (Kafka's ``updateFetchState``); returns whether the HW moved.
+    def update_follower(self, replica_id: int, fetch_offset: int, now_ms: int = 0, log_start_offset: int = -1) -> bool:
+        """Records a follower's fetch position and log start (Kafka's ``updateFetchState``); returns whether the HW moved.
 
         Caught-up time: now if it fetched at the log end; else the time of
         its previous fetch if it has reached the log end as of then.
@@ -296,6 +299,7 @@ class Partition:
         elif fetch_offset >= fs.last_fetch_leader_leo >= 0:
             fs.last_caught_up_ms = max(fs.last_caught_up_ms, fs.last_fetch_ms)
         fs.log_end_offset = fetch_offset
+        fs.log_start_offset = log_start_offset
         fs.last_fetch_leader_leo = leo
         fs.last_fetch_ms = now_ms
         return self._maybe_advance_hw(now_ms)
@@ -383,18 +387,38 @@ class Partition:
 
     # ------------------------------------------------------------------ reads
 
-    def read(self, offset: int, max_bytes: int, *, replica_id: int = -1, current_leader_epoch: int = -1, min_one_batch: bool = True) -> ReadResult:
+    def read(
+        self, offset: int, max_bytes: int, *, replica_id: int = -1, current_leader_epoch: int = -1, min_one_batch: bool = True,
+        fetch_only_from_leader: bool = True,
+    ) -> ReadResult:
         """Reads for a consumer (up to the HW) or a follower (up to the LEO).
+
+        Without *fetch_only_from_leader* (a consumer's Fetch v11+, KIP-392) a
+        follower reads too, up to its own HW (Kafka's ``Partition.readRecords``):
+        an offset between its HW and its log end reads nothing, one past its
+        log end is out of range.
 
         Raises:
             NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError,
             OffsetOutOfRangeError.
         """
-        self._require_leader()
+        if fetch_only_from_leader:
+            self._require_leader()
         self.check_leader_epoch(current_leader_epoch)
         upper = None if replica_id >= 0 else self.high_watermark
         data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch)
         return ReadResult(data, self.high_watermark, self.log.log_start_offset, self.log.next_offset)
+
+    def offset_snapshot(self, offset: int, current_leader_epoch: int = -1) -> ReadResult:
+        """This replica's offsets and no records (Kafka's ``fetchOffsetSnapshot`` with any role).
+
+        What a leader answers a consumer it sends to another replica (KIP-392).
+
+        Raises:
+            FencedLeaderEpochError, UnknownLeaderEpochError.
+        """
+        self.check_leader_epoch(current_leader_epoch)
+        return ReadResult(FetchDataInfo(offset, None), self.high_watermark, self.log.log_start_offset, self.log.next_offset)
 
     def fetch_offset_for_timestamp(
         self, timestamp: int, *, client: bool = True, current_leader_epoch: int = -1
@@ -452,11 +476,14 @@ class Partition:
             raise not_available()
         return found
 
-    def bytes_available(self, offset: int, replica_id: int = -1) -> int:
-        """Readable bytes at *offset* (0 when none, or on any error): the long-poll test."""
+    def bytes_available(self, offset: int, replica_id: int = -1, *, fetch_only_from_leader: bool = True) -> int:
+        """Readable bytes at *offset* (0 when none, 1 on any error): the long-poll test.
+
+        A follower has none unless not *fetch_only_from_leader* (see :meth:`read`).
+        """
         try:
             upper = self.log.next_offset if replica_id >= 0 else self.high_watermark
-            if offset >= upper or not self.is_leader:
+            if offset >= upper or (fetch_only_from_leader and not self.is_leader):
                 return 0
             return self.log.read(offset, 1 << 30, upper, min_one_batch=True).size
         except KafkaError:

@@ -22,7 +22,15 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
   reactor) and appends what it fetched (:meth:`ReplicaManager.append_as_follower`).
 * Fetch answers at once when it has ``min_bytes`` (or an error, or
   ``max_wait_ms`` ≤ 0); otherwise it parks and is **woken by appends** to
-  any of its partitions, or by its own timer at ``max_wait_ms``.
+  any of its partitions (at a follower: by its high watermark moving), or by
+  its own timer at ``max_wait_ms``.
+* Fetch from the closest replica (KIP-392): a consumer's Fetch v11+ (one
+  with :class:`~mafka.broker.replica_selector.ClientMetadata`) may be served
+  by a follower, up to the follower's high watermark.  With a
+  ``replica_selector`` the leader offers the selector itself and every
+  follower that holds the fetch offset and caught up within
+  ``replica.lag.time.max.ms``; if it picks a follower, that partition is
+  answered at once with no records and its ``preferred_read_replica``.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from mafka.errors import (
 from mafka.wire.legacy_records import is_legacy_message_set
 
 from .partition import LeaderState, Partition, ReadResult
+from .replica_selector import NO_NODE, ClientMetadata, PartitionView, ReplicaSelector, ReplicaView
 from .validation import (
     RecordValidationError,
     needs_record_checks,
@@ -80,6 +89,8 @@ class FetchPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    #: A follower's log start offset (Fetch v5+; −1 from consumers).
+    log_start_offset: int = -1
 
 
 @dataclass(slots=True)
@@ -88,6 +99,8 @@ class FetchedPartition:
     partition: int
     error: ErrorCode
     result: ReadResult | None
+    #: KIP-392: the replica the consumer should fetch from instead (then ``result`` has no records); −1 none.
+    preferred_read_replica: int = -1
 
 
 @dataclass(slots=True)
@@ -112,6 +125,11 @@ class _DelayedFetch:
     timer: Any = None
     done: bool = False
     whole_first_batches: bool = False
+    client_metadata: ClientMetadata | None = None
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        return _fetch_only_from_leader(self.replica_id, self.client_metadata)
 
 
 @dataclass(eq=False)
@@ -144,6 +162,12 @@ class ReplicaManager:
             ``remove_partitions(tps)``; None runs no fetchers.
         run_blocking: ``(fn, *args) -> Deferred`` running disk work off the
             reactor; None runs it inline (unit tests).
+        replica_selector: ``replica.selector.class`` as an instance
+            (:func:`~mafka.broker.replica_selector.replica_selector_for`);
+            None: consumers always read from the leader.
+        replica_racks: listener name → ``{broker id: rack}`` of the live
+            brokers with an endpoint on that listener (the metadata cache);
+            None knows no broker, so the selector only ever sees the leader.
     """
 
     def __init__(
@@ -159,6 +183,8 @@ class ReplicaManager:
         isr_writer: Callable[..., defer.Deferred] | None = None,
         fetcher_manager: Any = None,
         run_blocking: Callable[..., defer.Deferred] | None = None,
+        replica_selector: ReplicaSelector | None = None,
+        replica_racks: Callable[[str], dict[int, str | None]] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
@@ -170,6 +196,8 @@ class ReplicaManager:
         self.isr_writer = isr_writer
         self.fetcher_manager = fetcher_manager
         self.run_blocking = run_blocking or (lambda fn, *args: defer.maybeDeferred(fn, *args))
+        self.replica_selector = replica_selector
+        self.replica_racks = replica_racks or (lambda listener: {})
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller_epoch = 0
         self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
@@ -439,7 +467,7 @@ class ReplicaManager:
 
     def fetch(
         self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
-        *, whole_first_batches: bool = False,
+        *, whole_first_batches: bool = False, client_metadata: ClientMetadata | None = None,
     ) -> defer.Deferred:
         """Reads every requested partition; parks until *min_bytes* or *max_wait_ms*.
 
@@ -447,13 +475,24 @@ class ReplicaManager:
         With *whole_first_batches* every partition's first batch is read
         whole, not only the response's first (legacy fetches: the caller
         down-converts and cuts the result to the limits itself).
+        *client_metadata* comes with every Fetch v11+: a consumer's may then
+        read a follower, and the leader may point it to another replica
+        (KIP-392, see the module docstring).  A response naming a preferred
+        replica is sent at once (KAFKA-13767; Kafka 2.8 still waited).
         """
-        results = self._read(replica_id, max_bytes, partitions, whole_first_batches)
+        results = self._read(replica_id, max_bytes, partitions, whole_first_batches, client_metadata)
         total = sum(r.result.data.size for r in results if r.result is not None)
-        if max_wait_ms <= 0 or total >= min_bytes or any(r.error != ErrorCode.NONE for r in results):
+        if (
+            max_wait_ms <= 0
+            or total >= min_bytes
+            or any(r.error != ErrorCode.NONE or r.preferred_read_replica >= 0 for r in results)
+        ):
             return defer.succeed(results)
         d: defer.Deferred = defer.Deferred()
-        delayed = _DelayedFetch(replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches)
+        delayed = _DelayedFetch(
+            replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches,
+            client_metadata=client_metadata,
+        )
         for p in partitions:
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
         delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
@@ -464,20 +503,30 @@ class ReplicaManager:
         return d
 
     def _read(
-        self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False
+        self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False,
+        client_metadata: ClientMetadata | None = None,
     ) -> list[FetchedPartition]:
         out = []
         left = max_bytes
         first = True
+        only_leader = _fetch_only_from_leader(replica_id, client_metadata)
+        now = self.now_ms()
         for p in partitions:
             try:
-                partition = self.leader_partition(p.topic, p.partition)
+                partition = self.leader_partition(p.topic, p.partition) if only_leader else self._hosted(p.topic, p.partition)
+                preferred = self._preferred_read_replica(partition, client_metadata, replica_id, p.fetch_offset, now)
+                if preferred is not None:
+                    # Kafka skips the read: the consumer is to go elsewhere.
+                    snapshot = partition.offset_snapshot(p.fetch_offset, p.current_leader_epoch)
+                    out.append(FetchedPartition(p.topic, p.partition, ErrorCode.NONE, snapshot, preferred))
+                    continue
                 result = partition.read(
                     p.fetch_offset,
                     min(p.max_bytes, left),
                     replica_id=replica_id,
                     current_leader_epoch=p.current_leader_epoch,
                     min_one_batch=first or whole_first_batches,
+                    fetch_only_from_leader=only_leader,
                 )
                 if replica_id >= 0:
                     # Only a successful read counts (Kafka's updateFollowerFetchState): a
@@ -496,7 +545,7 @@ class ReplicaManager:
         # Only a follower of the current epoch moves the HW (a fenced one gets its error from read()).
         if p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch:
             return
-        if partition.update_follower(replica_id, p.fetch_offset, self.now_ms()):
+        if partition.update_follower(replica_id, p.fetch_offset, self.now_ms(), p.log_start_offset):
             self._wake(partition.tp)
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
@@ -504,11 +553,12 @@ class ReplicaManager:
 
     def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
         available = 0
+        only_leader = delayed.fetch_only_from_leader
         for p in delayed.partitions:
             partition = self.partitions.get((p.topic, p.partition))
             if (
                 partition is None
-                or not partition.is_leader
+                or (only_leader and not partition.is_leader)
                 or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
             ):
                 # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
@@ -516,7 +566,7 @@ class ReplicaManager:
                 # rather than after max_wait_ms.
                 available = delayed.min_bytes
                 break
-            available += partition.bytes_available(p.fetch_offset, delayed.replica_id)
+            available += partition.bytes_available(p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader)
             if available >= delayed.min_bytes:
                 break
         if available >= delayed.min_bytes:
@@ -531,8 +581,55 @@ class ReplicaManager:
         for p in delayed.partitions:
             self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
         delayed.deferred.callback(
-            self._read(delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches)
+            self._read(
+                delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches, delayed.client_metadata
+            )
         )
+
+    # ================================================================== fetch from the closest replica (KIP-392)
+
+    def _hosted(self, topic: str, index: int) -> Partition:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        return partition
+
+    def _preferred_read_replica(
+        self, partition: Partition, client: ClientMetadata | None, replica_id: int, fetch_offset: int, now_ms: int
+    ) -> int | None:
+        """The replica the selector sends this consumer to, if not this leader (Kafka's ``findPreferredReadReplica``).
+
+        Candidates are the leader and every follower whose last fetch showed
+        *fetch_offset* in its log and that caught up within
+        ``replica.lag.time.max.ms``, each with its broker's rack on the
+        client's listener (a broker without a live endpoint there is never
+        chosen).  Only a leader selects (KAFKA-13778: a follower's view of
+        the other replicas is stale).
+        """
+        if client is None or self.replica_selector is None or replica_id >= 0 or not partition.is_leader:
+            return None
+        racks = self.replica_racks(client.listener_name)
+
+        def view(broker_id: int, log_end_offset: int, since_caught_up_ms: int) -> ReplicaView:
+            if broker_id not in racks:
+                return ReplicaView(NO_NODE, None, log_end_offset, since_caught_up_ms)
+            return ReplicaView(broker_id, racks[broker_id], log_end_offset, since_caught_up_ms)
+
+        leader = view(self.broker_id, partition.log.next_offset, 0)
+        replicas = {leader}
+        for broker_id, fs in partition.followers.items():
+            # Kafka 2.8 asks only for the offset; a follower that is not caught up within
+            # the lag may fall further behind the consumer it was given (KAFKA-14372).
+            if (
+                fs.log_end_offset >= fetch_offset
+                and fs.log_start_offset <= fetch_offset
+                and now_ms - fs.last_caught_up_ms <= self.replica_lag_time_max_ms
+            ):
+                replicas.add(view(broker_id, fs.log_end_offset, now_ms - fs.last_caught_up_ms))
+        selected = self.replica_selector.select(partition.tp, client, PartitionView(replicas, leader))
+        if selected is None or selected.broker_id == NO_NODE or selected == leader:
+            return None
+        return selected.broker_id
 
     # ================================================================== wake-ups
 
@@ -638,10 +735,14 @@ class ReplicaManager:
         partition = self.follower_partition(tp, leader_epoch)
         if partition is None:
             return None
+        before = (partition.high_watermark, partition.log.log_start_offset)
         with self.log_manager.log_io(tp):
             if records:
                 partition.append_as_follower(records)
             partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+        if (partition.high_watermark, partition.log.log_start_offset) != before:
+            # Consumers long-polling this follower (KIP-392) read up to its HW (KAFKA-14334).
+            self._wake(tp)
         return partition.log.next_offset
 
     def reset_follower(self, tp: tuple[str, int], leader_epoch: int, offset: int) -> defer.Deferred:
@@ -720,6 +821,11 @@ class ReplicaManager:
             timestamp, client=replica_id == -1, current_leader_epoch=current_leader_epoch
         )
         return (found.timestamp, found.offset, found.leader_epoch) if found else (-1, -1, -1)
+
+
+def _fetch_only_from_leader(replica_id: int, client_metadata: ClientMetadata | None) -> bool:
+    # Kafka's fetchMessages: followers always, consumers without client metadata (Fetch ≤ v10).
+    return replica_id >= 0 or client_metadata is None
 
 
 def _partition_error(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .replica_selector import replica_selector_for
 from .replication_quota import ReplicationQuota, is_throttled_replica
 from .topic_configs import TopicConfigManager, apply_log_config
 
@@ -189,6 +190,8 @@ class KafkaServer:
             high_watermarks=high_watermarks,
             isr_writer=lambda tp, state, version: zk.conditional_update_partition_state_as_leader(tp, state, version),
             run_blocking=self.run_blocking,
+            replica_selector=replica_selector_for(config.replica_selector_class),
+            replica_racks=self.metadata_cache.racks,
         )
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
             self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config),

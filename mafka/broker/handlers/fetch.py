@@ -11,6 +11,12 @@ sends with ``os.sendfile``; they never enter Python memory.  A fetch without
 ``min_bytes`` of data waits until an append wakes it or ``max_wait_ms``
 passes.  No transactions yet: the last stable offset is the high watermark.
 
+From v11 a fetch carries client metadata (KIP-392): a consumer's may be
+served by a follower, and a leader with a ``replica.selector.class`` may
+answer a partition with no records and the ``preferred_read_replica`` to
+fetch it from instead (:meth:`ReplicaManager.fetch`).  Older consumers'
+fetches to a follower stay NOT_LEADER_OR_FOLLOWER.
+
 Fetch v0–3 come from clients older than the v2 format: their records are
 down-converted (:mod:`mafka.broker.down_conversion`) — magic 0 for v0–1,
 magic 1 for v2–3 — in a worker thread, instead of being sent from the
@@ -37,6 +43,7 @@ from mafka.errors import ErrorCode, KafkaError
 from ..down_conversion import down_convert, fetch_magic
 from ..fetch_session import FINAL_EPOCH, FetchSessionCache, new_context
 from ..replica_manager import FetchedPartition, FetchPartition
+from ..replica_selector import ClientMetadata
 
 FETCH = 1
 #: Kafka's default ``fetch.max.bytes``, for brokers without a config (unit tests).
@@ -50,7 +57,9 @@ def handlers(broker: Any) -> dict[int, Any]:
     def fetch(request: Any, connection: Any) -> Any:
         body = request.body
         wanted = [
-            FetchPartition(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch)
+            FetchPartition(
+                t.topic, p.partition, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset
+            )
             for t in body.topics
             for p in t.partitions
         ]
@@ -72,7 +81,15 @@ def handlers(broker: Any) -> dict[int, Any]:
         magic = fetch_magic(request.header.api_version)
         rm = broker.replica_manager
         if magic is None:
-            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions)
+            client = None
+            if request.header.api_version >= 11:
+                # Kafka's KafkaApis: every v11+ fetch has client metadata, an empty rack included.
+                client = ClientMetadata(
+                    body.rack_id or "", request.header.client_id or "", getattr(connection, "peer", ""),
+                    getattr(connection, "listener", "PLAINTEXT"),
+                )
+            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
+                         client_metadata=client)
         else:
             d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
                          whole_first_batches=True)
@@ -203,6 +220,6 @@ def _partition(r: FetchedPartition) -> dict[str, Any]:
         "last_stable_offset": res.high_watermark,
         "log_start_offset": res.log_start_offset,
         "aborted_transactions": None,
-        "preferred_read_replica": -1,
+        "preferred_read_replica": r.preferred_read_replica,
         "records": res.data.region if res.data.region is not None else b"",
     }

@@ -140,17 +140,18 @@ def test_incremental_session_errors_and_forgotten_partitions(three):
 
 
 def test_an_error_is_repeated_until_it_clears_then_the_partition_is_sent_again(three):
-    resp, _ = call(three, 1, 11, session_fetch({0: 2, 1: 2}, session_id=0, epoch=0))
+    # Fetch v10: a consumer's v11+ fetch would be served by the follower (KIP-392).
+    resp, _ = call(three, 1, 10, session_fetch({0: 2, 1: 2}, session_id=0, epoch=0))
     sid = resp.session_id
     # The broker stops leading partition 1 (a newer leader epoch makes broker 2 the leader).
     three.rm.become_leader_or_follower(leader_and_isr(partitions=(1,), leader=2, replicas=(1, 2), isr=(1, 2), epoch=1))
-    resp, _ = call(three, 1, 11, session_fetch({}, session_id=sid, epoch=1))
+    resp, _ = call(three, 1, 10, session_fetch({}, session_id=sid, epoch=1))
     assert {k: p.error_code for k, p in answered(resp).items()} == {("t", 1): ErrorCode.NOT_LEADER_OR_FOLLOWER}
-    resp, _ = call(three, 1, 11, session_fetch({}, session_id=sid, epoch=2))
+    resp, _ = call(three, 1, 10, session_fetch({}, session_id=sid, epoch=2))
     assert {k: p.error_code for k, p in answered(resp).items()} == {("t", 1): ErrorCode.NOT_LEADER_OR_FOLLOWER}
     # Leadership comes back: the partition is answered once more (its high watermark was forgotten).
     three.rm.become_leader_or_follower(leader_and_isr(partitions=(1,), epoch=2))
-    resp, _ = call(three, 1, 11, session_fetch({}, session_id=sid, epoch=3))
+    resp, _ = call(three, 1, 10, session_fetch({}, session_id=sid, epoch=3))
     got = answered(resp)
     assert set(got) == {("t", 1)} and got["t", 1].error_code == 0
 
