@@ -27,6 +27,9 @@ SCRIPTS: dict[str, str] = {
     "kafka-producer-perf-test.sh": "producer-perf-test",
     "kafka-consumer-perf-test.sh": "consumer-perf-test",
     "kafka-server-start.sh": "server-start",
+    "kafka-preferred-replica-election.sh": "preferred-replica-election",
+    "kafka-delete-records.sh": "delete-records",
+    "kafka-broker-api-versions.sh": "broker-api-versions",
 }
 
 
@@ -53,3 +56,6 @@ kafka_log_dirs = script("log-dirs")
 kafka_producer_perf_test = script("producer-perf-test")
 kafka_consumer_perf_test = script("consumer-perf-test")
 kafka_server_start = script("server-start")
+kafka_preferred_replica_election = script("preferred-replica-election")
+kafka_delete_records = script("delete-records")
+kafka_broker_api_versions = script("broker-api-versions")

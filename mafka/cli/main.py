@@ -34,14 +34,17 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("-v", "--verbose", action="store_true")
     check.set_defaults(func=_selfcheck)
     from mafka.cli import (
+        broker_api_versions,
         cluster,
         configs,
         console_consumer,
         console_producer,
         consumer_groups,
         consumer_perf_test,
+        delete_records,
         leader_election,
         log_dirs,
+        preferred_replica_election,
         producer_perf_test,
         reassign_partitions,
         server_start,
@@ -62,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     consumer_perf_test.add_parser(sub)
     spark_etl.add_parser(sub)
     configs.add_parser(sub)
+    preferred_replica_election.add_parser(sub)
+    delete_records.add_parser(sub)
+    broker_api_versions.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

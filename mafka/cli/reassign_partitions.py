@@ -20,6 +20,11 @@ Actions (exactly one):
 
 Every text is Kafka 2.8's (``ReassignPartitionsCommand``).  Failures print
 ``Error: <message>`` (or Kafka's terse message) and exit with status 1.
+
+``--zookeeper H:P`` instead of ``--bootstrap-server`` is Kafka 2.8's deprecated
+form (``--generate``, ``--execute``, ``--verify`` on the znodes directly):
+see :mod:`mafka.cli.reassign_partitions_zk`.  Given both, ``--zookeeper`` is
+ignored with Kafka's warning.
 """
 
 from __future__ import annotations
@@ -90,19 +95,22 @@ def add_parser(sub: Any) -> None:
         "reassign-partitions",
         help="move partition replicas between brokers (kafka-reassign-partitions)",
     )
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="DEPRECATED (as in Kafka 2.8): --generate/--execute/--verify on the znodes directly")
     for action in ACTIONS:
         p.add_argument(f"--{action}", action="store_true")
     p.add_argument("--topics-to-move-json-file")
     p.add_argument("--broker-list")
     p.add_argument("--reassignment-json-file")
-    p.add_argument("--throttle", type=int, default=-1, metavar="BYTES_PER_SEC")
-    p.add_argument("--replica-alter-log-dirs-throttle", type=int, default=-1)
+    # None = not given (the --zookeeper form checks which options were given); -1 / 10000 ms otherwise.
+    p.add_argument("--throttle", type=int, default=None, metavar="BYTES_PER_SEC")
+    p.add_argument("--replica-alter-log-dirs-throttle", type=int, default=None)
     p.add_argument("--additional", action="store_true")
     p.add_argument("--preserve-throttles", action="store_true")
     p.add_argument("--disable-rack-aware", action="store_true")
     p.add_argument(
-        "--timeout", type=int, default=10000, help="ms (Kafka's); the cluster gets at least 30 s"
+        "--timeout", type=int, default=None, help="ms (Kafka's, default 10000); the cluster gets at least 30 s"
     )
     p.add_argument("--command-config", help="accepted for compatibility; ignored")
     p.set_defaults(func=run)
@@ -642,6 +650,26 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     action = chosen[0]
+    if not args.bootstrap_server and not args.zookeeper:
+        print("Please specify --bootstrap-server", file=sys.stderr)
+        return 1
+    if args.zookeeper:
+        from mafka.cli.reassign_partitions_zk import check_zookeeper_args, run_zookeeper
+
+        problem = check_zookeeper_args(args, action)
+        if problem is not None:
+            print(problem, file=sys.stderr)
+            return 1
+        if not args.bootstrap_server:
+            return run_zookeeper(args, action)
+        print(
+            "Warning: ignoring deprecated --zookeeper option because --bootstrap-server was specified.  "
+            "The --zookeeper option will be removed in a future version of Kafka."
+        )
+    args.throttle = -1 if args.throttle is None else args.throttle
+    if args.replica_alter_log_dirs_throttle is None:
+        args.replica_alter_log_dirs_throttle = -1
+    args.timeout = 10000 if args.timeout is None else args.timeout
     try:
         timeout_s = max(30.0, args.timeout / 1000.0)
         config = admin_config(args.bootstrap_server, "mafka-reassign-partitions", timeout_s)
