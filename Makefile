@@ -16,7 +16,7 @@ selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
 test: system-deps $(STAMP) lint
-	$(BIN)/pytest -q -p no:cacheprovider tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=30 tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
