@@ -565,6 +565,15 @@ def verify(cluster: Cluster, args: argparse.Namespace) -> bool:
     in_flight = cluster.list_reassignments()
     not_found = [tp for tp in targets if tp not in in_flight]
     current = _current_replicas(cluster, {t for t, _ in not_found})
+    print("\n".join(status_lines(targets, in_flight, current)))
+    ongoing = bool(in_flight)
+    if not ongoing and not args.preserve_throttles:
+        clear_all_throttles(cluster, targets)
+    return ongoing
+
+
+def status_lines(targets: Assignment, in_flight: Any, current: Assignment) -> list[str]:
+    """Kafka's ``--verify`` report: each target partition still moving, complete, or on another replica set."""
     lines = ["Status of partition reassignment:"]
     for tp in _sorted_parts(targets):
         if tp in in_flight:
@@ -578,11 +587,7 @@ def verify(cluster: Cluster, args: argparse.Namespace) -> bool:
                 f"There is no active reassignment of partition {_tp(tp)}, but replica set is "
                 f"{','.join(map(str, replicas))} rather than {','.join(map(str, targets[tp]))}."
             )
-    print("\n".join(lines))
-    ongoing = bool(in_flight)
-    if not ongoing and not args.preserve_throttles:
-        clear_all_throttles(cluster, targets)
-    return ongoing
+    return lines
 
 
 def _current_replicas(cluster: Cluster, topics: set[str]) -> Assignment:

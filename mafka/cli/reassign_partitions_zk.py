@@ -61,6 +61,7 @@ from mafka.cli.reassign_partitions import (
     parse_topics_to_move_json,
     proposed_move_map,
     reassigning_brokers,
+    status_lines,
 )
 from mafka.cli.zk_session import ZkSession
 from mafka.controller.assignment import assign_replicas
@@ -312,20 +313,7 @@ def verify(zk: Any, args: argparse.Namespace) -> bool:
     print(VERIFY_MAY_BE_INCOMPLETE)
     pending = zk.call(zk.client.get_partition_reassignment)
     current = _replica_assignment(zk, [t for t, _ in targets])
-    lines = ["Status of partition reassignment:"]
-    for tp in _sorted_parts(targets):
-        if tp in pending:
-            lines.append(f"Reassignment of partition {_tp(tp)} is still in progress.")
-            continue
-        replicas = current.get(tp, [])
-        if replicas == targets[tp]:
-            lines.append(f"Reassignment of partition {_tp(tp)} is complete.")
-        else:
-            lines.append(
-                f"There is no active reassignment of partition {_tp(tp)}, but replica set is "
-                f"{','.join(map(str, replicas))} rather than {','.join(map(str, targets[tp]))}."
-            )
-    print("\n".join(lines))
+    print("\n".join(status_lines(targets, pending, current)))
     ongoing = bool(pending)
     if not ongoing and not args.preserve_throttles:
         _clear_all_throttles(zk, targets)

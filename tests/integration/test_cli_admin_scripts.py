@@ -32,6 +32,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from mafka.cli.broker_api_versions import format_api_versions
 from mafka.wire.registry import api_versions_entries
+from tests.integration.chaos import wait_until
 from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -62,14 +63,7 @@ def zk(cluster: LocalCluster) -> str:
 
 
 def poll(check: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
+    return wait_until(check, timeout, what, interval=0.3)
 
 
 def admin(cluster: LocalCluster) -> AdminClient:

@@ -13,12 +13,12 @@ import hashlib
 import hmac
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from tests.integration.chaos import wait_until
 from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -61,14 +61,7 @@ def failed(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def poll(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.3)
+    return wait_until(check, timeout, what, interval=0.3)
 
 
 def create_topic(cluster: LocalCluster, topic: str, partitions: int, rf: int) -> None:

@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mafka.cli.kafka_scripts import SCRIPTS
+from tests.integration.chaos import wait_until
 from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -43,14 +44,7 @@ def zk(cluster: LocalCluster) -> str:
 
 
 def poll(check, what: str, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return wait_until(check, timeout, what, interval=0.3)
 
 
 def test_every_kafka_script_is_installed_and_reaches_its_tool() -> None:
