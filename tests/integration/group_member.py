@@ -312,6 +312,11 @@ async def _aiokafka(args: argparse.Namespace) -> None:
                 emit("generation", generation=now[0], member_id=now[1])
             for tp, records in batches.items():
                 for r in records:
+                    # aiokafka rebalances in a background task: one can complete during the
+                    # `await commit` below, and the rest of a revoked partition's batch must then be
+                    # dropped, as an application would (its new owner reads it from the commit).
+                    if tp not in consumer.assignment():
+                        break
                     emit("consumed", partition=tp.partition, offset=r.offset, value=decode(r.value))
                     if args.commit:
                         offsets = {tp.partition: r.offset + 1}
