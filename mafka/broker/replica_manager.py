@@ -822,6 +822,39 @@ class ReplicaManager:
         )
         return (found.timestamp, found.offset, found.leader_epoch) if found else (-1, -1, -1)
 
+    def legacy_offsets(self, topic: str, index: int, timestamp: int, max_num_offsets: int, *, replica_id: int = -1) -> list[int]:
+        """ListOffsets v0: Kafka 2.8's ``legacyFetchOffsetsForTimestamp``, offsets in descending order.
+
+        The candidates are each segment's start (not below the log start) with
+        the segment file's modification time, plus the log end at *now* when
+        the active segment holds data; −1 (latest) starts from the last,
+        −2 (earliest) from the first, a time from the last modified at or
+        before it; up to *max_num_offsets* are returned going back.  A
+        consumer never sees an offset above the high watermark (the first
+        such becomes the high watermark).
+
+        Raises:
+            UnknownTopicOrPartitionError, NotLeaderOrFollowerError.
+        """
+        partition = self.leader_partition(topic, index)
+        log_ = partition.log
+        segments = list(log_.segments)
+        table = [(max(seg.base_offset, log_.log_start_offset), seg.last_modified_ms) for seg in segments]
+        if segments and segments[-1].size > 0:
+            table.append((log_.next_offset, self.now_ms()))
+        if timestamp == -1:
+            start = len(table) - 1
+        elif timestamp == -2:
+            start = 0
+        else:
+            start = len(table) - 1
+            while start >= 0 and table[start][1] > timestamp:
+                start -= 1
+        offsets = sorted((table[i][0] for i in range(start, start - min(max_num_offsets, start + 1), -1)), reverse=True)
+        if replica_id == -1 and any(o > partition.high_watermark for o in offsets):
+            offsets = [partition.high_watermark] + [o for o in offsets if o <= partition.high_watermark]
+        return offsets
+
 
 def _fetch_only_from_leader(replica_id: int, client_metadata: ClientMetadata | None) -> bool:
     # Kafka's fetchMessages: followers always, consumers without client metadata (Fetch ≤ v10).

@@ -180,6 +180,42 @@ def test_rdkafka_0_9_protocol_produces_and_consumes_magic_0(cluster, codec):
     assert {ts[0] for _, _, ts, _ in received} == {TIMESTAMP_NOT_AVAILABLE}  # magic 0 has no timestamps
 
 
+def test_rdkafka_0_9_protocol_resolves_logical_offsets_with_list_offsets_v0(cluster):
+    """An old consumer's OFFSET_BEGINNING / OFFSET_END go through ListOffsets v0 (old-style offset lists)."""
+    from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, TopicPartition
+
+    topic = new_topic(cluster)
+    sent = batch_of("rd09-lo", 30)
+    rdkafka_produce(cluster, topic, sent, OLD_RDKAFKA)
+
+    def consume(logical: int, want: int, seconds: float, while_waiting=None) -> tuple[list[bytes], DebugLog]:
+        debug = DebugLog("consumer")
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
+                             "enable.auto.commit": False, "debug": "protocol", **OLD_RDKAFKA}, logger=debug.logger)
+        consumer.assign([TopicPartition(topic, p, logical) for p in range(PARTITIONS)])
+        received: list[bytes] = []
+        deadline = time.monotonic() + seconds
+        try:
+            while time.monotonic() < deadline and len(received) < want:
+                for m in consumer.consume(500, timeout=0.5):
+                    assert m.error() is None, m.error()
+                    received.append(m.value())
+                if while_waiting is not None and debug.saw("Sent FetchRequest"):
+                    while_waiting()
+                    while_waiting = None
+        finally:
+            consumer.close()
+        return received, debug
+
+    received, debug = consume(OFFSET_BEGINNING, len(sent), 60)
+    assert debug.saw("ListOffsetsRequest (v0") or debug.saw("OffsetRequest (v0"), "no ListOffsets v0 was sent"
+    assert sorted(received) == sorted(v for _, v, _ in sent)
+
+    later = batch_of("rd09-later", 5)
+    received, _ = consume(OFFSET_END, len(later), 60, lambda: rdkafka_produce(cluster, topic, later, {}))
+    assert sorted(received) == sorted(v for _, v, _ in later)  # only what came after the end was resolved
+
+
 def test_rdkafka_fallback_0_10_is_not_a_legacy_mode(cluster):
     """Documents why (b) uses kafka-python: librdkafka asks ApiVersions for any fallback ≥ 0.10."""
     topic = new_topic(cluster)

@@ -1,4 +1,4 @@
-"""ListOffsets (2, v1–7): −1 latest, −2 earliest, −3 the max timestamp (v7, KIP-734), else by timestamp.
+"""ListOffsets (2, v0–7): v0 answers Kafka's old-style offset lists (:meth:`ReplicaManager.legacy_offsets`); −1 latest, −2 earliest, −3 the max timestamp (v7, KIP-734), else by timestamp.
 
 Consumers (replica id −1) see offsets up to the high watermark, replicas up
 to the log end.  No match → offset −1, timestamp −1.  From v4 each
@@ -32,6 +32,9 @@ def handlers(broker: Any) -> dict[int, Any]:
             partitions = []
             for p in t.partitions:
                 ts, offset, epoch, error = -1, -1, -1, ErrorCode.NONE
+                if version == 0:
+                    partitions.append(_legacy(broker, t.name, p, body.replica_id))
+                    continue
                 if counts[(t.name, p.partition_index)] > 1:
                     error = ErrorCode.INVALID_REQUEST
                 else:
@@ -60,3 +63,14 @@ def handlers(broker: Any) -> dict[int, Any]:
         return {"throttle_time_ms": 0, "topics": topics}
 
     return {LIST_OFFSETS: list_offsets}
+
+
+def _legacy(broker: Any, topic: str, p: Any, replica_id: int) -> dict[str, Any]:
+    """One partition of a v0 answer (Kafka's ``handleListOffsetRequestV0``: no duplicate check)."""
+    try:
+        offsets = broker.replica_manager.legacy_offsets(
+            topic, p.partition_index, p.timestamp, p.max_num_offsets, replica_id=replica_id
+        )
+        return {"partition_index": p.partition_index, "error_code": ErrorCode.NONE, "old_style_offsets": offsets}
+    except KafkaError as exc:
+        return {"partition_index": p.partition_index, "error_code": exc.code, "old_style_offsets": []}

@@ -1,6 +1,8 @@
-"""ListOffsets (api key 2), decoded at v1–7.
+"""ListOffsets (api key 2), decoded at v0–7.
 
-v1 answers one offset and timestamp per partition; v2 adds isolation_level
+v0 (clients older than 0.10.1, e.g. librdkafka with ``api.version.request=false``)
+asks for up to ``max_num_offsets`` segment-start offsets and gets
+``old_style_offsets``; v1 answers one offset and timestamp per partition; v2 adds isolation_level
 and throttle_time_ms; v4 current_leader_epoch in the request (KIP-320
 fencing) and the answer's leader_epoch; v5 may answer OFFSET_NOT_AVAILABLE;
 v6 is flexible; v7 allows timestamp −3, MAX_TIMESTAMP (KIP-734).
@@ -17,7 +19,7 @@ SPEC = api(
     2,
     "ListOffsets",
     advertised=(0, 7),
-    decode=(1, 7),
+    decode=(0, 7),
     flexible="6+",
     request=[
         F("replica_id", "int32", "0+"),
@@ -28,6 +30,7 @@ SPEC = api(
                 F("partition_index", "int32", "0+"),
                 F("current_leader_epoch", "int32", "4+", default=-1),
                 F("timestamp", "int64", "0+"),
+                F("max_num_offsets", "int32", "0", default=1),
             ),
         ),
     ],
@@ -38,6 +41,7 @@ SPEC = api(
             F("partitions", "[]ListOffsetsPartitionResponse", "0+",
                 F("partition_index", "int32", "0+"),
                 F("error_code", "int16", "0+"),
+                F("old_style_offsets", "[]int64", "0"),
                 F("timestamp", "int64", "1+", default=-1),
                 F("offset", "int64", "1+", default=-1),
                 F("leader_epoch", "int32", "4+", default=-1),

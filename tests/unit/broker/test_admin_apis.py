@@ -627,3 +627,32 @@ def test_describe_named_users_errors(zk_env):
         ("", ErrorCode.RESOURCE_NOT_FOUND, []),
         ("nobody", ErrorCode.RESOURCE_NOT_FOUND, []),
     ]
+
+
+def test_list_offsets_v0_answers_kafkas_old_style_offset_lists(env):
+    """Kafka 2.8's ``legacyFetchOffsetsBefore``: segment starts and the log end, newest first, never above the HW."""
+    import time
+
+    env.clock.advance(time.time())  # the log end is stamped "now"; segment times are their files' mtimes
+    env.rm.become_leader_or_follower(leader_and_isr())
+    produce(env, records([1, 2, 3]))
+    env.rm.partitions[("t", 0)].log.roll()
+    produce(env, records([4, 5]))
+
+    def v0(timestamp, max_num=10):
+        body = {"replica_id": -1, "topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "timestamp": timestamp, "max_num_offsets": max_num}]}]}
+        resp, _ = call(env, 2, 0, body)
+        p = resp.topics[0].partitions[0]
+        return p.error_code, list(p.old_style_offsets)
+
+    assert v0(-1) == (0, [5, 3, 0])  # log end, then each segment start
+    assert v0(-1, max_num=1) == (0, [5])
+    assert v0(-2) == (0, [0])
+    assert v0(0) == (0, [])  # no segment modified that early
+    far_future = 2**62
+    assert v0(far_future) == (0, [5, 3, 0])
+    body = {"replica_id": -1, "topics": [{"name": "nope", "partitions": [
+        {"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}]}]}
+    resp, _ = call(env, 2, 0, body)
+    assert resp.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -47,7 +47,7 @@ REFERENCE_TABLE = {
 }  # fmt: skip
 # Decode floors above the advertised minimum.  Produce and Fetch decode from v0: old clients'
 # magic 0/1 message sets are converted by the broker (mafka.wire.legacy_records).
-REFERENCE_DECODE_FLOOR = {2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
+REFERENCE_DECODE_FLOOR = {8: 2, 9: 1, 19: 2, 20: 1, 32: 1}
 
 
 def test_advertised_table_matches_the_reference():
@@ -98,7 +98,7 @@ def test_unknown_api_key_is_refused():
         decode_request(struct.pack(">hhih", 1000, 0, 1, -1))
 
 
-@pytest.mark.parametrize(("key", "version"), [(0, -1), (0, 10), (1, -1), (1, 12), (2, 0), (3, 13), (23, 1), (4, 1), (6, 8)])
+@pytest.mark.parametrize(("key", "version"), [(0, -1), (0, 10), (1, -1), (1, 12), (2, 8), (3, 13), (23, 1), (4, 1), (6, 8)])
 def test_versions_outside_the_decode_range_are_refused(key, version):
     with pytest.raises(UnsupportedVersion):
         decode_request(struct.pack(">hhih", key, version, 1, -1) + b"\x00" * 32)
