@@ -16,7 +16,6 @@ may be loaded, so the bounds are generous.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -32,7 +31,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from mafka.cli.broker_api_versions import format_api_versions
 from mafka.wire.registry import api_versions_entries
-from tests.integration.chaos import wait_until
+from tests.integration.chaos import process_state, wait_until
 from tests.integration.cluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -273,19 +272,15 @@ def test_zookeeper_reassignment_moves_the_replicas(cluster: LocalCluster, tmp_pa
 
 
 def _wait_dead(pid: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
+    # The broker is `mafka cluster up`'s child, not ours: until that reaps it, it lingers as a zombie.
+    wait_until(lambda: process_state(pid) in (None, "Z", "X"), 30, f"broker process {pid} to exit", interval=0.05)
 
 
 def _move_leadership_off(cluster: LocalCluster, topic: str, victim: int, partition: int) -> None:
-    """SIGKILLs ``victim`` until another replica leads ``partition``, then restarts it and waits for full ISRs."""
+    """Stops ``victim`` (SIGTERM: a controlled shutdown hands its leadership over at once, where a SIGKILL
+    waits out its ZooKeeper session), then restarts it and waits for full ISRs."""
     pid = cluster.broker(victim)["pid"]
-    cluster.kill(victim, signal.SIGKILL)
+    cluster.kill(victim, signal.SIGTERM)
     _wait_dead(pid)
     poll(lambda: partitions(cluster, topic)[partition].leader not in (-1, victim),
          f"leadership of {topic}-{partition} to move off broker {victim}")
