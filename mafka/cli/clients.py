@@ -24,6 +24,7 @@ from mafka.errors import ErrorCode
 from mafka.errors import KafkaError as BrokerError
 
 __all__ = [
+    "KafkaToolError",
     "stamp",
     "log_line",
     "parse_properties",
@@ -48,6 +49,18 @@ _CONFIG_CLASS = {
     "consumer": "org.apache.kafka.clients.consumer.ConsumerConfig",
     "admin": "org.apache.kafka.clients.admin.AdminClientConfig",
 }
+
+
+class KafkaToolError(Exception):
+    """A tool failure printed as Kafka prints its exception: ``class: message`` on stderr, exit status 1."""
+
+    def __init__(self, message: str, exception: str = "kafka.admin.AdminOperationException") -> None:
+        super().__init__(message)
+        self.message = message
+        self.exception = exception
+
+    def __str__(self) -> str:
+        return f"{self.exception}: {self.message}"
 
 
 def stamp() -> str:

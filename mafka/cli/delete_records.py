@@ -25,6 +25,7 @@ import json
 import sys
 from typing import Any
 
+from mafka.cli.clients import KafkaToolError as CommandError
 from mafka.cli.clients import admin_config, error_text, java_exception
 from mafka.client.admin import AdminClient
 from mafka.client.kafka_error import KafkaError as ClientError
@@ -35,18 +36,6 @@ from mafka.errors import ErrorCode
 __all__ = ["add_parser", "run", "parse_offset_json", "format_results"]
 
 EARLIEST_VERSION = 1
-
-
-class CommandError(Exception):
-    """Kafka's exception, as ``class: message`` (printed on stderr, exit status 1)."""
-
-    def __init__(self, message: str, exception: str = "kafka.admin.AdminOperationException") -> None:
-        super().__init__(message)
-        self.message = message
-        self.exception = exception
-
-    def __str__(self) -> str:
-        return f"{self.exception}: {self.message}"
 
 
 def add_parser(sub: Any) -> None:

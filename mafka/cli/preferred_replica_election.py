@@ -40,6 +40,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+from mafka.cli.clients import KafkaToolError as CommandError
 from mafka.cli.clients import admin_config, error_text, java_exception
 from mafka.cli.leader_election import elect_leaders
 from mafka.cli.zk_session import ZkSession
@@ -61,18 +62,6 @@ DEPRECATED = "This tool is deprecated. Please use kafka-leader-election tool. Tr
 PREFERRED = 0
 
 TopicPartition = tuple[str, int]
-
-
-class CommandError(Exception):
-    """Kafka's exception, as ``class: message`` (printed on stderr, exit status 1)."""
-
-    def __init__(self, message: str, exception: str = "kafka.admin.AdminOperationException") -> None:
-        super().__init__(message)
-        self.message = message
-        self.exception = exception
-
-    def __str__(self) -> str:
-        return f"{self.exception}: {self.message}"
 
 
 def add_parser(sub: Any) -> None:
