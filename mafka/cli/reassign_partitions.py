@@ -491,17 +491,7 @@ def generate(
             "make replica assignment without rack information."
         )
     broker_arg: Any = sorted(racks) if rackless else dict(sorted(racks.items()))
-    proposed: Assignment = {}
-    for topic in sorted({t for t, _ in current}):
-        parts = {p: r for (t, p), r in current.items() if t == topic}
-        rf = len(parts[min(parts)])
-        try:
-            for p, replicas in assign_replicas(broker_arg, len(parts), rf, rng=rng).items():
-                proposed[(topic, p)] = replicas
-        except KafkaError as exc:
-            raise CommandError(exc.message or str(exc)) from None
-    print(f"Current partition replica assignment\n{format_reassignment_json(current)}\n")
-    print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
+    print_generated(current, broker_arg, rng)
 
 
 def _read_targets(args: argparse.Namespace, action: str) -> Assignment:
@@ -570,6 +560,21 @@ def verify(cluster: Cluster, args: argparse.Namespace) -> bool:
     if not ongoing and not args.preserve_throttles:
         clear_all_throttles(cluster, targets)
     return ongoing
+
+
+def print_generated(current: Assignment, brokers: Any, rng: Any) -> None:
+    """Kafka's ``--generate`` output: the current assignment and a new one over *brokers* for the same topics."""
+    proposed: Assignment = {}
+    for topic in sorted({t for t, _ in current}):
+        parts = {p: r for (t, p), r in current.items() if t == topic}
+        rf = len(parts[min(parts)])
+        try:
+            for p, replicas in assign_replicas(brokers, len(parts), rf, rng=rng).items():
+                proposed[(topic, p)] = replicas
+        except KafkaError as exc:
+            raise CommandError(exc.message or str(exc)) from None
+    print(f"Current partition replica assignment\n{format_reassignment_json(current)}\n")
+    print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
 
 
 def status_lines(targets: Assignment, in_flight: Any, current: Assignment) -> list[str]:

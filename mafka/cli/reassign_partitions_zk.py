@@ -59,12 +59,12 @@ from mafka.cli.reassign_partitions import (
     leader_throttles,
     parse_reassignment_json,
     parse_topics_to_move_json,
+    print_generated,
     proposed_move_map,
     reassigning_brokers,
     status_lines,
 )
 from mafka.cli.zk_session import ZkSession
-from mafka.controller.assignment import assign_replicas
 from mafka.coordination.store import ConnectionLossError, NodeExistsError, StoreError
 from mafka.errors import KafkaError
 
@@ -209,17 +209,7 @@ def generate(zk: Any, args: argparse.Namespace, rng: Any = None) -> None:
             "make replica assignment without rack information."
         )
     broker_arg: Any = sorted(chosen) if args.disable_rack_aware or not with_rack else chosen
-    proposed: Assignment = {}
-    for topic in sorted({t for t, _ in current}):
-        parts = {p: r for (t, p), r in current.items() if t == topic}
-        rf = len(parts[min(parts)])
-        try:
-            for p, replicas in assign_replicas(broker_arg, len(parts), rf, rng=rng).items():
-                proposed[(topic, p)] = replicas
-        except KafkaError as exc:
-            raise CommandError(exc.message or str(exc)) from None
-    print(f"Current partition replica assignment\n{format_reassignment_json(current)}\n")
-    print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
+    print_generated(current, broker_arg, rng)
 
 
 def _check_partitions_and_brokers(zk: Any, proposed: Assignment, existing: Assignment) -> None:
