@@ -8,10 +8,16 @@ module gives it what a broker has:
   records in one RecordBatch v2 and appends it through the replica manager
   with ``offsets.commit.required.acks`` (−1 by default, so a commit is
   acknowledged only once replicated) within ``offsets.commit.timeout.ms``;
+  a TxnOffsetCommit's batch is transactional, stamped with the producer's id
+  and epoch and base sequence 0 (as Kafka's ``storeOffsets`` builds it), and
+  appended with ``origin="coordinator"`` so that only the producer's epoch,
+  not its sequence, is checked;
 * leadership: when this broker becomes leader of a ``__consumer_offsets``
   partition the partition is read in a worker thread (never on the reactor)
-  from its log start to its end, then replayed on the reactor; when it
-  becomes follower (or the replica is stopped) its groups are unloaded;
+  from its log start to its end (records with their batch's producer id,
+  transactional bit and base offset, and transaction markers), then replayed
+  on the reactor; when it becomes follower (or the replica is stopped) its
+  groups are unloaded;
 * the offsets topic itself: created on first use (FindCoordinator), with
   ``offsets.topic.num.partitions`` partitions, ``offsets.topic.replication.factor``
   capped at the live brokers, ``cleanup.policy=compact`` and
@@ -30,9 +36,10 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.coordinator import subscribed_topics as _subscribed_topics
+from mafka.group.offsets import LogRecord, TxnMarker
 from mafka.topics import GROUP_METADATA_TOPIC
 from mafka.wire.batch import iter_batches
-from mafka.wire.records import Record, build_batch, decode_batch
+from mafka.wire.records import ControlRecordType, Record, build_batch, decode_batch
 
 __all__ = ["GroupService", "OffsetsTopicLog", "ReactorTimers", "read_partition_records"]
 
@@ -40,6 +47,11 @@ log = logging.getLogger("mafka.broker.groups")
 
 #: Produce version whose validation rules the coordinator's own batches pass.
 _PRODUCE_VERSION = 7
+#: What a transactional append tells the replica manager: a coordinator's batch (Kafka's
+#: ``AppendOrigin.Coordinator``), whose producer sequence is not validated.
+_COORDINATOR_ORIGIN = "coordinator"
+#: Kafka's ``storeOffsets`` builds its batches with base sequence 0.
+_TXN_BASE_SEQUENCE = 0
 
 
 class ReactorTimers:
@@ -66,14 +78,31 @@ class OffsetsTopicLog:
     def __init__(self, broker: Any) -> None:
         self.broker = broker
 
-    def append(self, partition: int, records: list[tuple[bytes, bytes | None]], done: Any) -> None:
+    def append(
+        self,
+        partition: int,
+        records: list[tuple[bytes, bytes | None]],
+        done: Any,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        """See :class:`~mafka.group.coordinator.OffsetsLog`."""
         config = self.broker.config
         now = int(time.time() * 1000)
+        transactional = producer_id >= 0
         batch = build_batch(
             [Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)],
             compression=config.offsets_topic_compression_codec,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=_TXN_BASE_SEQUENCE if transactional else -1,
+            is_transactional=transactional,
         )
         rm = self.broker.replica_manager
+        # Only transactional batches need the origin today (their sequence must not be
+        # checked); plain ones carry no producer id, so the origin changes nothing for them.
+        origin = {"origin": _COORDINATOR_ORIGIN} if transactional else {}
         try:
             d = rm.append_records(
                 [(GROUP_METADATA_TOPIC, partition, batch)],
@@ -81,6 +110,7 @@ class OffsetsTopicLog:
                 timeout_ms=config.offsets_commit_timeout_ms,
                 produce_version=_PRODUCE_VERSION,
                 max_message_bytes=self.broker.max_message_bytes,
+                **origin,
             )
         except Exception as exc:  # noqa: BLE001 - reported to the coordinator as an error code
             log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition, exc)
@@ -98,22 +128,38 @@ class OffsetsTopicLog:
         d.addCallbacks(appended, failed)
 
 
-def read_partition_records(log_: Any, buffer_bytes: int) -> list[tuple[bytes, bytes | None]]:
-    """Every ``(key, value)`` of a log from its start to its end, in log order.
+def read_partition_records(log_: Any, buffer_bytes: int) -> list[LogRecord | TxnMarker]:
+    """What a load replays (:meth:`GroupCoordinator.complete_load`) from a log's start
+    to its end, in log order.
 
-    Blocking (it reads segment files): run it in a worker thread. Control
-    batches and keyless records are skipped.
+    Every keyed record is a :class:`~mafka.group.offsets.LogRecord` carrying its
+    batch's producer id, transactional bit and base offset; every COMMIT or ABORT
+    control batch is a :class:`~mafka.group.offsets.TxnMarker`. Keyless records and
+    other control records are skipped. Blocking (it reads segment files): run it in
+    a worker thread.
     """
-    out: list[tuple[bytes, bytes | None]] = []
+    out: list[LogRecord | TxnMarker] = []
     offset = log_.log_start_offset
     while offset < log_.next_offset:
         data = log_.read(offset, buffer_bytes).read()
         next_offset = offset
         for pos, header in iter_batches(data):
-            if not header.is_control:
-                for record in decode_batch(data, pos).records:
+            batch = decode_batch(data, pos)
+            if header.is_control:
+                for control in batch.records:
+                    if control.offset >= offset and control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                        out.append(TxnMarker(header.producer_id, control.type == ControlRecordType.COMMIT,
+                                             control.offset))
+            else:
+                for record in batch.records:
                     if record.offset >= offset and record.key is not None:
-                        out.append((bytes(record.key), None if record.value is None else bytes(record.value)))
+                        out.append(LogRecord(
+                            bytes(record.key),
+                            None if record.value is None else bytes(record.value),
+                            header.producer_id,
+                            header.is_transactional,
+                            header.base_offset,
+                        ))
             next_offset = header.next_offset
         if next_offset <= offset:
             break  # nothing whole could be read (KIP-74 returns at least one batch, so: the end)

@@ -48,6 +48,7 @@ from .replica_manager import ReplicaManager
 from .replica_selector import replica_selector_for
 from .replication_quota import ReplicationQuota, is_throttled_replica
 from .topic_configs import TopicConfigManager, apply_log_config
+from .transaction_service import TransactionService
 
 __all__ = ["KafkaServer"]
 
@@ -97,6 +98,7 @@ class KafkaServer:
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.group_service: GroupService | None = None
+        self.transaction_service: TransactionService | None = None
         self._dispatcher: Dispatcher | None = None
         self._open_timer: Any = None
 
@@ -200,7 +202,14 @@ class KafkaServer:
         self.log_dir_mover = LogDirMover(self.log_manager, self.replica_manager, self.reactor, self.run_blocking)
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
         self.group_service = GroupService(self)
-        self.replica_manager.leadership_listener = self.group_service.on_leadership
+        self.transaction_service = TransactionService(self)
+        group_service, transaction_service = self.group_service, self.transaction_service
+
+        def on_leadership(topic: str, index: int, is_leader: bool, leader_epoch: int | None) -> None:
+            group_service.on_leadership(topic, index, is_leader, leader_epoch)
+            transaction_service.on_leadership(topic, index, is_leader, leader_epoch)
+
+        self.replica_manager.leadership_listener = on_leadership
 
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
         dispatcher = Dispatcher(collect_handlers(self), hold=True)
@@ -302,6 +311,7 @@ class KafkaServer:
         self._every(2500, self._propagate_isr_changes)
         self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
         self._every(100, self.group_service.tick)
+        self.transaction_service.startup()
 
     def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
         loop = task.LoopingCall(fn, *args)
@@ -353,6 +363,8 @@ class KafkaServer:
             yield port.stopListening()
         if self.group_service is not None:
             self.group_service.shutdown()
+        if self.transaction_service is not None:
+            self.transaction_service.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
         if self.controller is not None:

@@ -30,6 +30,15 @@ Contract:
   expiry removes a member and rebalances. Static members (KIP-345) keep their
   assignment across a restart without a rebalance; the replaced member id is
   fenced with FENCED_INSTANCE_ID.
+* Transactional offset commits (KIP-98/KIP-447, Kafka 2.8's
+  ``handleTxnCommitOffsets`` / ``handleTxnCompletion``):
+  :meth:`GroupCoordinator.commit_transactional_offsets` appends the offsets as one
+  transactional batch of the producer and keeps them pending for that producer
+  (invisible to OffsetFetch; ``require_stable`` fetches get UNSTABLE_OFFSET_COMMIT
+  for their partitions) until :meth:`GroupCoordinator.complete_transaction` is
+  told that the producer's COMMIT (applied) or ABORT (dropped) marker was written
+  to the group's offsets partition. A load replays markers the same way; a
+  transaction still open at the end of the log stays pending.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from typing import Protocol
 
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_subscription
-from mafka.group.offsets import OffsetAndMetadata, OffsetStore, TopicPartition
+from mafka.group.offsets import LoadItem, OffsetAndMetadata, OffsetStore, TopicPartition
 from mafka.group.offsets_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -94,9 +103,17 @@ class OffsetsLog(Protocol):
         partition: int,
         records: list[tuple[bytes, bytes | None]],
         done: Callable[[int, int | None], None],
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
     ) -> None:
         """Append ``(key, value)`` records to ``__consumer_offsets``-``partition``
-        with acks=all; later call ``done(error_code, base_offset)``."""
+        with acks=all; later call ``done(error_code, base_offset)``.
+
+        With ``producer_id >= 0`` the records form one *transactional* batch of that
+        producer and epoch (a TxnOffsetCommit); the producer's epoch is fenced as for
+        any of its batches, its sequence is not checked (Kafka's ``AppendOrigin.Coordinator``).
+        """
 
 
 @dataclass(frozen=True)
@@ -249,6 +266,9 @@ class GroupCoordinator:
         #: partition → the leader epoch its running load started at
         self._loading: dict[int, int] = {}
         self._owned: set[int] = set()
+        #: partition → transaction markers (producer id, commit) written while it loaded:
+        #: applied once the load completes (Kafka runs both on one scheduler thread).
+        self._deferred_completions: dict[int, list[tuple[int, bool]]] = {}
         self.active = True
 
     # ------------------------------------------------------------------ ownership
@@ -279,11 +299,13 @@ class GroupCoordinator:
         self._loading[partition] = epoch
         return True
 
-    def complete_load(
-        self, partition: int, epoch: int, records: Iterable[tuple[bytes, bytes | None]]
-    ) -> bool:
+    def complete_load(self, partition: int, epoch: int, records: Iterable[LoadItem]) -> bool:
         """Replay ``__consumer_offsets``-``partition`` (log order) and start serving it.
 
+        ``records`` are :class:`~mafka.group.offsets.LogRecord` and
+        :class:`~mafka.group.offsets.TxnMarker` items (a bare ``(key, value)`` is a plain
+        record); see :meth:`OffsetStore.load`. Transaction markers reported by
+        :meth:`complete_transaction` during the load are applied after it.
         False (and nothing changes) if leadership moved on since :meth:`on_elected`.
         """
         if self._loading.get(partition) != epoch:
@@ -306,6 +328,9 @@ class GroupCoordinator:
                 self._schedule_heartbeat(entry, member)
         del self._loading[partition]
         self._owned.add(partition)
+        for producer_id, commit in self._deferred_completions.pop(partition, []):
+            # The read may or may not have reached the marker: completing twice is a no-op.
+            self.complete_transaction(partition, producer_id, commit)
         log.info(
             "Finished loading offsets and group metadata from __consumer_offsets-%d (epoch %d): %d groups",
             partition, epoch, len(values),
@@ -316,6 +341,7 @@ class GroupCoordinator:
         """A load could not read the partition: stop claiming it (clients see NOT_COORDINATOR)."""
         if self._loading.get(partition) == epoch:
             del self._loading[partition]
+            self._deferred_completions.pop(partition, None)
 
     def on_resigned(self, partition: int, epoch: int | None = None) -> None:
         """Leadership of ``partition`` moved away (or the partition is gone)."""
@@ -325,6 +351,7 @@ class GroupCoordinator:
         if epoch is not None:
             self._epochs[partition] = epoch
         self._loading.pop(partition, None)
+        self._deferred_completions.pop(partition, None)
         if partition in self._owned:
             self._owned.discard(partition)
             self._unload(partition)
@@ -335,6 +362,7 @@ class GroupCoordinator:
             self._owned.discard(partition)
             self._unload(partition)
         self._loading.clear()
+        self._deferred_completions.clear()
 
     def _unload(self, partition: int) -> None:
         for group_id, entry in list(self._groups.items()):
@@ -1011,7 +1039,9 @@ class GroupCoordinator:
         self._store_offsets(entry, offsets, respond)
 
     def _store_offsets(self, entry: _Entry, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                       respond: Callable[[dict[TopicPartition, int]], None]) -> None:
+                       respond: Callable[[dict[TopicPartition, int]], None],
+                       producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Kafka's ``storeOffsets``: a transactional commit when ``producer_id >= 0``."""
         limit = self.config.offset_metadata_max_bytes
         # Kafka compares Java's String.length(): UTF-16 code units, not UTF-8 bytes.
         valid = {
@@ -1023,26 +1053,107 @@ class GroupCoordinator:
             return respond(results)
         group_id = entry.group.group_id
         store = self._stores.setdefault(entry.partition, OffsetStore())
-        records = store.prepare_commit(group_id, valid)
+        transactional = producer_id >= 0
+        if transactional:
+            records = store.prepare_txn_commit(group_id, producer_id, valid)
+        else:
+            records = store.prepare_commit(group_id, valid)
 
         def appended(error: int, base_offset: int | None) -> None:
             ok = error == ErrorCode.NONE
             if self._stores.get(entry.partition) is store:
                 # A group deleted (or unloaded) meanwhile must not get its offsets back.
                 live = self._groups.get(group_id) is entry
-                store.complete_commit(group_id, valid, ok and live, base_offset)
+                if transactional:
+                    store.complete_txn_commit(group_id, producer_id, valid, ok and live, base_offset)
+                else:
+                    store.complete_commit(group_id, valid, ok and live, base_offset)
             mapped = ErrorCode.NONE if ok else _commit_error(error)
             if not ok:
-                log.warning("Offset commit of group %s failed: %s", group_id, ErrorCode(error).name)
+                log.warning("%s commit of group %s failed: %s", "Transactional offset" if transactional else "Offset",
+                            group_id, ErrorCode(error).name)
             results.update({tp: mapped for tp in valid})
             respond(results)
 
-        self._log.append(entry.partition, records, appended)
+        if transactional:
+            self._log.append(entry.partition, records, appended, producer_id=producer_id, producer_epoch=producer_epoch)
+        else:
+            self._log.append(entry.partition, records, appended)
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        respond: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        """TxnOffsetCommit (Kafka 2.8's ``handleTxnCommitOffsets`` / ``doTxnCommitOffsets``):
+        ``respond({partition: error})`` once the offsets are appended as a transactional
+        batch of ``producer_id``/``producer_epoch``; they stay pending (see the module
+        docstring) until :meth:`complete_transaction`.
+
+        An unknown group is created (Empty). KIP-447 fencing applies only to what the
+        request carries (v3): a ``member_id`` other than "" must be a member
+        (UNKNOWN_MEMBER_ID), a ``generation_id`` >= 0 must be the group's
+        (ILLEGAL_GENERATION), a replaced static instance is FENCED_INSTANCE_ID. Unlike an
+        OffsetCommit no group state is refused and no heartbeat is completed. The
+        producer epoch is fenced by the offsets partition's producer state (the append
+        fails with INVALID_PRODUCER_EPOCH).
+        """
+        def all_(error: int) -> None:
+            respond({tp: error for tp in offsets})
+
+        error = self._status_error(group_id)  # unlike OffsetCommit, "" is an invalid group id
+        if error is not None:
+            return all_(error)
+        entry = self._groups.get(group_id)
+        if entry is None:
+            entry = self._add_group(group_id)
+        group = entry.group
+        if group.state is GroupState.DEAD:
+            return all_(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if self._fenced(entry, member_id, group_instance_id):
+            return all_(ErrorCode.FENCED_INSTANCE_ID)
+        if member_id != UNKNOWN_MEMBER_ID and not group.has(member_id):
+            return all_(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return all_(ErrorCode.ILLEGAL_GENERATION)
+        self._store_offsets(entry, offsets, respond, producer_id, producer_epoch)
+
+    def complete_transaction(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT (``commit``) or ABORT marker of ``producer_id`` was written to
+        ``__consumer_offsets``-``offsets_partition`` (Kafka's ``scheduleHandleTxnCompletion``
+        / ``handleTxnCompletion``): that producer's pending offsets of the partition's
+        groups become committed (unless a commit from a later batch is already stored),
+        or are dropped. While the partition loads the marker is applied after the load;
+        on a partition this coordinator does not own it is ignored (the new owner replays
+        the marker from the log).
+        """
+        if offsets_partition in self._loading:
+            self._deferred_completions.setdefault(offsets_partition, []).append((producer_id, commit))
+            return
+        store = self._stores.get(offsets_partition)
+        if offsets_partition not in self._owned or store is None:
+            log.info("Transaction marker of producer %d on __consumer_offsets-%d: not the coordinator, the new "
+                     "owner replays it", producer_id, offsets_partition)
+            return
+        for group_id in store.complete_txn(producer_id, commit):
+            log.debug("%s the transactional offsets of producer %d for group %s",
+                      "Committed" if commit else "Aborted", producer_id, group_id)
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool = False
     ) -> tuple[int, dict[TopicPartition, OffsetFetchEntry]]:
-        """Committed offsets of ``partitions`` (None: every partition the group has)."""
+        """Committed offsets of ``partitions`` (None: every partition the group has).
+
+        With ``require_stable`` (OffsetFetch v7+, KIP-447) a partition with a commit in
+        flight or in an open transaction answers UNSTABLE_OFFSET_COMMIT (Kafka's
+        ``getOffsets``); without it pending transactional offsets are simply not seen.
+        """
         error = self._status_error(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
@@ -1055,7 +1166,7 @@ class GroupCoordinator:
         wanted = partitions if partitions is not None else (sorted(offsets.offsets) if offsets else [])
         out: dict[TopicPartition, OffsetFetchEntry] = {}
         for tp in wanted:
-            if require_stable and offsets is not None and tp in offsets.pending:
+            if require_stable and offsets is not None and offsets.has_pending_for(tp):
                 out[tp] = OffsetFetchEntry(INVALID_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
                 continue
             om = offsets.committed(tp) if offsets is not None else None
@@ -1228,7 +1339,8 @@ class GroupCoordinator:
             expired = store.expired_offsets(now, self.config.offsets_retention_ms, state_of)
             tombstones: list[tuple[bytes, bytes | None]] = []
             for gid, offsets in expired.items():
-                store.remove_offsets(gid, offsets)
+                # Kafka's removeExpiredOffsets: an open transaction keeps its offsets.
+                store.remove_offsets(gid, offsets, pending=False)
                 tombstones += store.tombstones_for(gid, offsets)
                 removed_total += len(offsets)
                 log.info("Removed %d expired offsets of group %s", len(offsets), gid)

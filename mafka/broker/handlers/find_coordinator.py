@@ -1,15 +1,17 @@
-"""FindCoordinator (10): the group coordinator is the leader of the group's ``__consumer_offsets`` partition.
+"""FindCoordinator (10): the leader of the key's partition of ``__consumer_offsets`` or ``__transaction_state``.
 
-The partition is ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``.
-The first request creates ``__consumer_offsets`` (Kafka's ``createInternalTopic``)
+A group (key_type 0) maps to partition ``Utils.abs(groupId.hashCode) %
+offsets.topic.num.partitions`` of ``__consumer_offsets``; a transactional id
+(key_type 1) to ``Utils.abs(transactionalId.hashCode) %
+transaction.state.log.num.partitions`` of ``__transaction_state``.  The first
+request creates the internal topic (Kafka's ``getOrCreateInternalTopic``)
 and, like every request until that partition has a live leader, gets
 COORDINATOR_NOT_AVAILABLE; clients retry.  The coordinator's address is its
-endpoint on the listener the request came in on.  Transaction coordinators
-(key_type 1) do not exist yet: COORDINATOR_NOT_AVAILABLE; any other key type
-is INVALID_REQUEST.
+endpoint on the listener the request came in on.  Any other key type is
+INVALID_REQUEST.
 
-The broker provides ``group_service`` (``coordinator.partition_for``,
-``ensure_offsets_topic()``) and ``metadata_cache``.
+The broker provides ``group_service`` and ``transaction_service`` (each with
+``coordinator.partition_for`` and an ``ensure_…_topic()``) and ``metadata_cache``.
 """
 
 from __future__ import annotations
@@ -17,14 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from mafka.errors import ErrorCode
-from mafka.topics import GROUP_METADATA_TOPIC
+from mafka.topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 FIND_COORDINATOR = 10
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
 _MESSAGES = {
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    ErrorCode.INVALID_REQUEST: "Unknown coordinator key type.",
+    ErrorCode.INVALID_REQUEST: "Unknown coordinator key type, or an empty transactional id.",
     ErrorCode.INVALID_GROUP_ID: "The configured groupId is invalid.",
 }
 
@@ -38,17 +40,20 @@ def handlers(broker: Any) -> dict[int, Any]:
         body = request.body
         key_type = body.key_type if request.header.api_version >= 1 else GROUP_KEY
         if key_type == TRANSACTION_KEY:
-            return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        if key_type != GROUP_KEY:
+            if not body.key:
+                return _error(ErrorCode.INVALID_REQUEST)
+            service, topic, ensure = broker.transaction_service, TRANSACTION_STATE_TOPIC, "ensure_transaction_topic"
+        elif key_type == GROUP_KEY:
+            if body.key is None:
+                return _error(ErrorCode.INVALID_GROUP_ID)
+            service, topic, ensure = broker.group_service, GROUP_METADATA_TOPIC, "ensure_offsets_topic"
+        else:
             return _error(ErrorCode.INVALID_REQUEST)
-        if body.key is None:
-            return _error(ErrorCode.INVALID_GROUP_ID)
-        service = broker.group_service
         cache = broker.metadata_cache
-        if not cache.has_topic(GROUP_METADATA_TOPIC):
-            service.ensure_offsets_topic()
+        if not cache.has_topic(topic):
+            getattr(service, ensure)()
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        info = cache.partition(GROUP_METADATA_TOPIC, service.coordinator.partition_for(body.key))
+        info = cache.partition(topic, service.coordinator.partition_for(body.key))
         endpoint = cache.endpoint(info.leader, connection.listener) if info is not None and info.leader >= 0 else None
         if endpoint is None:
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)

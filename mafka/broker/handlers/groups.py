@@ -1,19 +1,24 @@
 """Consumer-group APIs, answered by this broker's group coordinator.
 
 JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13),
-OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16),
-DeleteGroups (42) and OffsetDelete (47) at the versions their
+OffsetCommit (8), OffsetFetch (9), TxnOffsetCommit (28), DescribeGroups (15),
+ListGroups (16), DeleteGroups (42) and OffsetDelete (47) at the versions their
 ``mafka/wire/apis`` modules decode.  Each handler translates the request into
 a call on :class:`~mafka.group.coordinator.GroupCoordinator` and its answer
-into the response body; JoinGroup, SyncGroup, OffsetCommit, DeleteGroups and
-OffsetDelete may wait (a rebalance, the leader's assignment, a replicated
-append), so they return a Deferred.
+into the response body; JoinGroup, SyncGroup, OffsetCommit, TxnOffsetCommit,
+DeleteGroups and OffsetDelete may wait (a rebalance, the leader's assignment,
+a replicated append), so they return a Deferred.
+
+TxnOffsetCommit (Kafka 2.8's ``handleTxnOffsetCommitRequest``) is checked like
+OffsetCommit (no authorizer here: a partition the metadata cache does not know
+is UNKNOWN_TOPIC_OR_PARTITION, the rest go to the coordinator); its offsets
+stay pending until the producer's transaction marker. Below v2 a
+COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, which
+0.11–2.0 producers expect (KAFKA-7296).
 
 OffsetFetch v7's ``require_stable`` (KIP-447) is passed to the coordinator,
-which answers UNSTABLE_OFFSET_COMMIT, as Kafka does, for a partition whose
-commit is still being appended. Mafka has no transactions (TxnOffsetCommit is
-not served), so no transactional offsets are ever pending: the error is never
-due for the reason KIP-447 introduced it, only for that short in-flight window.
+which answers UNSTABLE_OFFSET_COMMIT, as Kafka does, for a partition with a
+commit still being appended or held by an open transaction.
 
 The broker provides ``group_service.coordinator`` and ``metadata_cache``.
 """
@@ -30,7 +35,7 @@ from mafka.group.coordinator import JoinResult, OffsetFetchEntry, SyncResult
 from mafka.group.offsets import OffsetAndMetadata
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
+DESCRIBE_GROUPS, LIST_GROUPS, TXN_OFFSET_COMMIT, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 28, 42, 47
 
 
 def _client_host(connection: Any) -> str:
@@ -171,6 +176,62 @@ def handlers(broker: Any) -> dict[int, Any]:
             respond({})
         return d
 
+    def txn_offset_commit(request: Any, connection: Any) -> defer.Deferred:
+        body = request.body
+        version = request.header.api_version
+        cache = broker.metadata_cache
+        now = int(broker.reactor.seconds() * 1000)
+        results: dict[tuple[str, int], int] = {}
+        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        for topic in body.topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if cache.partition(topic.name, p.partition_index) is None:
+                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    # Kafka's convertTxnOffsets: commit time now, no expire timestamp.
+                    offsets[tp] = OffsetAndMetadata(
+                        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, None
+                    )
+        d: defer.Deferred = defer.Deferred()
+
+        def respond(errors: dict[tuple[str, int], int]) -> None:
+            results.update(errors)
+            if version < 2:
+                results.update({
+                    tp: ErrorCode.COORDINATOR_NOT_AVAILABLE
+                    for tp, e in results.items() if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                })
+            d.callback({
+                "throttle_time_ms": 0,
+                "topics": [
+                    {
+                        "name": topic.name,
+                        "partitions": [
+                            {"partition_index": p.partition_index, "error_code": results[(topic.name, p.partition_index)]}
+                            for p in topic.partitions
+                        ],
+                    }
+                    for topic in body.topics
+                ],
+            })
+
+        if offsets:
+            # v3 (KIP-447) carries the consumer's group metadata; below v3 nothing is fenced.
+            coordinator().commit_transactional_offsets(
+                body.group_id,
+                body.producer_id,
+                body.producer_epoch,
+                body.member_id if version >= 3 else "",
+                body.generation_id if version >= 3 else -1,
+                body.group_instance_id if version >= 3 else None,
+                offsets,
+                respond,
+            )
+        else:
+            respond({})
+        return d
+
     def offset_fetch(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
         version = request.header.api_version
@@ -291,6 +352,7 @@ def handlers(broker: Any) -> dict[int, Any]:
     return {
         OFFSET_COMMIT: offset_commit,
         OFFSET_FETCH: offset_fetch,
+        TXN_OFFSET_COMMIT: txn_offset_commit,
         JOIN_GROUP: join_group,
         HEARTBEAT: heartbeat,
         LEAVE_GROUP: leave_group,

@@ -1,31 +1,58 @@
-"""InitProducerId (22, v0–1): a fresh producer id with epoch 0 for idempotent producers.
+"""InitProducerId (22, v0–4): producer ids for idempotent and transactional producers.
 
-Transactional ids need the transaction coordinator, which arrives with a
-later issue; until then they are answered COORDINATOR_NOT_AVAILABLE.
+As Kafka 2.8's ``KafkaApis.handleInitProducerIdRequest``: a request without
+a transactional id gets a fresh producer id at epoch 0 (the broker's
+ZooKeeper-backed :class:`~mafka.broker.producer_ids.ProducerIdManager`); one
+with a transactional id goes to this broker's transaction coordinator, which
+answers NOT_COORDINATOR unless it owns the id's ``__transaction_state``
+partition.  v3+ carries the producer id and epoch the producer already holds
+(KIP-360): both −1 means none, only one of them −1 is INVALID_REQUEST.
+PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4, which older
+clients understand.
 
-The broker provides ``producer_ids`` (a :class:`~mafka.broker.producer_ids.ProducerIdManager`).
+The broker provides ``producer_ids`` and ``transaction_service.coordinator``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from twisted.internet import defer
+
 from mafka.errors import ErrorCode
+from mafka.transaction.coordinator import error_for_version, expected_producer_id_and_epoch
 
 INIT_PRODUCER_ID = 22
 
 
+def _answer(error: int, producer_id: int = -1, producer_epoch: int = -1) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "producer_id": producer_id, "producer_epoch": producer_epoch}
+
+
 def handlers(broker: Any) -> dict[int, Any]:
     def init_producer_id(request: Any, connection: Any) -> Any:
-        if request.body.transactional_id is not None:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+        body = request.body
+        version = request.header.api_version
+        if body.transactional_id is None:
+            def failed(failure: Any) -> dict[str, Any]:
+                return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
-        def answer(pid: int) -> dict[str, Any]:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "producer_id": pid, "producer_epoch": 0}
+            return broker.producer_ids.generate().addCallbacks(lambda pid: _answer(ErrorCode.NONE, pid, 0), failed)
 
-        def failed(failure: Any) -> dict[str, Any]:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.COORDINATOR_NOT_AVAILABLE, "producer_id": -1, "producer_epoch": -1}
+        error, expected = expected_producer_id_and_epoch(
+            getattr(body, "producer_id", -1) if version >= 3 else -1,
+            getattr(body, "producer_epoch", -1) if version >= 3 else -1,
+        )
+        if error != ErrorCode.NONE:
+            return _answer(error)
+        d: defer.Deferred = defer.Deferred()
 
-        return broker.producer_ids.generate().addCallbacks(answer, failed)
+        def respond(error: int, producer_id: int, producer_epoch: int) -> None:
+            d.callback(_answer(error_for_version(INIT_PRODUCER_ID, version, error), producer_id, producer_epoch))
+
+        broker.transaction_service.coordinator.handle_init_producer_id(
+            body.transactional_id, body.transaction_timeout_ms, expected, respond
+        )
+        return d
 
     return {INIT_PRODUCER_ID: init_producer_id}

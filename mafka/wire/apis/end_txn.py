@@ -1,6 +1,6 @@
-"""EndTxn (api key 26), decoded at v0–2.
+"""EndTxn (api key 26), decoded at v0–3 (Kafka 2.8).
 
-v0–2 share one layout.
+v0–3 share one layout; v3 is flexible.
 
 Fields follow Kafka's ``EndTxnRequest.json`` / ``EndTxnResponse.json``.
 """
@@ -13,8 +13,8 @@ from ..schema import F
 SPEC = api(
     26,
     "EndTxn",
-    advertised=(0, 2),
-    decode=(0, 2),
+    advertised=(0, 3),
+    decode=(0, 3),
     flexible="3+",
     request=[
         F("transactional_id", "string", "0+"),

@@ -1,7 +1,8 @@
-"""InitProducerId (api key 22), decoded at v0–1.
+"""InitProducerId (api key 22), decoded at v0–4 (Kafka 2.8).
 
-v0 and v1 share one layout; v3+ (KIP-360 epoch bumps) is flexible and not
-spoken.
+v2+ is flexible; v3+ carries the producer id and epoch a producer already
+holds (KIP-360), so a transactional producer can bump its epoch and an
+expired transactional id is told apart from a reused one.
 
 Fields follow Kafka's ``InitProducerIdRequest.json`` / ``InitProducerIdResponse.json``.
 """
@@ -14,12 +15,14 @@ from ..schema import F
 SPEC = api(
     22,
     "InitProducerId",
-    advertised=(0, 1),
-    decode=(0, 1),
+    advertised=(0, 4),
+    decode=(0, 4),
     flexible="2+",
     request=[
         F("transactional_id", "string", "0+", nullable="0+"),
         F("transaction_timeout_ms", "int32", "0+"),
+        F("producer_id", "int64", "3+", default=-1),
+        F("producer_epoch", "int16", "3+", default=-1),
     ],
     response=[
         F("throttle_time_ms", "int32", "0+"),

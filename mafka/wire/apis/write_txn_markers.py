@@ -1,4 +1,4 @@
-"""WriteTxnMarkers (api key 27), decoded at v0–0.
+"""WriteTxnMarkers (api key 27), decoded at v0–1 (Kafka 2.8; v1 is flexible).
 
 Sent by the transaction coordinator to partition leaders.
 
@@ -13,8 +13,8 @@ from ..schema import F
 SPEC = api(
     27,
     "WriteTxnMarkers",
-    advertised=(0, 0),
-    decode=(0, 0),
+    advertised=(0, 1),
+    decode=(0, 1),
     flexible="1+",
     request=[
         F("markers", "[]WritableTxnMarker", "0+",

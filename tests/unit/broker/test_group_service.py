@@ -25,7 +25,7 @@ from mafka.broker.replica_manager import ProduceResult
 from mafka.broker.validation import validate_produce_batch
 from mafka.errors import ErrorCode as E
 from mafka.group.coordinator import JoinResult
-from mafka.group.offsets import OffsetAndMetadata
+from mafka.group.offsets import LogRecord, OffsetAndMetadata, TxnMarker
 from mafka.group.offsets_records import (
     OffsetKey,
     OffsetValue,
@@ -66,13 +66,19 @@ def records_batch(pairs, *, compression: int = 0) -> bytes:
 # ------------------------------------------------------------------ read_partition_records
 
 
+def plain_records(pairs, batch_offset: int) -> list[LogRecord]:
+    return [LogRecord(k, v, -1, False, batch_offset) for k, v in pairs]
+
+
 def filled_log(tmp_path, *, start: int = 100, segment_bytes: int = 1 << 20):
-    """A log starting at ``start`` with plain, compressed, tombstone, keyless and control batches."""
+    """A log starting at ``start`` with plain, compressed, tombstone, keyless, transactional
+    and control batches; returns it and what :func:`read_partition_records` must read."""
     log = Log.open(tmp_path / f"{TOPIC}-0", LogConfig(segment_bytes=segment_bytes), LogClock(), log_start_offset=start)
     assert (log.log_start_offset, log.next_offset) == (start, start)
     plain = [(b"k1", b"v1"), (b"k2", b"v2"), (b"k3", b"v3")]
     compressed = [(b"k4", b"v4" * 50), (b"k5", b"v5" * 50), (b"k2", b"v2-again")]
     tombstones = [(b"k1", None), (b"k6", b"v6"), (b"k4", None)]
+    txn = [(b"k9", b"v9"), (b"k10", b"v10")]
     log.append_as_leader(records_batch(plain), 0)
     log.append_as_leader(records_batch(compressed, compression=CompressionType.GZIP), 0)
     log.append_as_leader(records_batch(tombstones), 0)
@@ -80,14 +86,27 @@ def filled_log(tmp_path, *, start: int = 100, segment_bytes: int = 1 << 20):
     log.append_as_follower(build_control_batch(
         ControlRecordType.COMMIT, producer_id=1, producer_epoch=0, base_offset=log.next_offset, timestamp=1_000_000))
     log.append_as_leader(records_batch([(b"k8", b"")]), 0)
-    expected = [*plain, *compressed, *tombstones, (b"k7", b"v7"), (b"k8", b"")]
+    log.append_as_leader(build_batch(
+        [Record(offset=i, timestamp=1_000_000, key=k, value=v) for i, (k, v) in enumerate(txn)],
+        producer_id=5, producer_epoch=2, base_sequence=0, is_transactional=True), 0)
+    log.append_as_follower(build_control_batch(
+        ControlRecordType.ABORT, producer_id=5, producer_epoch=2, base_offset=log.next_offset, timestamp=1_000_000))
+    base = start
+    expected = [
+        *plain_records(plain, base), *plain_records(compressed, base + 3), *plain_records(tombstones, base + 6),
+        LogRecord(b"k7", b"v7", -1, False, base + 9),
+        TxnMarker(1, True, base + 11),
+        LogRecord(b"k8", b"", -1, False, base + 12),
+        LogRecord(b"k9", b"v9", 5, True, base + 13), LogRecord(b"k10", b"v10", 5, True, base + 13),
+        TxnMarker(5, False, base + 15),
+    ]
     return log, expected
 
 
 @pytest.mark.parametrize("buffer_bytes", [1, 100, 1 << 20])
 def test_read_partition_records_returns_every_keyed_record_in_order(tmp_path, buffer_bytes):
     log, expected = filled_log(tmp_path)
-    assert log.next_offset == 100 + 13
+    assert log.next_offset == 100 + 16
     assert read_partition_records(log, buffer_bytes) == expected
 
 
@@ -121,12 +140,12 @@ class FakeReplicaManager:
         self.raise_error: Exception | None = None
         self.partitions: dict = {}
 
-    def append_records(self, entries, *, acks, timeout_ms, produce_version, max_message_bytes):
+    def append_records(self, entries, *, acks, timeout_ms, produce_version, max_message_bytes, **extra):
         if self.raise_error is not None:
             raise self.raise_error
         self.calls.append({
             "entries": list(entries), "acks": acks, "timeout_ms": timeout_ms,
-            "produce_version": produce_version, "max_message_bytes": max_message_bytes,
+            "produce_version": produce_version, "max_message_bytes": max_message_bytes, "extra": extra,
         })
         d: defer.Deferred = defer.Deferred()
         self.deferreds.append(d)
@@ -160,6 +179,36 @@ def test_offsets_topic_log_appends_one_batch_with_the_commit_acks_and_timeout():
     assert done == []  # nothing until the append completes
     broker.replica_manager.deferreds[0].callback({(TOPIC, 7): ProduceResult(E.NONE, 42)})
     assert done == [(E.NONE, 42)]
+
+
+def test_offsets_topic_log_plain_appends_carry_no_producer_and_no_origin():
+    broker = append_broker()
+    OffsetsTopicLog(broker).append(0, [(b"k", b"v")], lambda *_: None)
+    (call,) = broker.replica_manager.calls
+    assert call["extra"] == {}
+    header = decode_batch(call["entries"][0][2]).header
+    assert (header.producer_id, header.producer_epoch, header.base_sequence, header.is_transactional) == (-1, -1, -1, False)
+
+
+def test_offsets_topic_log_appends_a_transactional_batch_as_the_coordinator():
+    """Kafka's storeOffsets: producer id and epoch, base sequence 0, transactional bit;
+    appended with the coordinator's origin (epoch fenced, sequence not checked)."""
+    broker = append_broker()
+    done = []
+    records = [(b"key-1", b"value-1"), (b"key-2", b"value-2")]
+    OffsetsTopicLog(broker).append(4, records, lambda error, offset: done.append((error, offset)),
+                                   producer_id=1234, producer_epoch=7)
+    (call,) = broker.replica_manager.calls
+    assert call["extra"] == {"origin": "coordinator"}
+    ((_, _, batch),) = call["entries"]
+    decoded = decode_batch(batch)
+    header = decoded.header
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (1234, 7, 0)
+    assert header.is_transactional and not header.is_control
+    assert [(r.key, r.value) for r in decoded.records] == records
+    validate_produce_batch(batch, produce_version=call["produce_version"], max_message_bytes=1_000_012)
+    broker.replica_manager.deferreds[0].callback({(TOPIC, 4): ProduceResult(E.NONE, 9)})
+    assert done == [(E.NONE, 9)]
 
 
 def test_offsets_topic_log_defaults_and_compression():
@@ -524,3 +573,38 @@ def test_regular_ticks_never_resign(tmp_path):
 def fetch_checked(service: GroupService):
     error, entries = service.checked_coordinator().fetch_offsets(GROUP, [("foo", 0)])
     return error, {tp: e.offset for tp, e in entries.items()}
+
+
+def test_a_load_replays_transactional_offsets_and_their_markers(tmp_path):
+    """Committed transactions apply, aborted ones vanish, an open one stays pending (KIP-98)."""
+    broker, service, p = service_with_partition(tmp_path, {("foo", 0): 42})
+    log = broker.replica_manager.partitions[(TOPIC, p)].log
+
+    def txn(producer_id, commits):
+        pairs = [
+            (encode_key(OffsetKey(GROUP, topic, index)), encode_value(OffsetValue(offset, -1, "", 1_000, None)))
+            for (topic, index), offset in commits.items()
+        ]
+        log.append_as_leader(build_batch(
+            [Record(offset=i, timestamp=1_000_000, key=k, value=v) for i, (k, v) in enumerate(pairs)],
+            producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True), 0)
+
+    def marker(producer_id, kind):
+        log.append_as_follower(build_control_batch(
+            kind, producer_id=producer_id, producer_epoch=0, base_offset=log.next_offset, timestamp=1_000_000))
+
+    txn(5, {("foo", 0): 50, ("foo", 1): 51})
+    txn(6, {("foo", 0): 60})
+    marker(5, ControlRecordType.COMMIT)
+    marker(6, ControlRecordType.ABORT)
+    txn(7, {("foo", 1): 70})  # no marker yet
+    service.on_leadership(TOPIC, p, True, 1)
+    run_load(broker)
+    c = service.coordinator
+    error, entries = c.fetch_offsets(GROUP, [("foo", 0), ("foo", 1)])
+    assert error == E.NONE and {tp: e.offset for tp, e in entries.items()} == {("foo", 0): 50, ("foo", 1): 51}
+    _, stable = c.fetch_offsets(GROUP, [("foo", 0), ("foo", 1)], require_stable=True)
+    assert [e.error for e in stable.values()] == [E.NONE, E.UNSTABLE_OFFSET_COMMIT]
+    c.complete_transaction(p, 7, True)
+    _, entries = c.fetch_offsets(GROUP, [("foo", 1)], require_stable=True)
+    assert (entries[("foo", 1)].offset, entries[("foo", 1)].error) == (70, E.NONE)

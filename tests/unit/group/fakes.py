@@ -10,6 +10,7 @@ import heapq
 from collections import defaultdict
 
 from mafka.errors import ErrorCode as E
+from mafka.group.offsets import LogRecord, TxnMarker
 from mafka.group.offsets_records import GroupMetadataKey, decode_record
 
 T0 = 1_700_000_000_000  # whole seconds: reactor.seconds() * 1000 is exact
@@ -61,35 +62,51 @@ class Timers:
 
 
 class FakeLog:
-    """Records every append; completes it at once (auto) or holds it for release()."""
+    """Records every append; completes it at once (auto) or holds it for release().
+
+    ``durable[partition]`` is what a load would read back: a
+    :class:`~mafka.group.offsets.LogRecord` per record (with its batch's producer id,
+    transactional bit and base offset) and a :class:`~mafka.group.offsets.TxnMarker`
+    per :meth:`marker`. ``producers`` holds each append's (producer id, epoch).
+    """
 
     def __init__(self) -> None:
         self.auto = True
         self.appends: list[tuple[int, list]] = []
-        self.held: list[tuple[int, list, object]] = []
+        self.producers: list[tuple[int, int]] = []
+        self.held: list[tuple[int, list, object, int]] = []
         self.durable: dict[int, list] = defaultdict(list)
         self.next_offset: dict[int, int] = defaultdict(int)
 
-    def append(self, partition, records, done):
+    def append(self, partition, records, done, *, producer_id=-1, producer_epoch=-1):
         records = list(records)
         self.appends.append((partition, records))
+        self.producers.append((producer_id, producer_epoch))
         if self.auto:
-            self._complete(partition, records, done, E.NONE)
+            self._complete(partition, records, done, E.NONE, producer_id)
         else:
-            self.held.append((partition, records, done))
+            self.held.append((partition, records, done, producer_id))
 
-    def _complete(self, partition, records, done, error):
+    def _complete(self, partition, records, done, error, producer_id=-1):
         if error == E.NONE:
             base = self.next_offset[partition]
             self.next_offset[partition] += len(records)
-            self.durable[partition].extend(records)
+            self.durable[partition].extend(
+                LogRecord(k, v, producer_id, producer_id >= 0, base) for k, v in records
+            )
             done(E.NONE, base)
         else:
             done(error, None)
 
     def release(self, error=E.NONE, index=0):
-        partition, records, done = self.held.pop(index)
-        self._complete(partition, records, done, error)
+        partition, records, done, producer_id = self.held.pop(index)
+        self._complete(partition, records, done, error, producer_id)
+
+    def marker(self, partition, producer_id, commit):
+        """Write a COMMIT/ABORT control batch (as the WriteTxnMarkers path would)."""
+        offset = self.next_offset[partition]
+        self.next_offset[partition] += 1
+        self.durable[partition].append(TxnMarker(producer_id, commit, offset))
 
     def decoded(self, since: int = 0):
         return [decode_record(k, v) for _, records in self.appends[since:] for k, v in records]
