@@ -20,16 +20,29 @@ replica that may count as in sync.
 As **follower** it appends the leader's batches as they are and keeps
 HW = min(leader HW, own log end offset).  A follower also serves consumers
 that may read from any replica (KIP-392, Fetch v11+), up to its own HW.
+
+**Transactions** (KIP-98, Kafka's ``Log`` side of them): the producer state
+tracks open transactions; a COMMIT/ABORT marker — written by the leader for
+the transaction coordinator (:meth:`Partition.append_txn_marker_as_leader`),
+replicated to followers, or replayed at load — completes one, and an aborted
+one is recorded in the ``.txnindex`` of the marker's segment.  The last
+stable offset (LSO) is the first offset of the oldest transaction not yet
+decided-and-replicated (never below the log start), or the HW when there is
+none (or when it is higher).  READ_COMMITTED consumers read up to the LSO and
+get the aborted transactions overlapping what they read.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 from dataclasses import dataclass, replace
 
 from mafka.coordination.znodes import LeaderIsrAndControllerEpoch
 from mafka.errors import (
     ErrorCode,
     FencedLeaderEpochError,
+    InvalidRecordError,
     KafkaError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -37,14 +50,21 @@ from mafka.errors import (
     UnknownLeaderEpochError,
 )
 from mafka.log.log import FetchDataInfo, Log, LogAppendInfo, TimestampAndOffset
+from mafka.log.txn_index import AbortedTxn
 from mafka.wire.batch import BatchHeader, iter_batches
+from mafka.wire.errors import ProtocolError
+from mafka.wire.records import ControlRecord, ControlRecordType, build_control_batch, decode_batch
 
-from .producer_state import ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager
 
-__all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState"]
+__all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState", "READ_UNCOMMITTED", "READ_COMMITTED"]
+
+logger = logging.getLogger("mafka.broker.partition")
 
 #: ListOffsets' special timestamps (``ListOffsetsRequest``).
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
+#: Fetch / ListOffsets ``isolation_level`` (``IsolationLevel``).
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +96,19 @@ class FollowerState:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    """A read's data and the offsets a Fetch response reports."""
+    """A read's data and the offsets a Fetch response reports.
+
+    ``aborted_transactions`` is None unless a consumer read READ_COMMITTED;
+    then it lists ``(producer_id, first_offset)`` of every aborted
+    transaction overlapping the data (empty when there is no data).
+    """
 
     data: FetchDataInfo
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
+    last_stable_offset: int = -1
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 class Partition:
@@ -114,21 +141,73 @@ class Partition:
     # ------------------------------------------------------------------ idempotent producers
 
     def _load_producer_state(self) -> None:
-        """Latest snapshot, then the idempotent batches appended after it (Kafka's rebuild)."""
+        """Latest snapshot, then the batches and markers appended after it (Kafka's rebuild).
+
+        Transaction indexes the log marked stale (segments recovered after an
+        unclean shutdown or from a ``.swap`` file, or failing their sanity
+        check) are rebuilt here, as Kafka's ``LogSegment.recover`` does with a
+        producer state manager: the snapshot is taken at or below the first
+        stale segment (Kafka's ``recoverSegment`` loads one at or below the
+        segment's base), every transaction index from that segment on is
+        emptied, and the replay appends each ABORT marker's entry from there
+        on, with the LSO the replayed state gives.  Replaying from below is
+        what makes the entries exact: a transaction may begin in an earlier
+        segment than its marker.
+        """
         log = self.log
-        start = self.producers.load_latest_snapshot(log.directory, log.next_offset) or log.log_start_offset
-        for seg in log.segments:
+        producers = self.producers
+        rebuild_from = log.txn_index_rebuild_offset
+        loaded = producers.load_latest_snapshot(log.directory, log.next_offset, at_most=rebuild_from)
+        start = log.log_start_offset if loaded is None else loaded
+        if rebuild_from is not None:
+            start = min(start, rebuild_from)
+            log.reset_txn_indexes_from(rebuild_from)
+        for seg in list(log.segments):
             if seg.next_offset <= start:
                 continue
             for bp in seg.batches():
                 if bp.last_offset < start:
                     continue
                 h = seg.header_at(bp.position)
-                if h is not None and h.producer_id >= 0 and not h.is_control:
-                    self.producers.record_append(
+                if h is None or h.producer_id < 0:
+                    continue
+                if not h.is_control:
+                    producers.record_append(
                         h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
                         bp.base_offset, bp.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
                     )
+                    continue
+                try:
+                    marker = _end_txn_marker(os.pread(seg.fd, bp.size, bp.position))
+                except ProtocolError as exc:
+                    logger.warning("%s-%d: skipping an unreadable control batch at offset %d: %s",
+                                   self.topic, self.index, bp.base_offset, exc)
+                    continue
+                if marker is None:
+                    continue
+                is_abort, coordinator_epoch, timestamp = marker
+                completed = producers.record_end_txn_marker(
+                    h.producer_id, h.producer_epoch, coordinator_epoch, bp.base_offset, timestamp, is_abort=is_abort
+                )
+                if completed is not None:
+                    # LogSegment.recover completes each marker's transaction at once.
+                    self._complete_txns([completed], index=rebuild_from is not None and bp.base_offset >= rebuild_from)
+        producers.on_high_watermark_updated(self.high_watermark)
+
+    def _complete_txns(self, completed: list[CompletedTxn], *, index: bool = True) -> None:
+        """Kafka's ``Log.append`` tail: each aborted transaction into the ``.txnindex``, then completed.
+
+        The LSO recorded with an aborted transaction is computed before it is
+        completed (``lastStableOffset(completedTxn)``).  Without *index* (a
+        replay below the stale segments) the entries already exist.
+        """
+        producers = self.producers
+        for txn in completed:
+            if index and txn.is_aborted:
+                self.log.append_aborted_txn(
+                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, producers.last_stable_offset(txn))
+                )
+            producers.complete_txn(txn)
 
     def snapshot_producer_state(self) -> None:
         """Writes the producer-state snapshot at the log end (at shutdown, as Kafka)."""
@@ -235,7 +314,7 @@ class Partition:
 
     def append_as_leader(
         self, records: bytes | memoryview, header: BatchHeader | None = None, *, required_acks: int = 1, min_isr: int = 1,
-        now_ms: int = 0,
+        now_ms: int = 0, origin: str = "client",
     ) -> LogAppendInfo:
         """Appends a producer's (validated) batch with this leader's epoch; advances the HW if it may.
 
@@ -255,7 +334,8 @@ class Partition:
             header = next(iter_batches(memoryview(records)))[1]
         if header.producer_id >= 0:
             verdict = self.producers.check_and_prepare(
-                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence, header.is_transactional
+                header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence, header.is_transactional,
+                check_sequence=origin == "client",
             )
             if verdict.error != ErrorCode.NONE:
                 raise KafkaError.for_code(verdict.error)(verdict.message or verdict.error.description)
@@ -270,6 +350,69 @@ class Partition:
             )
         self._maybe_advance_hw(now_ms)
         return info
+
+    def append_txn_marker_as_leader(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, *, min_isr: int = 1,
+        now_ms: int = 0,
+    ) -> LogAppendInfo:
+        """Writes a transaction coordinator's COMMIT (*commit*) or ABORT marker for *producer_id*.
+
+        Kafka's WriteTxnMarkers append (origin Coordinator, acks −1): one
+        control batch (magic 2, transactional + control attributes, the
+        producer's id and epoch, base sequence −1) holding one record
+        timestamped *now_ms* whose key is (version 0, COMMIT/ABORT) and value
+        (version 0, *coordinator_epoch*).  The producer's open transaction, if
+        any, is completed; an aborted one goes into the ``.txnindex``.  A
+        marker with no open transaction is still written.
+
+        Raises:
+            NotLeaderOrFollowerError: not the leader.
+            NotEnoughReplicasError: fewer than *min_isr* replicas in the ISR (nothing written).
+            InvalidProducerEpochError: *producer_epoch* is older than the producer's.
+            TransactionCoordinatorFencedError: *coordinator_epoch* is older than
+                the one of the producer's last marker.
+        """
+        state = self._require_leader()
+        if len(state.isr) < min_isr:
+            raise NotEnoughReplicasError(
+                f"{self.topic}-{self.index}: the ISR {list(state.isr)} is smaller than min.insync.replicas={min_isr}"
+            )
+        verdict = self.producers.check_end_txn_marker(producer_id, producer_epoch, coordinator_epoch)
+        if verdict.error != ErrorCode.NONE:
+            raise KafkaError.for_code(verdict.error)(verdict.message or verdict.error.description)
+        records = build_control_batch(
+            ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+            partition_leader_epoch=state.leader_epoch,
+        )
+        info = self.log.append_as_leader(records, state.leader_epoch)
+        completed = self.producers.record_end_txn_marker(
+            producer_id, producer_epoch, coordinator_epoch, info.first_offset, info.max_timestamp, is_abort=not commit
+        )
+        if completed is not None:
+            self._complete_txns([completed])
+        self._maybe_advance_hw(now_ms)
+        return info
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the first unstable offset (at least the log start) if below the HW, else the HW.
+
+        Kafka's ``Log.lastStableOffset`` over ``firstUnstableOffset`` (the
+        oldest open transaction, or completed one whose marker the HW has not
+        passed).
+        """
+        hw = self.high_watermark
+        producers = self.producers
+        producers.on_high_watermark_updated(hw)
+        first = producers.first_unstable_offset
+        if first is None:
+            return hw
+        first = max(first, self.log.log_start_offset)
+        return first if first < hw else hw
 
     def replication_status(self, required_offset: int, min_isr: int) -> ErrorCode | None:
         """For an acks=all append ending before *required_offset*: None while waiting, else the answer.
@@ -389,14 +532,16 @@ class Partition:
 
     def read(
         self, offset: int, max_bytes: int, *, replica_id: int = -1, current_leader_epoch: int = -1, min_one_batch: bool = True,
-        fetch_only_from_leader: bool = True,
+        fetch_only_from_leader: bool = True, isolation_level: int = READ_UNCOMMITTED,
     ) -> ReadResult:
-        """Reads for a consumer (up to the HW) or a follower (up to the LEO).
+        """Reads for a consumer (up to the HW, or the LSO with READ_COMMITTED) or a follower (up to the LEO).
 
         Without *fetch_only_from_leader* (a consumer's Fetch v11+, KIP-392) a
         follower reads too, up to its own HW (Kafka's ``Partition.readRecords``):
         an offset between its HW and its log end reads nothing, one past its
-        log end is out of range.
+        log end is out of range.  A READ_COMMITTED consumer's result lists the
+        aborted transactions overlapping the data (Kafka's ``FetchTxnCommitted``);
+        *isolation_level* means nothing for followers.
 
         Raises:
             NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError,
@@ -405,9 +550,12 @@ class Partition:
         if fetch_only_from_leader:
             self._require_leader()
         self.check_leader_epoch(current_leader_epoch)
-        upper = None if replica_id >= 0 else self.high_watermark
-        data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch)
-        return ReadResult(data, self.high_watermark, self.log.log_start_offset, self.log.next_offset)
+        hw, lso = self.high_watermark, self.last_stable_offset
+        committed = replica_id < 0 and isolation_level == READ_COMMITTED
+        upper = None if replica_id >= 0 else lso if committed else hw
+        data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch, include_aborted_txns=committed)
+        aborted = None if data.aborted_transactions is None else [t.as_aborted_transaction for t in data.aborted_transactions]
+        return ReadResult(data, hw, self.log.log_start_offset, self.log.next_offset, lso, aborted)
 
     def offset_snapshot(self, offset: int, current_leader_epoch: int = -1) -> ReadResult:
         """This replica's offsets and no records (Kafka's ``fetchOffsetSnapshot`` with any role).
@@ -418,10 +566,14 @@ class Partition:
             FencedLeaderEpochError, UnknownLeaderEpochError.
         """
         self.check_leader_epoch(current_leader_epoch)
-        return ReadResult(FetchDataInfo(offset, None), self.high_watermark, self.log.log_start_offset, self.log.next_offset)
+        return ReadResult(
+            FetchDataInfo(offset, None), self.high_watermark, self.log.log_start_offset, self.log.next_offset,
+            self.last_stable_offset,
+        )
 
     def fetch_offset_for_timestamp(
-        self, timestamp: int, *, client: bool = True, current_leader_epoch: int = -1
+        self, timestamp: int, *, client: bool = True, current_leader_epoch: int = -1,
+        isolation_level: int = READ_UNCOMMITTED,
     ) -> TimestampAndOffset | None:
         """ListOffsets at the leader (Kafka's ``Partition.fetchOffsetForTimestamp``); None when no record matches.
 
@@ -430,10 +582,12 @@ class Partition:
                 with the largest timestamp (KIP-734), else the first record
                 whose timestamp is at or after it.
             client: a consumer's request (replica id −1): answers stop at the
-                high watermark (with no transactions the last stable offset is
-                the HW) and may be OFFSET_NOT_AVAILABLE; others stop at the
-                log end offset.
+                high watermark (the last stable offset with READ_COMMITTED)
+                and may be OFFSET_NOT_AVAILABLE; others stop at the log end
+                offset.
             current_leader_epoch: the requester's view of the leader epoch (−1: unchecked).
+            isolation_level: a consumer's (ListOffsets v2+); READ_COMMITTED
+                makes the last stable offset the latest offset and the bound.
 
         The answer's leader epoch is this leader's epoch for the latest
         offset, the earliest cached epoch for the earliest (if it covers the
@@ -449,7 +603,12 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         self._require_leader()
         log = self.log
-        last_fetchable = self.high_watermark if client else log.next_offset
+        if not client:
+            last_fetchable = log.next_offset
+        elif isolation_level == READ_COMMITTED:
+            last_fetchable = self.last_stable_offset
+        else:
+            last_fetchable = self.high_watermark
         lagging = client and self.leader_epoch_start_offset > self.high_watermark
 
         def not_available() -> OffsetNotAvailableError:
@@ -476,13 +635,21 @@ class Partition:
             raise not_available()
         return found
 
-    def bytes_available(self, offset: int, replica_id: int = -1, *, fetch_only_from_leader: bool = True) -> int:
+    def bytes_available(
+        self, offset: int, replica_id: int = -1, *, fetch_only_from_leader: bool = True, isolation_level: int = READ_UNCOMMITTED
+    ) -> int:
         """Readable bytes at *offset* (0 when none, 1 on any error): the long-poll test.
 
-        A follower has none unless not *fetch_only_from_leader* (see :meth:`read`).
+        A follower has none unless not *fetch_only_from_leader* (see :meth:`read`);
+        a READ_COMMITTED consumer has none at or above the LSO.
         """
         try:
-            upper = self.log.next_offset if replica_id >= 0 else self.high_watermark
+            if replica_id >= 0:
+                upper = self.log.next_offset
+            elif isolation_level == READ_COMMITTED:
+                upper = self.last_stable_offset
+            else:
+                upper = self.high_watermark
             if offset >= upper or (fetch_only_from_leader and not self.is_leader):
                 return 0
             return self.log.read(offset, 1 << 30, upper, min_one_batch=True).size
@@ -492,27 +659,51 @@ class Partition:
     # ------------------------------------------------------------------ follower operations
 
     def append_as_follower(self, records: bytes | memoryview) -> LogAppendInfo | None:
-        """Appends the leader's whole batches as they are; idempotent producers' state follows them.
+        """Appends the leader's whole batches as they are; producers' and transactions' state follows them.
 
         A Fetch response may end with a partial batch (cut at the size
         limit): it is left out, and fetched again next time.  Returns None
-        when no whole batch arrived.
+        when no whole batch arrived.  Transaction markers complete their
+        transactions as on the leader, unvalidated (Kafka's origin
+        Replication); as in Kafka's ``Log.append``, every batch updates the
+        producer state before the completed transactions are indexed.
 
         Raises:
-            UnexpectedAppendOffsetError, InvalidRecordError, MessageTooLargeError (from the log).
+            UnexpectedAppendOffsetError, InvalidRecordError, MessageTooLargeError (from the log);
+            InvalidRecordError also for an unreadable transaction marker (nothing is written).
         """
         view = memoryview(records)
         batches = list(iter_batches(view))
         if not batches:
             return None
+        markers = {}
+        for pos, h in batches:
+            if h.is_control and h.producer_id >= 0:
+                try:
+                    markers[pos] = _end_txn_marker(view[pos : pos + h.size])
+                except ProtocolError as exc:
+                    raise InvalidRecordError(f"{self.topic}-{self.index}: {exc}") from None
         end = batches[-1][0] + batches[-1][1].size
         info = self.log.append_as_follower(view[:end] if end < len(view) else view)
-        for _, h in batches:
-            if h.producer_id >= 0 and not h.is_control:
-                self.producers.record_append(
+        producers = self.producers
+        completed = []
+        for pos, h in batches:
+            if h.producer_id < 0:
+                continue
+            if not h.is_control:
+                producers.record_append(
                     h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
                     h.base_offset, h.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
                 )
+            elif (marker := markers[pos]) is not None:
+                is_abort, coordinator_epoch, timestamp = marker
+                txn = producers.record_end_txn_marker(
+                    h.producer_id, h.producer_epoch, coordinator_epoch, h.base_offset, timestamp, is_abort=is_abort
+                )
+                if txn is not None:
+                    completed.append(txn)
+        if completed:
+            self._complete_txns(completed)
         return info
 
     def update_follower_high_watermark(self, leader_high_watermark: int, leader_log_start_offset: int = -1) -> None:
@@ -524,7 +715,36 @@ class Partition:
         self.high_watermark = max(log.log_start_offset, min(leader_high_watermark, log.next_offset))
 
     def truncated(self) -> None:
-        """The log was truncated (by the log manager, off the reactor): clamp the HW, drop producer state above it."""
+        """The log was truncated (by the log manager, off the reactor): clamp the HW, drop producer state above it.
+
+        The log truncated the transaction indexes; the producer state drops
+        transactions begun above the new end and reopens those whose marker
+        was cut off (see :meth:`ProducerStateManager.truncate_to`).  Producer
+        snapshots above the new end are deleted (Kafka's ``truncateAndReload``):
+        kept, a restart after the log grew past them again would load them.
+        """
         log = self.log
         self.producers.truncate_to(log.next_offset)
+        try:
+            self.producers.delete_snapshots_after(log.directory, log.next_offset)
+        except OSError as exc:
+            logger.warning("%s-%d: could not delete producer snapshots above %d: %s", self.topic, self.index, log.next_offset, exc)
         self.high_watermark = max(log.log_start_offset, min(self.high_watermark, log.next_offset))
+
+
+def _end_txn_marker(batch: bytes | memoryview) -> tuple[bool, int, int] | None:
+    """``(is_abort, coordinator_epoch, timestamp)`` of a control batch's end-transaction marker.
+
+    None for an empty control batch (Kafka: its transaction was cleaned away)
+    or a control record that is not COMMIT/ABORT (nothing to complete).
+
+    Raises:
+        ProtocolError: an unreadable batch or marker (Kafka's ``EndTransactionMarker.deserialize``).
+    """
+    records = decode_batch(batch, verify_crc=False).records
+    if not records:
+        return None
+    record = records[0]
+    if not isinstance(record, ControlRecord) or record.type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return None
+    return record.is_abort, record.coordinator_epoch, record.timestamp

@@ -30,15 +30,47 @@ Followers call only :meth:`~ProducerStateManager.record_append` for every
 replicated batch (replication is not re-validated), so a new leader already
 de-duplicates.
 
+Transactions (KIP-98; Kafka's ``ongoingTxns`` / ``unreplicatedTxns``):
+
+* a producer's first transactional batch opens its transaction: a
+  :class:`TxnMetadata` kept in first-offset order (``ongoing_txns``);
+* an end-transaction marker (a COMMIT/ABORT control batch) closes it.  The
+  leader checks the marker first with
+  :meth:`~ProducerStateManager.check_end_txn_marker` (Kafka's
+  ``checkProducerEpoch`` then ``checkCoordinatorEpoch``: an older producer
+  epoch → ``INVALID_PRODUCER_EPOCH``, an older coordinator epoch →
+  ``TRANSACTION_COORDINATOR_FENCED``); leader, follower and replay then call
+  :meth:`~ProducerStateManager.record_end_txn_marker`, which updates the
+  producer's epoch, coordinator epoch and timestamp and returns the
+  :class:`CompletedTxn` (None for a marker with no open transaction: an ABORT
+  of an empty transaction is still written, it just completes nothing);
+* the caller computes :meth:`~ProducerStateManager.last_stable_offset` for
+  the completed transaction (an aborted one goes into the segment's
+  ``.txnindex`` with it), then calls
+  :meth:`~ProducerStateManager.complete_txn`, which moves it to the
+  unreplicated transactions until the high watermark passes its marker
+  (:meth:`~ProducerStateManager.on_high_watermark_updated`);
+* the first unstable offset is the first offset of the oldest open or
+  unreplicated transaction; the partition's last stable offset is the
+  smaller of it (at least the log start offset) and the high watermark.
+
 Truncation:
 
 * :meth:`~ProducerStateManager.truncate_to` (a follower cutting its log's
   tail) drops cached batches at or above the offset; a producer left with no
-  cached batch is forgotten (its epoch may come from the truncated part), so
-  its next batch is accepted at any sequence.  Kafka instead rebuilds the
-  exact state from the newest snapshot at or below the offset plus a replay of
-  the log; do that with :meth:`~ProducerStateManager.load_latest_snapshot`
-  and :meth:`~ProducerStateManager.record_append` per batch when exactness matters.
+  cached batch and no open transaction is forgotten (its epoch may come from
+  the truncated part), so its next batch is accepted at any sequence.
+  Transactions that began at or after the offset are dropped; a completed
+  transaction whose marker was cut off (it is still unreplicated: Kafka
+  truncates only above the high watermark, unclean elections aside) is open
+  again, so the last stable offset cannot pass it.  What its marker changed
+  on the producer entry (epoch, coordinator epoch) is not undone.  Kafka
+  instead rebuilds the exact state from the newest snapshot at or below the
+  offset plus a replay of the log; do that with
+  :meth:`~ProducerStateManager.load_latest_snapshot` and
+  :meth:`~ProducerStateManager.record_append` /
+  :meth:`~ProducerStateManager.record_end_txn_marker` per batch when
+  exactness matters.
 * :meth:`~ProducerStateManager.truncate_head` (the log start moved) drops
   cached batches wholly below the log start but always keeps a producer's
   newest batch and never forgets a producer, so sequencing continues (Kafka
@@ -98,9 +130,11 @@ __all__ = [
     "SNAPSHOT_SUFFIX",
     "SNAPSHOT_VERSION",
     "BatchMetadata",
+    "CompletedTxn",
     "CorruptSnapshotError",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "TxnMetadata",
     "Verdict",
     "decode_snapshot",
     "decrement_sequence",
@@ -219,6 +253,26 @@ class ProducerStateEntry:
             self.last_timestamp,
             self.current_txn_first_offset,
         )
+
+
+@dataclass(slots=True)
+class TxnMetadata:
+    """An open (or completed but unreplicated) transaction (Kafka's ``TxnMetadata``)."""
+
+    producer_id: int
+    first_offset: int
+    #: The offset of its marker once completed, else None.
+    last_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction closed by a marker (Kafka's ``CompletedTxn``): its first offset, the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,6 +424,11 @@ class ProducerStateManager:
         self._producers: dict[int, ProducerStateEntry] = {}
         #: One past the last offset recorded (Kafka's ``mapEndOffset``).
         self.map_end_offset = 0
+        # Kafka's ongoingTxns / unreplicatedTxns (TreeMaps by first offset): dicts
+        # kept in ascending first-offset order (transactions open in log order;
+        # loads and truncations re-sort).
+        self._ongoing: dict[int, TxnMetadata] = {}
+        self._unreplicated: dict[int, TxnMetadata] = {}
 
     def __repr__(self) -> str:
         return f"ProducerStateManager({self.topic_partition!r}, {len(self._producers)} producers)"
@@ -387,6 +446,47 @@ class ProducerStateManager:
     def __len__(self) -> int:
         return len(self._producers)
 
+    @property
+    def ongoing_txns(self) -> list[TxnMetadata]:
+        """The open transactions, oldest first (do not mutate them)."""
+        return list(self._ongoing.values())
+
+    @property
+    def unreplicated_txns(self) -> list[TxnMetadata]:
+        """Completed transactions whose marker the high watermark has not passed, by first offset."""
+        return sorted(self._unreplicated.values(), key=lambda t: t.first_offset)
+
+    @property
+    def first_undecided_offset(self) -> int | None:
+        """The first offset of the oldest open transaction (Kafka's ``firstUndecidedOffset``)."""
+        return next(iter(self._ongoing), None)
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest open or unreplicated transaction, or None (Kafka's ``firstUnstableOffset``)."""
+        undecided = next(iter(self._ongoing), None)
+        if not self._unreplicated:
+            return undecided
+        unreplicated = min(self._unreplicated)
+        return unreplicated if undecided is None or unreplicated < undecided else undecided
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is below *high_watermark* (Kafka's ``onHighWatermarkUpdated``)."""
+        if self._unreplicated:
+            self._remove_unreplicated_below(high_watermark)
+
+    def _remove_unreplicated_below(self, offset: int) -> None:
+        for first, txn in list(self._unreplicated.items()):
+            if txn.last_offset is not None and txn.last_offset < offset:
+                del self._unreplicated[first]
+
+    def _add_ongoing(self, txn: TxnMetadata) -> None:
+        ongoing = self._ongoing
+        last = next(reversed(ongoing), None) if ongoing else None
+        ongoing[txn.first_offset] = txn
+        if last is not None and txn.first_offset < last:
+            self._ongoing = dict(sorted(ongoing.items()))
+
     # ------------------------------------------------------------ leader appends
 
     def check_and_prepare(
@@ -396,8 +496,10 @@ class ProducerStateManager:
         base_sequence: int,
         last_sequence: int,
         is_transactional: bool = False,
+        *,
+        check_sequence: bool = True,
     ) -> Verdict:
-        """Validate a client batch against the producer's state; nothing is changed.
+        """Validate a batch against the producer's state; nothing is changed.
 
         Args:
             producer_id: the batch's producer id; negative means not idempotent (always appended).
@@ -405,12 +507,18 @@ class ProducerStateManager:
             base_sequence: the batch's first sequence number.
             last_sequence: ``increment_sequence(base_sequence, last_offset_delta)``.
             is_transactional: the batch's transactional attribute bit.
+            check_sequence: False for a coordinator's own batch (a group
+                coordinator's transactional offset commit, Kafka's
+                ``AppendOrigin.Coordinator``): no duplicate lookup and no
+                sequence checks, only epoch fencing and the transaction state.
 
         Returns:
             A :class:`Verdict`: append, duplicate (with the original offsets) or an error.
         """
         if producer_id < 0:
             return _APPEND
+        if not check_sequence:
+            return self._check_epoch_and_txn(producer_id, producer_epoch, is_transactional)
         if base_sequence < 0:
             return Verdict(
                 ErrorCode.INVALID_RECORD,
@@ -453,8 +561,20 @@ class ProducerStateManager:
                     f"{last_seq} (current end sequence number)",
                 )
 
-        # A plain batch inside an open transaction (ProducerAppendInfo.appendDataBatch).
-        if entry is not None and entry.current_txn_first_offset is not None and not is_transactional:
+        return self._check_epoch_and_txn(producer_id, producer_epoch, is_transactional)
+
+    def _check_epoch_and_txn(self, producer_id: int, producer_epoch: int, is_transactional: bool) -> Verdict:
+        """Epoch fencing and a plain batch inside an open transaction (ProducerAppendInfo.appendDataBatch)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return _APPEND
+        if producer_epoch < entry.producer_epoch:
+            return Verdict(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                message=f"Epoch of producer {producer_id} in {self.topic_partition} is {producer_epoch}, "
+                f"which is smaller than the last seen epoch {entry.producer_epoch}",
+            )
+        if entry.current_txn_first_offset is not None and not is_transactional:
             return Verdict(
                 ErrorCode.INVALID_TXN_STATE,
                 message=f"Expected transactional write from producer {producer_id} in {self.topic_partition}",
@@ -494,6 +614,93 @@ class ProducerStateManager:
         entry.last_timestamp = max_timestamp
         if is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
+            self._add_ongoing(TxnMetadata(producer_id, first_offset))
+
+    # ------------------------------------------------------------ transaction markers
+
+    def check_end_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> Verdict:
+        """Validate a marker the transaction coordinator asks the leader to write; nothing is changed.
+
+        Kafka's ``appendEndTxnMarker`` with origin Coordinator: an epoch older
+        than the producer's → ``INVALID_PRODUCER_EPOCH`` (2.8's
+        ``checkProducerEpoch``); a coordinator epoch older than the one of the
+        producer's last marker → ``TRANSACTION_COORDINATOR_FENCED``.  An
+        unknown producer passes both.
+        """
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return _APPEND
+        if producer_epoch < entry.producer_epoch:
+            return Verdict(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                message=f"Epoch of producer {producer_id} in {self.topic_partition} is {producer_epoch}, "
+                f"which is smaller than the last seen epoch {entry.producer_epoch}",
+            )
+        if entry.coordinator_epoch > coordinator_epoch:
+            return Verdict(
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                message=f"Invalid coordinator epoch for producerId {producer_id} in {self.topic_partition}: "
+                f"{coordinator_epoch} (zombie), {entry.coordinator_epoch} (current)",
+            )
+        return _APPEND
+
+    def record_end_txn_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        offset: int,
+        timestamp: int,
+        *,
+        is_abort: bool,
+    ) -> CompletedTxn | None:
+        """Record a COMMIT/ABORT marker the log has just written at *offset*.
+
+        Not validated (a leader calls :meth:`check_end_txn_marker` first;
+        replication and replay are trusted, as Kafka's origin Replication).
+        The producer takes the marker's epoch (a different one forgets its
+        cached batches), coordinator epoch and timestamp; its transaction, if
+        one is open, is returned — still open until :meth:`complete_txn`.
+
+        Returns:
+            The :class:`CompletedTxn`, or None when the producer had no open
+            transaction (an empty transaction's marker).
+        """
+        self.map_end_offset = max(self.map_end_offset, offset + 1)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
+        first = entry.current_txn_first_offset
+        completed = None if first is None else CompletedTxn(producer_id, first, offset, is_abort)
+        if entry.producer_epoch != producer_epoch:
+            entry.batches.clear()
+            entry.producer_epoch = producer_epoch
+        entry.current_txn_first_offset = None
+        entry.coordinator_epoch = coordinator_epoch
+        entry.last_timestamp = timestamp
+        return completed
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO once *completed* is done: the oldest other producer's open transaction, else past its marker.
+
+        Kafka's ``lastStableOffset(completedTxn)``: what the ``.txnindex``
+        entry of an aborted transaction records.  Call it before :meth:`complete_txn`.
+        """
+        for txn in self._ongoing.values():
+            if txn.producer_id != completed.producer_id:
+                return txn.first_offset
+        return completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """Close *completed*: it stays unstable until the high watermark passes its marker (Kafka's ``completeTxn``)."""
+        txn = self._ongoing.pop(completed.first_offset, None)
+        if txn is None:
+            # Kafka throws here; the entry and the transaction map disagree only
+            # after an approximate truncation, so keep going with what is known.
+            log.warning("%s: completing transaction %s, which was not started", self.topic_partition, completed)
+            txn = TxnMetadata(completed.producer_id, completed.first_offset)
+        txn.last_offset = completed.last_offset
+        self._unreplicated[completed.first_offset] = txn
 
     def remove_expired_producers(self, now_ms: int, expiration_ms: int) -> list[int]:
         """Forget producers idle for ``expiration_ms`` with no open transaction; their ids.
@@ -515,21 +722,39 @@ class ProducerStateManager:
     def truncate_to(self, offset: int) -> None:
         """The log was truncated to end at ``offset``: drop what it no longer holds.
 
-        Cached batches with ``last_offset >= offset`` are dropped; a producer
-        that loses its last cached batch is forgotten; an open transaction that
-        began at or after ``offset`` is closed.  See the module docstring for
-        the exact (snapshot + replay) alternative.
+        Cached batches with ``last_offset >= offset`` are dropped; an open
+        transaction that began at or after ``offset`` is closed; a completed,
+        unreplicated transaction whose marker is at or after ``offset`` but
+        which began before it is open again; a producer that loses its last
+        cached batch and has no open transaction is forgotten.  See the module
+        docstring for the exact (snapshot + replay) alternative.
         """
-        for pid in list(self._producers):
-            entry = self._producers[pid]
+        producers = self._producers
+        emptied = set()
+        for pid, entry in producers.items():
             had_batches = bool(entry.batches)
             while entry.batches and entry.batches[-1].last_offset >= offset:
                 entry.batches.pop()
             if had_batches and not entry.batches:
-                del self._producers[pid]
-                continue
+                emptied.add(pid)
             if entry.current_txn_first_offset is not None and entry.current_txn_first_offset >= offset:
                 entry.current_txn_first_offset = None
+        ongoing = {first: txn for first, txn in self._ongoing.items() if first < offset}
+        for first, txn in list(self._unreplicated.items()):
+            if first >= offset:
+                del self._unreplicated[first]
+            elif txn.last_offset is not None and txn.last_offset >= offset:
+                # Its marker is gone: the transaction is undecided again.
+                del self._unreplicated[first]
+                ongoing[first] = TxnMetadata(txn.producer_id, first)
+                entry = producers.get(txn.producer_id)
+                if entry is None:
+                    entry = producers[txn.producer_id] = ProducerStateEntry(txn.producer_id)
+                entry.current_txn_first_offset = first
+        self._ongoing = dict(sorted(ongoing.items()))
+        for pid in emptied:
+            if producers[pid].current_txn_first_offset is None:
+                del producers[pid]
         self.map_end_offset = min(self.map_end_offset, offset)
 
     def truncate_head(self, log_start_offset: int) -> None:
@@ -541,11 +766,14 @@ class ProducerStateManager:
         for entry in self._producers.values():
             while len(entry.batches) > 1 and entry.batches[0].last_offset < log_start_offset:
                 entry.batches.popleft()
+        self._remove_unreplicated_below(log_start_offset)  # Kafka's onLogStartOffsetIncremented
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
 
     def clear(self, offset: int = 0) -> None:
-        """Forget every producer (the log was emptied and restarts at ``offset``)."""
+        """Forget every producer and transaction (the log was emptied and restarts at ``offset``)."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         self.map_end_offset = offset
 
     # ------------------------------------------------------------ snapshots
@@ -565,15 +793,21 @@ class ProducerStateManager:
         log.debug("wrote producer snapshot %s with %d producer ids", path, len(self._producers))
         return path
 
-    def load_latest_snapshot(self, directory: str | os.PathLike[str], log_end_offset: int) -> int | None:
-        """Replace the state by the newest usable snapshot at or below ``log_end_offset``.
+    def load_latest_snapshot(
+        self, directory: str | os.PathLike[str], log_end_offset: int, *, at_most: int | None = None
+    ) -> int | None:
+        """Replace the state by the newest usable snapshot at or below ``log_end_offset`` (and ``at_most``).
 
         Snapshots above ``log_end_offset`` describe log that no longer exists
         and are deleted (as Kafka's ``truncateAndReload`` does: left behind, a
-        later load would pick them up once the log grew past them).  A corrupt
-        snapshot is logged, deleted, and the next older one tried.  Afterwards
-        replay the batches from the returned offset up to the log end with
-        :meth:`record_append`.
+        later load would pick them up once the log grew past them).  Those
+        between ``at_most`` and ``log_end_offset`` are kept but not used (a
+        recovery replays from below a recovered segment).  A corrupt snapshot
+        is logged, deleted, and the next older one tried.  The open
+        transactions are the entries' ``current_txn_first_offset`` s; no
+        completed transaction is unreplicated.  Afterwards replay the batches
+        from the returned offset up to the log end with :meth:`record_append`
+        and :meth:`record_end_txn_marker`.
 
         Returns:
             The loaded snapshot's offset (also the new :attr:`map_end_offset`),
@@ -584,7 +818,10 @@ class ProducerStateManager:
         for offset in offsets:
             if offset > log_end_offset:
                 self._delete(snapshot_path(directory, offset))
-        for offset in reversed([o for o in offsets if o <= log_end_offset]):
+        limit = log_end_offset if at_most is None else min(at_most, log_end_offset)
+        self._ongoing = {}
+        self._unreplicated = {}
+        for offset in reversed([o for o in offsets if o <= limit]):
             path = snapshot_path(directory, offset)
             try:
                 entries = read_snapshot(path)
@@ -593,12 +830,24 @@ class ProducerStateManager:
                 self._delete(path)
                 continue
             self._producers = {e.producer_id: e for e in entries}
+            self._ongoing = {
+                e.current_txn_first_offset: TxnMetadata(e.producer_id, e.current_txn_first_offset)
+                for e in sorted(entries, key=lambda e: e.current_txn_first_offset or 0)
+                if e.current_txn_first_offset is not None
+            }
             self.map_end_offset = offset
             log.info("loaded producer state of %s from snapshot %s", self.topic_partition, path)
             return offset
         self._producers = {}
         self.map_end_offset = 0
         return None
+
+    def delete_snapshots_after(self, directory: str | os.PathLike[str], offset: int) -> list[int]:
+        """Delete the snapshots with an offset above ``offset`` (they describe truncated log); the offsets deleted."""
+        gone = [o for o in list_snapshot_offsets(directory) if o > offset]
+        for o in gone:
+            self._delete(snapshot_path(directory, o))
+        return gone
 
     def delete_snapshots_before(self, directory: str | os.PathLike[str], offset: int) -> list[int]:
         """Delete the snapshots with an offset below ``offset``; the offsets deleted."""

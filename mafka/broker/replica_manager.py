@@ -24,6 +24,12 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
   ``max_wait_ms`` ≤ 0); otherwise it parks and is **woken by appends** to
   any of its partitions (at a follower: by its high watermark moving), or by
   its own timer at ``max_wait_ms``.
+* Transactions (KIP-98): :meth:`ReplicaManager.append_txn_markers` writes
+  the transaction coordinator's COMMIT/ABORT markers as leader with acks=−1
+  semantics (the acks=all produce waiting room).  A READ_COMMITTED consumer
+  fetch (``isolation_level`` 1) reads up to the last stable offset, gets the
+  aborted transactions overlapping its data, and parks until data below the
+  LSO exists (the LSO moves only with the HW, whose moves wake it).
 * Fetch from the closest replica (KIP-392): a consumer's Fetch v11+ (one
   with :class:`~mafka.broker.replica_selector.ClientMetadata`) may be served
   by a follower, up to the follower's high watermark.  With a
@@ -67,7 +73,7 @@ ISR_CHANGE_BLACKOUT_MS = 5000
 #: … or when the last announcement is this old.
 ISR_CHANGE_MAX_DELAY_MS = 60000
 
-__all__ = ["ReplicaManager", "FetchPartition", "FetchedPartition", "ProduceResult"]
+__all__ = ["ReplicaManager", "FetchPartition", "FetchedPartition", "ProduceResult", "TxnMarker"]
 
 log = logging.getLogger("mafka.broker.replica_manager")
 
@@ -102,6 +108,20 @@ class FetchedPartition:
     #: KIP-392: the replica the consumer should fetch from instead (then ``result`` has no records); −1 none.
     preferred_read_replica: int = -1
 
+    @property
+    def last_stable_offset(self) -> int:
+        """The partition's LSO as of the read (−1 on error)."""
+        return self.result.last_stable_offset if self.result is not None else -1
+
+    @property
+    def aborted_transactions(self) -> list[tuple[int, int]] | None:
+        """``(producer_id, first_offset)`` overlapping the data of a READ_COMMITTED read, else None."""
+        return self.result.aborted_transactions if self.result is not None else None
+
+
+#: One WriteTxnMarkers entry: (topic, partition, producer_id, producer_epoch, coordinator_epoch, commit).
+TxnMarker = tuple[str, int, int, int, int, bool]
+
 
 @dataclass(slots=True)
 class ProduceResult:
@@ -126,6 +146,7 @@ class _DelayedFetch:
     done: bool = False
     whole_first_batches: bool = False
     client_metadata: ClientMetadata | None = None
+    isolation_level: int = 0
 
     @property
     def fetch_only_from_leader(self) -> bool:
@@ -388,8 +409,13 @@ class ReplicaManager:
         timeout_ms: int,
         produce_version: int,
         max_message_bytes: Callable[[str], int],
+        origin: str = "client",
     ) -> defer.Deferred:
-        """Validates and appends each partition's batch; fires with {(topic, p): ProduceResult}."""
+        """Validates and appends each partition's batch; fires with {(topic, p): ProduceResult}.
+
+        ``origin="coordinator"`` marks a coordinator's own batches (Kafka's
+        ``AppendOrigin.Coordinator``): their producer sequence is not checked.
+        """
         results: dict[tuple[str, int], ProduceResult] = {}
         for topic, index, records in entries:
             tp = (topic, index)
@@ -408,7 +434,8 @@ class ReplicaManager:
                     validate_records(records, header, config, now_ms=self.now_ms(), topic_partition=f"{topic}-{index}")
                 with self.log_manager.log_io(tp):
                     info = partition.append_as_leader(
-                        records, header, required_acks=acks, min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms()
+                        records, header, required_acks=acks, min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms(),
+                        origin=origin,
                     )
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
                 self._wake(tp)
@@ -419,6 +446,39 @@ class ReplicaManager:
         if acks != -1:
             return defer.succeed(results)
         return self._await_replication(results, timeout_ms)
+
+    def append_txn_markers(self, markers: Iterable[TxnMarker], timeout_ms: int) -> defer.Deferred:
+        """Writes transaction markers as leader; fires with ``{(topic, partition): ErrorCode}`` once each is replicated.
+
+        Each entry is ``(topic, partition, producer_id, producer_epoch,
+        coordinator_epoch, commit)``: one COMMIT (*commit*) or ABORT control
+        batch per partition, appended as Kafka's WriteTxnMarkers does
+        (``appendRecords`` with acks −1, origin Coordinator, internal topics
+        allowed): ``min.insync.replicas`` is checked first, and the answer
+        waits in the acks=all waiting room until the HW covers the marker.
+
+        Errors: UNKNOWN_TOPIC_OR_PARTITION (not hosted here),
+        NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS (nothing written),
+        INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT after *timeout_ms*,
+        KAFKA_STORAGE_ERROR.
+        """
+        results: dict[tuple[str, int], ProduceResult] = {}
+        for topic, index, producer_id, producer_epoch, coordinator_epoch, commit in markers:
+            tp = (topic, index)
+            try:
+                partition = self.leader_partition(topic, index)
+                with self.log_manager.log_io(tp):
+                    info = partition.append_txn_marker_as_leader(
+                        producer_id, producer_epoch, coordinator_epoch, bool(commit),
+                        min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms(),
+                    )
+                results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, -1, info.log_start_offset, info.last_offset)
+                self._wake(tp)
+            except KafkaError as exc:
+                results[tp] = ProduceResult(exc.code)
+        d = self._await_replication(results, timeout_ms)
+        return d.addCallback(lambda done: {tp: r.error for tp, r in done.items()})
 
     def _await_replication(self, results: dict[tuple[str, int], ProduceResult], timeout_ms: int) -> defer.Deferred:
         waiting = {tp: r for tp, r in results.items() if r.error == ErrorCode.NONE}
@@ -467,9 +527,13 @@ class ReplicaManager:
 
     def fetch(
         self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
-        *, whole_first_batches: bool = False, client_metadata: ClientMetadata | None = None,
+        *, whole_first_batches: bool = False, client_metadata: ClientMetadata | None = None, isolation_level: int = 0,
     ) -> defer.Deferred:
         """Reads every requested partition; parks until *min_bytes* or *max_wait_ms*.
+
+        A consumer's *isolation_level* 1 (READ_COMMITTED, Fetch v4+) reads up
+        to each partition's last stable offset, and only data below it counts
+        towards *min_bytes*; followers ignore it (Kafka's ``FetchLogEnd``).
 
         Fires with a list of :class:`FetchedPartition` in request order.
         With *whole_first_batches* every partition's first batch is read
@@ -480,7 +544,7 @@ class ReplicaManager:
         (KIP-392, see the module docstring).  A response naming a preferred
         replica is sent at once (KAFKA-13767; Kafka 2.8 still waited).
         """
-        results = self._read(replica_id, max_bytes, partitions, whole_first_batches, client_metadata)
+        results = self._read(replica_id, max_bytes, partitions, whole_first_batches, client_metadata, isolation_level)
         total = sum(r.result.data.size for r in results if r.result is not None)
         if (
             max_wait_ms <= 0
@@ -491,7 +555,7 @@ class ReplicaManager:
         d: defer.Deferred = defer.Deferred()
         delayed = _DelayedFetch(
             replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches,
-            client_metadata=client_metadata,
+            client_metadata=client_metadata, isolation_level=isolation_level,
         )
         for p in partitions:
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
@@ -504,7 +568,7 @@ class ReplicaManager:
 
     def _read(
         self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False,
-        client_metadata: ClientMetadata | None = None,
+        client_metadata: ClientMetadata | None = None, isolation_level: int = 0,
     ) -> list[FetchedPartition]:
         out = []
         left = max_bytes
@@ -527,6 +591,7 @@ class ReplicaManager:
                     current_leader_epoch=p.current_leader_epoch,
                     min_one_batch=first or whole_first_batches,
                     fetch_only_from_leader=only_leader,
+                    isolation_level=isolation_level,
                 )
                 if replica_id >= 0:
                     # Only a successful read counts (Kafka's updateFollowerFetchState): a
@@ -566,7 +631,9 @@ class ReplicaManager:
                 # rather than after max_wait_ms.
                 available = delayed.min_bytes
                 break
-            available += partition.bytes_available(p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader)
+            available += partition.bytes_available(
+                p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader, isolation_level=delayed.isolation_level
+            )
             if available >= delayed.min_bytes:
                 break
         if available >= delayed.min_bytes:
@@ -582,7 +649,8 @@ class ReplicaManager:
             self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
         delayed.deferred.callback(
             self._read(
-                delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches, delayed.client_metadata
+                delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches, delayed.client_metadata,
+                delayed.isolation_level,
             )
         )
 
@@ -735,13 +803,13 @@ class ReplicaManager:
         partition = self.follower_partition(tp, leader_epoch)
         if partition is None:
             return None
-        before = (partition.high_watermark, partition.log.log_start_offset)
+        before = (partition.high_watermark, partition.last_stable_offset, partition.log.log_start_offset)
         with self.log_manager.log_io(tp):
             if records:
                 partition.append_as_follower(records)
             partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
-        if (partition.high_watermark, partition.log.log_start_offset) != before:
-            # Consumers long-polling this follower (KIP-392) read up to its HW (KAFKA-14334).
+        if (partition.high_watermark, partition.last_stable_offset, partition.log.log_start_offset) != before:
+            # Consumers long-polling this follower (KIP-392) read up to its HW, or LSO (KAFKA-14334).
             self._wake(tp)
         return partition.log.next_offset
 
@@ -757,6 +825,11 @@ class ReplicaManager:
         def done(result: Any) -> Any:
             self._truncating.pop(tp, None)
             partition.producers.clear(offset)
+            # Kafka's truncateFullyAndStartAt deletes every producer snapshot: they describe the old log.
+            try:
+                partition.producers.delete_snapshots_before(partition.log.directory, offset + 1)
+            except OSError as exc:
+                log.warning("%s-%d: could not delete producer snapshots: %s", tp[0], tp[1], exc)
             partition.truncated()
             return result
 
@@ -802,11 +875,13 @@ class ReplicaManager:
     # ================================================================== list offsets
 
     def list_offset(
-        self, topic: str, index: int, timestamp: int, *, replica_id: int = -1, current_leader_epoch: int = -1
+        self, topic: str, index: int, timestamp: int, *, replica_id: int = -1, current_leader_epoch: int = -1,
+        isolation_level: int = 0,
     ) -> tuple[int, int, int]:
         """(timestamp, offset, leader epoch) for ListOffsets; (−1, −1, −1) when no record matches.
 
-        −1 latest (the HW for consumers, the log end for replicas), −2
+        −1 latest (the HW for consumers — the last stable offset with
+        *isolation_level* 1, READ_COMMITTED — the log end for replicas), −2
         earliest, −3 the record with the largest timestamp, else by time:
         see :meth:`Partition.fetch_offset_for_timestamp`.
 
@@ -818,7 +893,7 @@ class ReplicaManager:
         if partition is None:
             raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
         found = partition.fetch_offset_for_timestamp(
-            timestamp, client=replica_id == -1, current_leader_epoch=current_leader_epoch
+            timestamp, client=replica_id == -1, current_leader_epoch=current_leader_epoch, isolation_level=isolation_level
         )
         return (found.timestamp, found.offset, found.leader_epoch) if found else (-1, -1, -1)
 

@@ -19,7 +19,8 @@ Python; this module gives it what a broker has, as
   ``transaction.state.log.num.partitions`` partitions,
   ``transaction.state.log.replication.factor`` capped at the live brokers,
   and Kafka's ``transactionTopicConfigs``: compacted, uncompressed,
-  ``min.insync.replicas`` = ``transaction.state.log.min.isr``,
+  ``min.insync.replicas`` = ``transaction.state.log.min.isr`` (capped at the
+  replication factor, so a one-broker cluster works),
   ``transaction.state.log.segment.bytes``, unclean election disabled;
 * timers: timed-out transactions are aborted every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, expired
@@ -238,7 +239,8 @@ class TransactionService:
             "unclean.leader.election.enable": "false",
             "compression.type": "uncompressed",
             "cleanup.policy": "compact",
-            "min.insync.replicas": str(config.transaction_state_log_min_isr),
+            # Capped like the replication factor: a one-broker development cluster still works.
+            "min.insync.replicas": str(min(config.transaction_state_log_min_isr, rf)),
             "segment.bytes": str(config.transaction_state_log_segment_bytes),
         }
         log.info("creating %s: %d partitions, replication factor %d", TRANSACTION_STATE_TOPIC,

@@ -33,7 +33,8 @@ One round (:func:`clean`):
    (``lastModified(last clean segment) - delete.retention.ms``; no horizon on
    the first clean, so tombstones survive it).  Keyless records are dropped.
    Control batches are copied unchanged; batches of aborted transactions are
-   dropped.  A batch that keeps every record is copied byte for byte; one
+   dropped; the source segments' ``.txnindex`` entries are copied into the
+   cleaned segment's.  A batch that keeps every record is copied byte for byte; one
    that keeps some is re-encoded as one batch with the original attributes
    (codec, timestamp type, transactional flag), producer id/epoch, base
    sequence, partitionLeaderEpoch, base offset and *last* offset (Kafka's
@@ -744,6 +745,7 @@ def _clean_group(
                 raise _RoundAborted()
             if not _group_intact(log, group, sizes):
                 raise _GroupAborted()
+            _copy_txn_indexes(group, cleaned)
             log.replace_segments(cleaned, group)
     except _GroupAborted:
         cleaned.delete_files()
@@ -766,6 +768,24 @@ def _clean_group(
         cleaned.size,
     )
     return True
+
+
+def _copy_txn_indexes(group: list[LogSegment], cleaned: LogSegment) -> None:
+    """The group's ``.txnindex`` entries into *cleaned*'s, fsynced (the log's lock is held).
+
+    Markers are always kept, so the aborted transactions they close stay
+    indexed (Kafka keeps an entry only while some of the transaction's
+    batches remain; an extra entry is harmless: a READ_COMMITTED reader
+    ignores producers it gets no batch of).  Copied under the lock, so an
+    entry the partition appends meanwhile (a rebuild at load) is not lost;
+    a stale index stays stale.
+    """
+    index = cleaned.txn_index
+    index.reset()
+    for seg in group:
+        index.extend(seg.txn_index.all_aborted_txns())
+    index.stale = any(seg.txn_index.stale for seg in group)
+    index.flush()
 
 
 def _clean_into(

@@ -20,6 +20,16 @@ Contracts shared by every method:
 Deleted segments are renamed ``.deleted`` and their files closed and removed
 ``file.delete.delay.ms`` later (:meth:`delete_pending`), so a FileRegion
 handed to a slow reader stays valid in the meantime, as in Kafka.
+
+Transactions (KIP-98): the log keeps each segment's ``.txnindex`` of aborted
+transactions but not the producer state that decides what goes in it — the
+partition owns that, appends entries with :meth:`append_aborted_txn`, and
+bounds READ_COMMITTED reads by its last stable offset.  :meth:`read` with
+``include_aborted_txns`` answers the aborted transactions overlapping what it
+returns (Kafka's ``Log.read`` with ``FetchTxnCommitted``).  Recovery empties
+the transaction indexes of the segments it re-reads and marks them stale
+(:attr:`txn_index_rebuild_offset`); the partition rebuilds them while it
+replays the log into its producer state.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ from .checkpoint import fsync_dir
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .segment import BatchPosition, FileRegion, LogSegment
+from .txn_index import AbortedTxn
 
 __all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "UnexpectedAppendOffsetError", "TimestampAndOffset"]
 
@@ -78,10 +89,16 @@ class LogAppendInfo(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
-    """A read's result: the bytes to send (None when there is nothing to return)."""
+    """A read's result: the bytes to send (None when there is nothing to return).
+
+    ``aborted_transactions`` is None unless the read asked for them
+    (READ_COMMITTED); then it lists the aborted transactions overlapping the
+    returned range (empty when nothing was returned).
+    """
 
     fetch_offset: int
     region: FileRegion | None
+    aborted_transactions: list[AbortedTxn] | None = None
 
     @property
     def size(self) -> int:
@@ -413,7 +430,13 @@ class Log:
     # ================================================================== reading
 
     def read(
-        self, offset: int, max_bytes: int, max_offset: int | None = None, *, min_one_batch: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one_batch: bool = True,
+        include_aborted_txns: bool = False,
     ) -> FetchDataInfo:
         """The bytes from the batch holding *offset*, up to *max_bytes* and below *max_offset*.
 
@@ -421,34 +444,109 @@ class Log:
             offset: the fetch offset.
             max_bytes: the size limit (the last batch may be cut short).
             max_offset: the exclusive upper bound (the high watermark for
-                consumers); None means the log end offset.
+                consumers, the last stable offset for READ_COMMITTED ones);
+                None means the log end offset.
             min_one_batch: return a whole first batch even above *max_bytes* (KIP-74).
+            include_aborted_txns: also answer the aborted transactions
+                overlapping [*offset*, upper bound), where the upper bound is
+                the offset of the first ``.index`` entry at or past the end of
+                the returned bytes, else the next segment's base, else the log
+                end offset (Kafka's ``addAbortedTransactions``).
 
         Raises:
             OffsetOutOfRangeError: *offset* is below the log start or above the log end.
         """
         with self._lock:
             if self._successor is not None:
-                return self._successor.read(offset, max_bytes, max_offset, min_one_batch=min_one_batch)
+                return self._successor.read(
+                    offset, max_bytes, max_offset, min_one_batch=min_one_batch, include_aborted_txns=include_aborted_txns
+                )
             start, end = self.log_start_offset, self.next_offset
             if offset < start or offset > end:
                 raise OffsetOutOfRangeError(f"offset {offset} is outside [{start}, {end}] of {self.directory.name}")
             upper = end if max_offset is None else min(max_offset, end)
+            nothing = FetchDataInfo(offset, None, [] if include_aborted_txns else None)
             if offset >= upper:
-                return FetchDataInfo(offset, None)
+                return nothing
             i = max(0, bisect.bisect_right(self._bases, offset) - 1)
             segments = self.segments[i:]
-        for seg in segments:
+        for k, seg in enumerate(segments):
             max_position = None
             if upper < seg.next_offset:
                 boundary = seg.translate_offset(upper)
                 max_position = boundary.position if boundary is not None else None
             region = seg.read(offset, max_bytes, max_position, min_one_batch=min_one_batch)
             if region is not None:
-                return FetchDataInfo(offset, region)
+                if not include_aborted_txns:
+                    return FetchDataInfo(offset, region)
+                bound = seg.fetch_upper_bound_offset(region.position + region.length)
+                if bound is None:
+                    bound = segments[k + 1].base_offset if k + 1 < len(segments) else end
+                return FetchDataInfo(offset, region, _collect_aborted(segments[k:], offset, bound))
             if upper <= seg.next_offset:
                 break
-        return FetchDataInfo(offset, None)
+        return nothing
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [*start_offset*, *upper_bound_offset*).
+
+        Searches the segment holding *start_offset* and the later ones until a
+        transaction index says nothing later can overlap (Kafka's
+        ``collectAbortedTransactions``).
+        """
+        with self._lock:
+            if self._successor is not None:
+                return self._successor.collect_aborted_transactions(start_offset, upper_bound_offset)
+            i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+            segments = self.segments[i:]
+        return _collect_aborted(segments, start_offset, upper_bound_offset)
+
+    # ================================================================== transaction indexes
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> bool:
+        """Adds *txn* to the ``.txnindex`` of the segment holding its ABORT marker (``txn.last_offset``).
+
+        Returns False when no segment holds that offset any more (it was
+        deleted or truncated meanwhile).
+
+        Raises:
+            ValueError: the index already holds an entry at or past ``txn.last_offset``.
+        """
+        with self._lock:
+            if self._successor is not None:
+                return self._successor.append_aborted_txn(txn)
+            i = bisect.bisect_right(self._bases, txn.last_offset) - 1
+            if i < 0 or txn.last_offset >= self.segments[i].next_offset:
+                return False
+            self.segments[i].txn_index.append(txn)
+            return True
+
+    @property
+    def txn_index_rebuild_offset(self) -> int | None:
+        """The base offset of the first segment whose ``.txnindex`` is stale, or None.
+
+        Stale: recovered after an unclean shutdown, completed from a ``.swap``
+        file, or emptied because it failed its sanity check.  The partition
+        rebuilds every transaction index from there on (see
+        :meth:`reset_txn_indexes_from`) while replaying its producer state.
+        """
+        with self._lock:
+            if self._successor is not None:
+                return self._successor.txn_index_rebuild_offset
+            return next((s.base_offset for s in self.segments if s.txn_index.stale), None)
+
+    def reset_txn_indexes_from(self, offset: int) -> None:
+        """Empties the transaction index of every segment based at or after *offset* and clears their stale marks.
+
+        The caller then appends the rebuilt entries in offset order.
+        """
+        with self._lock:
+            if self._successor is not None:
+                return self._successor.reset_txn_indexes_from(offset)
+            for seg in self.segments:
+                if seg.base_offset >= offset:
+                    seg.txn_index.reset()
+                    seg.txn_index.stale = False
 
     def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> TimestampAndOffset | None:
         """The first record with a timestamp ≥ *timestamp* below *max_offset* (ListOffsets by time)."""
@@ -745,8 +843,31 @@ class Log:
         waiting for the lock while the move completed) loses nothing.  The
         caller holds both logs' locks and has made *successor* identical up to
         this log's end.
+
+        The successor was filled by plain appends, which write no transaction
+        index: this log's aborted-transaction entries are copied into the
+        successor's segments holding their markers (and fsynced), and stale
+        marks carried over, before the switch.
         """
         with self._lock:
+            entries = [txn for seg in self.segments for txn in seg.txn_index.all_aborted_txns()]
+            stale_from = self.txn_index_rebuild_offset
+            with successor._lock:
+                for seg in successor.segments:
+                    seg.txn_index.reset()
+                    seg.txn_index.stale = False
+                touched = set()
+                for txn in entries:
+                    i = bisect.bisect_right(successor._bases, txn.last_offset) - 1
+                    if i >= 0 and txn.last_offset < successor.segments[i].next_offset:
+                        successor.segments[i].txn_index.append(txn)
+                        touched.add(i)
+                for i in touched:
+                    successor.segments[i].txn_index.flush()
+                if stale_from is not None:
+                    first = max(0, bisect.bisect_right(successor._bases, stale_from) - 1)
+                    for seg in successor.segments[first:]:
+                        seg.txn_index.stale = True
             self._successor = successor
 
     def rename_dir(self, directory: Path) -> None:
@@ -765,6 +886,7 @@ class Log:
                 seg.log_path = directory / seg.log_path.name
                 seg.index.path = directory / seg.index.path.name
                 seg.time_index.path = directory / seg.time_index.path.name
+                seg.txn_index.path = directory / seg.txn_index.path.name
             checkpoint = self.epoch_cache.checkpoint
             if checkpoint is not None and hasattr(checkpoint, "path"):
                 checkpoint.path = directory / Path(checkpoint.path).name
@@ -778,3 +900,14 @@ class Log:
 
     def __repr__(self) -> str:
         return f"Log({self.directory.name}, start={self.log_start_offset}, end={self.next_offset}, segments={len(self.segments)})"
+
+
+def _collect_aborted(segments: list[LogSegment], fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+    """Each segment's aborted transactions overlapping the range, until one says the search is complete."""
+    found: list[AbortedTxn] = []
+    for seg in segments:
+        result = seg.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
+        found.extend(result.aborted_transactions)
+        if result.is_complete:
+            break
+    return found

@@ -1,4 +1,4 @@
-"""One log segment: ``%020d.log`` with its ``.index`` and ``.timeindex``.
+"""One log segment: ``%020d.log`` with its ``.index``, ``.timeindex`` and ``.txnindex``.
 
 The ``.log`` file holds record batches exactly as Kafka stores them.  The
 segment never decodes records: it reads 61-byte batch headers with
@@ -11,11 +11,21 @@ more than ``index.interval.bytes`` were written since the last entry, add
 so far → its offset) to ``.timeindex``.  Every entry therefore points at a
 batch start.
 
+The ``.txnindex`` (:class:`~mafka.log.txn_index.TransactionIndex`) lists
+the aborted transactions whose ABORT markers the segment holds.  Writing it
+needs the partition's producer state, which the segment does not have: the
+caller appends entries, and when the segment is recovered (or the file fails
+its sanity check) the index is emptied and marked ``stale`` for the owner of
+the producer state to rebuild (Kafka's ``LogSegment.recover`` takes a
+producer state manager for that).  It is truncated, flushed, renamed and
+deleted with the other files.
+
 Times are milliseconds supplied by the caller (no clock is read here).
 """
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import struct
@@ -36,6 +46,7 @@ from mafka.wire.errors import ProtocolError
 
 from .config import LogConfig
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
+from .txn_index import TransactionIndex
 
 __all__ = ["LogSegment", "FileRegion", "BatchPosition", "log_file_name", "INT32_MAX"]
 
@@ -103,6 +114,7 @@ class LogSegment:
         self.time_index = TimeIndex(
             directory / (log_file_name(base_offset, ".timeindex") + suffix), base_offset, config.segment_index_bytes // 12
         )
+        self.txn_index = TransactionIndex(directory / (log_file_name(base_offset, ".txnindex") + suffix), base_offset)
         self.next_offset = base_offset  # one past the last offset held
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -125,7 +137,7 @@ class LogSegment:
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = "") -> LogSegment:
         """A new, empty segment (any stale files of that name are emptied).
 
-        *suffix* (e.g. ``.cleaned``) is appended to all three file names.
+        *suffix* (e.g. ``.cleaned``) is appended to every file name.
         """
         seg = cls(directory, base_offset, config, now_ms, suffix)
         if seg.size:
@@ -133,6 +145,7 @@ class LogSegment:
             seg.size = 0
         seg.index.reset()
         seg.time_index.reset()
+        seg.txn_index.reset()
         return seg
 
     @classmethod
@@ -140,7 +153,9 @@ class LogSegment:
         """An existing segment, its state recovered from the indexes and the tail.
 
         Indexes that are missing, torn or inconsistent are rebuilt by scanning
-        the log (without CRC checks: that is :meth:`recover`'s job).
+        the log (without CRC checks: that is :meth:`recover`'s job).  A
+        ``.txnindex`` failing its sanity check is emptied and marked stale
+        (its rebuild needs the producer state).
         """
         missing = [
             name
@@ -163,6 +178,12 @@ class LogSegment:
         except CorruptIndexError as exc:
             log.warning("rebuilding indexes of %s: %s", seg.log_path, exc)
             seg._rebuild_indexes()
+        try:
+            seg.txn_index.load()
+        except CorruptIndexError as exc:
+            log.warning("%s; it will be rebuilt from the log", exc)
+            seg.txn_index.reset()
+            seg.txn_index.stale = True
         return seg
 
     def _scan_tail(self, position: int) -> None:
@@ -353,6 +374,23 @@ class LogSegment:
             return None
         return FileRegion(self._fd, bp.position, length)
 
+    def fetch_upper_bound_offset(self, end_position: int) -> int | None:
+        """Kafka's ``fetchUpperBoundOffset``: the offset of the first ``.index`` entry at or after *end_position*.
+
+        A read ending at *end_position* holds no offset at or above it, so it
+        bounds the aborted-transaction search of a READ_COMMITTED fetch (the
+        index is sparse: the bound may lie a few batches further).  None when
+        no entry is that far (the caller then takes the next segment's base or
+        the log end offset).
+        """
+        # The index keeps its entries in two parallel arrays; bisecting the
+        # positions here avoids copying them (OffsetIndex has no reverse lookup).
+        positions = self.index._positions
+        i = bisect.bisect_left(positions, end_position)
+        if i == len(positions):
+            return None
+        return self.index._offsets[i]
+
     def find_offset_by_timestamp(self, timestamp: int) -> BatchPosition | None:
         """The first batch whose max timestamp is ≥ *timestamp* (record-level search is the caller's)."""
         _, offset = self.time_index.lookup(timestamp)
@@ -367,6 +405,9 @@ class LogSegment:
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None, max_batch_size: int | None = None) -> int:
         """Re-reads every batch (size, magic, CRC), rebuilds the indexes, cuts at the first bad one.
 
+        The transaction index is emptied and marked stale: its entries depend
+        on producer state from before this segment, which the caller rebuilds.
+
         Args:
             on_batch: called with each valid batch's header (the log rebuilds
                 its leader-epoch cache with it).
@@ -377,6 +418,8 @@ class LogSegment:
         """
         self.index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
+        self.txn_index.stale = True
         self._reset_state()
         position = 0
         valid = 0
@@ -425,6 +468,7 @@ class LogSegment:
 
     def truncate_to(self, offset: int) -> int:
         """Removes every batch whose last offset is ≥ *offset*; returns bytes removed."""
+        self.txn_index.truncate_to(offset)
         bp = self.translate_offset(offset)
         if bp is None:
             return 0
@@ -454,10 +498,11 @@ class LogSegment:
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
     def flush(self) -> None:
-        """fsyncs the log file and both indexes."""
+        """fsyncs the log file and the indexes."""
         os.fsync(self._fd)
         self.index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -465,9 +510,13 @@ class LogSegment:
             self._fd = -1
         self.index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def change_suffix(self, old: str, new: str) -> None:
-        """Renames all three files from suffix *old* to *new* (``""`` → ``.deleted``, ``.cleaned`` → ``.swap`` …)."""
+        """Renames every file from suffix *old* to *new* (``""`` → ``.deleted``, ``.cleaned`` → ``.swap`` …).
+
+        A ``.txnindex`` that was never created stays absent (its path follows).
+        """
 
         def renamed(path: Path) -> Path:
             if old and not path.name.endswith(old):
@@ -480,11 +529,12 @@ class LogSegment:
         self.log_path = target
         self.index.rename(renamed(self.index.path))
         self.time_index.rename(renamed(self.time_index.path))
+        self.txn_index.rename(renamed(self.txn_index.path))
 
     def delete_files(self) -> None:
         """Closes the segment and removes its files."""
         self.close()
-        for path in (self.log_path, self.index.path, self.time_index.path):
+        for path in (self.log_path, self.index.path, self.time_index.path, self.txn_index.path):
             try:
                 os.unlink(path)
             except FileNotFoundError:

@@ -9,7 +9,13 @@ partition (kafka-python drops sessionless responses that omit partitions).  Reco
 bytes are :class:`~mafka.log.segment.FileRegion` s that the network edge
 sends with ``os.sendfile``; they never enter Python memory.  A fetch without
 ``min_bytes`` of data waits until an append wakes it or ``max_wait_ms``
-passes.  No transactions yet: the last stable offset is the high watermark.
+passes.
+
+From v4 a fetch names its ``isolation_level`` (KIP-98): READ_COMMITTED (1)
+consumers read up to each partition's last stable offset and are answered
+the aborted transactions (``producer_id``, ``first_offset``) overlapping the
+records; READ_UNCOMMITTED ones get ``aborted_transactions`` null, as Kafka
+answers.  Every answer reports the partition's last stable offset.
 
 From v11 a fetch carries client metadata (KIP-392): a consumer's may be
 served by a follower, and a leader with a ``replica.selector.class`` may
@@ -80,6 +86,7 @@ def handlers(broker: Any) -> dict[int, Any]:
             return {"throttle_time_ms": 0, "error_code": ctx.error, "session_id": 0, "responses": []}
         magic = fetch_magic(request.header.api_version)
         rm = broker.replica_manager
+        isolation = (getattr(body, "isolation_level", 0) or 0) if request.header.api_version >= 4 else 0
         if magic is None:
             client = None
             if request.header.api_version >= 11:
@@ -89,7 +96,7 @@ def handlers(broker: Any) -> dict[int, Any]:
                     getattr(connection, "listener", "PLAINTEXT"),
                 )
             d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
-                         client_metadata=client)
+                         client_metadata=client, isolation_level=isolation)
         else:
             d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
                          whole_first_batches=True)
@@ -213,13 +220,17 @@ def _partition(r: FetchedPartition) -> dict[str, Any]:
             "records": b"",
         }
     res = r.result
+    aborted = res.aborted_transactions
     return {
         "partition_index": r.partition,
         "error_code": r.error,
         "high_watermark": res.high_watermark,
-        "last_stable_offset": res.high_watermark,
+        "last_stable_offset": res.last_stable_offset,
         "log_start_offset": res.log_start_offset,
-        "aborted_transactions": None,
+        # Kafka: null unless READ_COMMITTED (FetchDataInfo.abortedTransactions is None then).
+        "aborted_transactions": None
+        if aborted is None
+        else [{"producer_id": pid, "first_offset": first} for pid, first in aborted],
         "preferred_read_replica": r.preferred_read_replica,
         "records": res.data.region if res.data.region is not None else b"",
     }

@@ -1,7 +1,8 @@
 """ListOffsets (2, v0–7): v0 answers Kafka's old-style offset lists (:meth:`ReplicaManager.legacy_offsets`); −1 latest, −2 earliest, −3 the max timestamp (v7, KIP-734), else by timestamp.
 
-Consumers (replica id −1) see offsets up to the high watermark, replicas up
-to the log end.  No match → offset −1, timestamp −1.  From v4 each
+Consumers (replica id −1) see offsets up to the high watermark — up to the
+last stable offset with ``isolation_level`` READ_COMMITTED (v2+, KIP-98) —
+replicas up to the log end.  No match → offset −1, timestamp −1.  From v4 each
 partition may carry ``current_leader_epoch`` (an older one is
 FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH) and the answer names
 the leader epoch of the offset found.  Right after an election, while the
@@ -26,6 +27,7 @@ def handlers(broker: Any) -> dict[int, Any]:
     def list_offsets(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
         version = request.header.api_version
+        isolation = (getattr(body, "isolation_level", 0) or 0) if version >= 2 else 0
         counts = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
         topics = []
         for t in body.topics:
@@ -45,6 +47,7 @@ def handlers(broker: Any) -> dict[int, Any]:
                             p.timestamp,
                             replica_id=body.replica_id,
                             current_leader_epoch=p.current_leader_epoch,
+                            isolation_level=isolation,
                         )
                     except KafkaError as exc:
                         error = exc.code
