@@ -44,6 +44,7 @@ _EXPORTS = {
     "KafkaError": "mafka.client.kafka_error",
     "KafkaException": "mafka.client.kafka_error",
     "ConfigError": "mafka.client.config",
+    "ConsumerGroupMetadata": "mafka.client.group_metadata",
 }
 
 __all__ = sorted(_EXPORTS)

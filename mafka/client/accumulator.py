@@ -129,15 +129,20 @@ class RecordAccumulator:
             or now - batch.created >= self.linger
         )
 
-    def ready(self, now: float, leader_of: Callable[[str, int], int]) -> tuple[set[int], float | None, set[str]]:
+    def ready(self, now: float, leader_of: Callable[[str, int], int],
+              admitted: Callable[[TP], bool] | None = None) -> tuple[set[int], float | None, set[str]]:
         """Which leaders have sendable batches; the soonest time another may become sendable;
-        topics of queued batches without a known leader (need metadata)."""
+        topics of queued batches without a known leader (need metadata).
+
+        With ``admitted`` (a transactional producer: is the partition registered with the
+        transaction?) partitions it refuses are left out altogether; whoever admits them
+        later wakes the sender."""
         nodes: set[int] = set()
         unknown: set[str] = set()
         next_at: float | None = None
         with self.lock:
             for tp, queue in self.queues.items():
-                if not queue:
+                if not queue or (admitted is not None and not admitted(tp)):
                     continue
                 batch = queue[0]
                 leader = leader_of(*tp)
@@ -212,6 +217,11 @@ class RecordAccumulator:
             for q in self.queues.values():
                 q.clear()
         return out
+
+    def queued_partitions(self) -> list[TP]:
+        """Partitions with batches queued."""
+        with self.lock:
+            return [tp for tp, queue in self.queues.items() if queue]
 
     def has_queued(self) -> bool:
         with self.lock:

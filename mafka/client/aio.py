@@ -19,11 +19,23 @@ asyncio services use it today::
 Messages are :class:`~mafka.client.message.Message` objects, as the synchronous
 consumer returns.  Config keys: confluent-kafka's dotted names or aiokafka/kafka-python
 style underscores.
+
+A producer with ``transactional.id`` has the synchronous producer's transaction
+calls as coroutines (confluent-kafka's names and errors), and ``transaction()``,
+aiokafka's context manager that commits, or aborts when the block raises::
+
+    producer = AIOProducer(bootstrap_servers="127.0.0.1:9092", transactional_id="tx-1")
+    await producer.start()
+    await producer.init_transactions()
+    async with producer.transaction():
+        await producer.send("out", b"value")
+        await producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata())
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
@@ -32,6 +44,7 @@ from mafka.client.aio_util import wait_event
 from mafka.client.config import parse_config
 from mafka.client.fetcher import Fetcher
 from mafka.client.group_member import GroupMember, RebalanceEvent
+from mafka.client.group_metadata import ConsumerGroupMetadata
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.kernel import Kernel
 from mafka.client.message import (
@@ -40,7 +53,7 @@ from mafka.client.message import (
     Message,
     TopicPartition,
 )
-from mafka.client.producer import normalize_headers, to_bytes
+from mafka.client.producer import normalize_headers, offsets_of, remaining, to_bytes, transactional
 from mafka.client.producer_batch import ProducerBatch, encoded_record_size
 from mafka.client.sender import ProducerEngine
 
@@ -103,6 +116,8 @@ class AIOProducer:
         """
         if not self._started:
             await self.start()
+        if self._engine.txn is not None:
+            self._engine.txn.check_produce()
         if type(value) is not bytes:
             value = to_bytes(value, "value")
         if key is not None and type(key) is not bytes:
@@ -145,6 +160,65 @@ class AIOProducer:
                     await wait_event(self._space, 0.1)
         finally:
             self._engine.end_flush()
+
+    # -- transactions (confluent-kafka's calls, as coroutines) --------------------------------
+
+    async def _flush_for(self, deadline: float | None) -> None:
+        try:
+            await self.flush(remaining(deadline))
+        except TimeoutError:
+            raise KafkaException(KafkaError(
+                KafkaError._TIMED_OUT, "Failed to flush all outstanding messages within the API timeout: "
+                f"{self._engine.pending()} message(s) remaining", retriable=True)) from None
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """See :meth:`mafka.client.producer.Producer.init_transactions`."""
+        await self.start()
+        txn = transactional(self._engine)
+        with txn.api.call("init_transactions", resumable=True):
+            await txn.init_transactions(timeout)
+
+    async def begin_transaction(self) -> None:
+        txn = transactional(self._engine)
+        with txn.api.call("begin_transaction"):
+            await txn.begin_transaction()
+
+    async def send_offsets_to_transaction(self, positions: list[TopicPartition], group_metadata: Any,
+                                          timeout: float | None = None) -> None:
+        """See :meth:`mafka.client.producer.Producer.send_offsets_to_transaction`."""
+        txn = transactional(self._engine)
+        offsets, group = offsets_of(positions, group_metadata)
+        with txn.api.call("send_offsets_to_transaction"):
+            await txn.send_offsets_to_transaction(offsets, group, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Waits for the transaction's records, then commits (see ``Producer.commit_transaction``)."""
+        txn = transactional(self._engine)
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with txn.api.call("commit_transaction", resumable=True):
+            await txn.begin_commit()
+            await self._flush_for(deadline)
+            await txn.commit_transaction(remaining(deadline))
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Fails queued records, waits for those in flight, then aborts (see ``Producer.abort_transaction``)."""
+        txn = transactional(self._engine)
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with txn.api.call("abort_transaction", resumable=True):
+            await txn.begin_abort()
+            await self._flush_for(deadline)
+            await txn.abort_transaction(remaining(deadline))
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """``async with producer.transaction():`` begins, then commits — or aborts if the block raises."""
+        await self.begin_transaction()
+        try:
+            yield
+        except Exception:
+            await self.abort_transaction()
+            raise
+        await self.commit_transaction()
 
     async def partitions_for(self, topic: str) -> set[int]:
         md = await self._kernel.metadata_for([topic], timeout=30.0)
@@ -225,6 +299,18 @@ class AIOConsumer:
 
     def assignment(self) -> set[TopicPartition]:
         return {TopicPartition(t, p) for t, p in self._fetcher.partitions}
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """The group membership to pass to a transactional producer's ``send_offsets_to_transaction``.
+
+        Raises:
+            KafkaException: ``_UNSUPPORTED_FEATURE`` without ``group.id``.
+        """
+        if self._member is None:
+            raise KafkaException(KafkaError(KafkaError._UNSUPPORTED_FEATURE,
+                                            "Consumer group metadata not available", retriable=False))
+        m = self._member
+        return ConsumerGroupMetadata(m.group_id, m.generation, m.member_id, m.instance_id)
 
     async def _serve_events(self) -> Message | None:
         while self._events:

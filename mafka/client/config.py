@@ -66,6 +66,8 @@ Cross-key rules (producer):
   With idempotence on and ``max.in.flight…`` not set, it becomes
   ``min(value, 5)`` (librdkafka).
 * ``transactional.id`` requires idempotence: a ConfigError when it ends up off.
+  ``delivery.timeout.ms`` then defaults to ``transaction.timeout.ms`` and may
+  not exceed it (librdkafka).
 * ``partitioner`` defaults to ``murmur2_random``, not librdkafka's
   ``consistent_random``: keyed records then land on the same partition as
   with the Java client (and kafka-python, Kafka Streams, Kafka Connect), so
@@ -682,9 +684,17 @@ def _idempotence(role: str, values: dict[str, Any], spelled: dict[str, tuple[str
 
 
 def _transactions(role: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
-    if role == "producer" and values["transactional.id"] is not None and not values["enable.idempotence"]:
+    if role != "producer" or values["transactional.id"] is None:
+        return
+    if not values["enable.idempotence"]:
         key, raw = spelled["transactional.id"]
         raise _invalid(key, raw, 'a transactional producer requires "enable.idempotence" true')
+    # A record must not outlive its transaction (librdkafka's rule).
+    if "delivery.timeout.ms" not in spelled:
+        values["delivery.timeout.ms"] = values["transaction.timeout.ms"]
+    elif values["delivery.timeout.ms"] > values["transaction.timeout.ms"]:
+        key, raw = spelled["delivery.timeout.ms"]
+        raise _invalid(key, raw, 'must be <= "transaction.timeout.ms" for a transactional producer')
 
 
 def _derived_defaults(role: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:

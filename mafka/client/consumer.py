@@ -23,6 +23,7 @@ from typing import Any
 from mafka.client.config import parse_config
 from mafka.client.fetcher import EARLIEST, LATEST, Fetcher
 from mafka.client.group_member import GroupMember, RebalanceEvent
+from mafka.client.group_metadata import ConsumerGroupMetadata
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.kernel import Kernel
 from mafka.client.loop_thread import LoopThread
@@ -430,6 +431,19 @@ class Consumer:
 
     def memberid(self) -> str | None:
         return self._member.member_id if self._member is not None else None
+
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """This consumer's group membership now (group id, generation, member id, instance id),
+        for a transactional producer's ``send_offsets_to_transaction`` (KIP-447).
+
+        Raises:
+            KafkaException: ``_UNSUPPORTED_FEATURE`` for a consumer without ``group.id``.
+        """
+        member = self._member
+        if member is None:
+            raise KafkaException(KafkaError(KafkaError._UNSUPPORTED_FEATURE,
+                                            "Consumer group metadata not available", retriable=False))
+        return ConsumerGroupMetadata(member.group_id, member.generation, member.member_id, member.instance_id)
 
     # -- closing ---------------------------------------------------------------------------
 

@@ -27,6 +27,15 @@ leader, and a position past that end means the log was truncated (an
 unclean election): buffered records past it are dropped and the position
 goes back to the divergence point — or, with ``auto.offset.reset=error``,
 the partition stops with ``_LOG_TRUNCATION``, as Kafka's consumer does.
+
+Transactions: ``isolation.level`` (``read_committed`` by default, as in
+librdkafka) goes with every Fetch and ListOffsets, so the broker serves
+read_committed consumers up to the last stable offset and lists the aborted
+transactions of each response; decoding drops their records and never
+returns control batches (transaction markers) under either level, while the
+position moves past both (:mod:`mafka.client.record_decoder`).  The end of a
+partition (``_PARTITION_EOF``, :meth:`Fetcher.end_offset`) is the last stable
+offset under read_committed.
 """
 
 from __future__ import annotations
@@ -196,6 +205,14 @@ class Fetcher:
         else:
             state.position = state.fetch_offset = offset
 
+    def end_offset(self, state: PartitionState) -> int:
+        """Where the partition ends for this consumer: the last stable offset under
+        read_committed (records past it are in open transactions), else the high watermark
+        (librdkafka's end offset for ``_PARTITION_EOF``; a broker without LSOs: the HWM)."""
+        if self.read_committed and state.last_stable >= 0:
+            return state.last_stable
+        return state.high_watermark
+
     def pause(self, tps: list[TP], paused: bool) -> None:
         with self.lock:
             for tp in tps:
@@ -277,7 +294,7 @@ class Fetcher:
                 if (
                     self.partition_eof and not state.chunks and not state.decoded
                     and state.position is not None
-                    and state.position == state.high_watermark and state.eof_at != state.position
+                    and state.position == self.end_offset(state) and state.eof_at != state.position
                     and len(out) < max_records
                 ):
                     state.eof_at = state.position
@@ -567,7 +584,7 @@ class Fetcher:
                                 self.errors.append(Message(tp[0], tp[1], state.fetch_offset, None, None,
                                                            error=state.error))
                                 got_data = True
-                        if self.partition_eof and state.fetch_offset == state.high_watermark:
+                        if self.partition_eof and state.fetch_offset == self.end_offset(state):
                             got_data = True
                     elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
                         if self.reset_to is None:

@@ -303,7 +303,9 @@ class GroupMember:
         def timed_out() -> dict[TP, int]:
             raise ConnectionError(f"group {self.group_id}: no committed offsets within the request timeout")
 
-        return await self._coordinated(self.state.fetch_request(tps), OFFSET_FETCH, self.state.on_fetch, timed_out)
+        stable = self.kernel.config["isolation.level"] == "read_committed"
+        return await self._coordinated(self.state.fetch_request(tps, require_stable=stable), OFFSET_FETCH,
+                                       self.state.on_fetch, timed_out)
 
     async def leave(self) -> None:
         """LeaveGroup (dynamic members only: a static member's session keeps its assignment)."""

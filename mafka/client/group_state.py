@@ -280,11 +280,14 @@ class Membership:
             self.need_rejoin = True
         return result, retry, lost
 
-    def fetch_request(self, tps: list[TP]) -> dict[str, Any]:
+    def fetch_request(self, tps: list[TP], require_stable: bool = False) -> dict[str, Any]:
         """OffsetFetch in both shapes: one group (v1–7) and the ``groups`` batch (v8+);
-        the negotiated version writes the fields it has."""
+        the negotiated version writes the fields it has.  ``require_stable`` (v7+, KIP-447;
+        a read_committed consumer, as librdkafka and Java ask): offsets a transaction has
+        yet to commit are answered UNSTABLE_OFFSET_COMMIT (ask again) instead of the older
+        committed offset."""
         topics = [{"name": t, "partition_indexes": ps} for t, ps in _by_topic(tps).items()]
-        return {"group_id": self.group_id, "topics": topics,
+        return {"group_id": self.group_id, "topics": topics, "require_stable": require_stable,
                 "groups": [{"group_id": self.group_id, "topics": topics}]}
 
     @staticmethod

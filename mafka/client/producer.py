@@ -5,6 +5,18 @@ calling thread and returns; a private loop thread sends batches.  Delivery
 reports are queued and served — ``on_delivery(err, msg)`` called — on the
 application's thread inside :meth:`Producer.poll` and :meth:`Producer.flush`,
 as confluent-kafka does.
+
+With ``transactional.id`` the producer is transactional (KIP-98), with
+confluent-kafka's calls and semantics: ``init_transactions()`` once, then
+``begin_transaction()``, ``produce()`` …, optionally
+``send_offsets_to_transaction()`` (consume-transform-produce), and
+``commit_transaction()`` or ``abort_transaction()``.  Records may only be
+produced inside a transaction.  Failures raise ``KafkaException`` whose
+``KafkaError`` says what to do: ``txn_requires_abort()`` — abort and start
+over; ``retriable()`` — call again; ``fatal()`` — the producer is done (e.g.
+``_FENCED``: another instance took the transactional id).  Commit and abort
+flush first, serving delivery reports on the calling thread, as
+confluent-kafka does.
 """
 
 from __future__ import annotations
@@ -13,19 +25,26 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from mafka.client.config import parse_config
+from mafka.client.group_metadata import ConsumerGroupMetadata
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.kernel import Kernel
 from mafka.client.loop_thread import LoopThread
-from mafka.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
+from mafka.client.message import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    Message,
+    TopicPartition,
+)
 from mafka.client.metadata_view import ClusterMetadataView, list_topics
 from mafka.client.producer_batch import ProducerBatch, encoded_record_size
 from mafka.client.sender import ProducerEngine
+from mafka.client.transactions import TransactionManager
 
-__all__ = ["Producer", "normalize_headers", "to_bytes"]
+__all__ = ["Producer", "normalize_headers", "to_bytes", "transactional", "offsets_of", "remaining"]
 
 
 def to_bytes(value: Any, what: str) -> bytes | None:
@@ -37,6 +56,44 @@ def to_bytes(value: Any, what: str) -> bytes | None:
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     raise TypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
+
+
+def transactional(engine: ProducerEngine) -> TransactionManager:
+    """The engine's transaction manager.
+
+    Raises:
+        KafkaException: ``_NOT_CONFIGURED`` without ``transactional.id`` (librdkafka's words).
+    """
+    if engine.txn is None:
+        raise KafkaException(KafkaError(KafkaError._NOT_CONFIGURED,
+                                        "The Transactional API requires transactional.id to be configured",
+                                        retriable=False))
+    return engine.txn
+
+
+def offsets_of(positions: Any, group_metadata: Any) -> tuple[dict[tuple[str, int], tuple[int, int, str | None]],
+                                                            ConsumerGroupMetadata]:
+    """``send_offsets_to_transaction``'s arguments checked: tp -> (offset, leader epoch, metadata).
+
+    Raises:
+        KafkaException: ``_INVALID_ARG`` for missing or malformed arguments.
+    """
+    if positions is None or group_metadata is None:
+        raise KafkaException(KafkaError(KafkaError._INVALID_ARG,
+                                        "cgmetadata and offsets are required parameters", retriable=False))
+    offsets = {}
+    for tp in positions:
+        if not isinstance(tp, TopicPartition):
+            raise KafkaException(KafkaError(KafkaError._INVALID_ARG, "positions must be a list of TopicPartition",
+                                            retriable=False))
+        epoch = tp.leader_epoch if tp.leader_epoch is not None else -1
+        offsets[(tp.topic, tp.partition)] = (tp.offset, epoch, tp.metadata)
+    return offsets, ConsumerGroupMetadata.coerce(group_metadata)
+
+
+def remaining(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (monotonic), never below 0; None for no deadline."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 def normalize_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
@@ -108,6 +165,8 @@ class Producer:
         """
         if self._closed:
             raise RuntimeError("Producer has been closed")
+        if self._engine.txn is not None:
+            self._engine.txn.check_produce()
         if type(value) is not bytes:
             value = to_bytes(value, "value")
         if key is not None and type(key) is not bytes:
@@ -209,6 +268,86 @@ class Producer:
             self._engine.purge(in_queue, in_flight)
 
         self._thread.run(purge(), timeout=10)
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def _txn_run(self, coro: Coroutine[Any, Any, None]) -> None:
+        # The coroutine bounds itself by the call's timeout (the work may go on in the background).
+        self._thread.run(coro)
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """Gets the producer id for ``transactional.id``, fencing older instances and aborting
+        their open transaction.  ``timeout`` None or negative: 2 × ``transaction.timeout.ms``.
+
+        Raises:
+            KafkaException: retriable (``_TIMED_OUT`` … — call again to resume), fatal, or
+                ``_NOT_CONFIGURED`` without ``transactional.id``.
+        """
+        txn = transactional(self._engine)
+        with txn.api.call("init_transactions", resumable=True):
+            self._txn_run(txn.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        """Starts a transaction; ``produce()`` is allowed until commit or abort.
+
+        Raises:
+            KafkaException: ``_STATE`` if not ready (not initialized, or a transaction is open).
+        """
+        txn = transactional(self._engine)
+        with txn.api.call("begin_transaction"):
+            self._txn_run(txn.begin_transaction())
+
+    def send_offsets_to_transaction(self, positions: list[TopicPartition], group_metadata: Any,
+                                    timeout: float | None = None) -> None:
+        """Commits a consumer's positions (the next offsets to read) with the transaction.
+
+        ``group_metadata`` is the consumer's ``consumer_group_metadata()`` (confluent-kafka's
+        serialized form works too).  Offsets below 0 are ignored.  ``timeout`` is capped
+        by ``transaction.timeout.ms``.
+
+        Raises:
+            KafkaException: abortable (``txn_requires_abort()``), retriable, or fatal errors.
+        """
+        txn = transactional(self._engine)
+        offsets, group = offsets_of(positions, group_metadata)
+        with txn.api.call("send_offsets_to_transaction"):
+            self._txn_run(txn.send_offsets_to_transaction(offsets, group, timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flushes the transaction's records (serving their delivery reports), then commits.
+
+        Raises:
+            KafkaException: retriable ``_TIMED_OUT`` (call again to resume); an abortable
+                error (``txn_requires_abort()``: records failed, or the commit did) —
+                call :meth:`abort_transaction`; a fatal error.
+        """
+        txn = transactional(self._engine)
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with txn.api.call("commit_transaction", resumable=True):
+            self._txn_run(txn.begin_commit())
+            left = self.flush(-1 if deadline is None else remaining(deadline))
+            if left:
+                raise KafkaException(KafkaError(
+                    KafkaError._TIMED_OUT, f"Failed to flush all outstanding messages within the API timeout: "
+                    f"{left} message(s) remaining", retriable=True))
+            self._txn_run(txn.commit_transaction(remaining(deadline)))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """Fails the queued records (``_PURGE_QUEUE``), waits for those in flight, then aborts.
+
+        Raises:
+            KafkaException: retriable ``_TIMED_OUT`` (call again to resume); a fatal error.
+        """
+        txn = transactional(self._engine)
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with txn.api.call("abort_transaction", resumable=True):
+            self._txn_run(txn.begin_abort())
+            left = self.flush(-1 if deadline is None else remaining(deadline))
+            if left:
+                raise KafkaException(KafkaError(
+                    KafkaError._TIMED_OUT, f"Failed to flush all outstanding messages within the API timeout: "
+                    f"{left} message(s) remaining", retriable=True))
+            self._txn_run(txn.abort_transaction(remaining(deadline)))
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadataView:
         """Cluster metadata, confluent-kafka's ``ClusterMetadata`` shape."""

@@ -6,14 +6,17 @@ decompression (bounded) and CRC checks come from :mod:`mafka.wire`.
 
 Rules (Kafka's ``Fetcher``): records below ``min_offset`` are skipped (a
 compressed batch is returned whole even when the fetch started inside it);
-control batches are skipped; with ``read_committed``, transactional batches
-of producers listed in the response's aborted transactions, from the
-transaction's first offset up to its ABORT marker, are skipped.  A partial
+control batches (transaction markers) are never returned, under either
+isolation level; with ``read_committed``, transactional batches of producers
+listed in the response's aborted transactions, from the transaction's first
+offset up to its ABORT marker, are skipped (:class:`BatchFilter`).  A partial
 batch at the end of the set is ignored (the next fetch starts there).
+``next_offset`` counts skipped batches too, so the position moves past them.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable
 from typing import Any
 
@@ -64,11 +67,12 @@ def decode_records(
     skipped = BatchFilter(aborted)
     for pos, h in iter_batches(data):
         next_offset = max(next_offset, h.base_offset + h.last_offset_delta + 1)
-        if h.base_offset + h.last_offset_delta < min_offset:
-            continue
-        if check_crcs:
+        wanted = h.base_offset + h.last_offset_delta >= min_offset
+        if wanted and check_crcs:
             validate_batch(data, pos)
-        if skipped(data, pos, h):
+        # Every batch goes through the filter, even one before min_offset: its markers
+        # end aborted transactions that later batches would otherwise be judged by.
+        if skipped(data, pos, h) or not wanted:
             continue
         attributes = h.attributes
         start = pos + _BATCH_HEADER
@@ -187,26 +191,34 @@ def decode_records(
 
 
 class BatchFilter:
-    """Which batches of a record set hold no records for the application (called in offset order).
+    """Which batches of a record set hold no records for the application (called for every
+    batch, in offset order).
 
     Control batches never do.  With ``aborted`` (the Fetch response's aborted
-    transactions, read_committed), a transactional batch of a producer is
-    skipped from its aborted transaction's first offset until that
-    producer's ABORT marker.
+    transactions; read_committed) Kafka's ``Fetcher`` algorithm decides: the
+    aborted transactions wait in a min-heap by first offset; before a batch
+    of a producer is judged, those that began at or before the batch's last
+    offset move their producer ids into the aborted set; a transactional
+    batch of a producer in that set is skipped; that producer's ABORT marker
+    takes it out again (its later transactions are judged afresh).
     """
 
     __slots__ = ("_starts", "_aborting")
 
     def __init__(self, aborted: Iterable[Any] | None) -> None:
-        self._starts = sorted((a.first_offset, a.producer_id) for a in aborted) if aborted else None
+        self._starts: list[tuple[int, int]] | None = None
+        if aborted is not None:
+            self._starts = [(a.first_offset, a.producer_id) for a in aborted]
+            heapq.heapify(self._starts)
         self._aborting: set[int] = set()
 
     def __call__(self, data: Any, pos: int, h: Any) -> bool:
         attributes = h.attributes
         starts = self._starts
-        if starts is not None:
-            while starts and starts[0][0] <= h.base_offset + h.last_offset_delta:
-                self._aborting.add(starts.pop(0)[1])
+        if starts is not None and h.producer_id >= 0:
+            last = h.base_offset + h.last_offset_delta
+            while starts and starts[0][0] <= last:
+                self._aborting.add(heapq.heappop(starts)[1])
             if attributes & 0x20:  # control batch: an ABORT marker ends the producer's abort
                 if h.producer_id in self._aborting and _is_abort_marker(data, pos, h):
                     self._aborting.discard(h.producer_id)

@@ -13,6 +13,13 @@ its lock); everything else runs on the kernel's loop:
 * an idempotent producer (the default) gets a producer id first
   (InitProducerId) and numbers each partition's batches; retries keep the
   numbers, so the broker drops duplicates;
+* a transactional producer (``transactional.id``) gets its producer id from
+  ``init_transactions()`` and sends a partition's batches — marked
+  transactional — only once the partition is registered with the open
+  transaction; its :class:`~mafka.client.transactions.TransactionManager`
+  (:attr:`ProducerEngine.txn`) does that and the rest of the coordinator's
+  side.  A batch given up inside a transaction fails the transaction (the
+  application must abort it) instead of starting a new producer id;
 * every finished batch goes to ``report(batch, base_offset, timestamp_ms,
   error)`` — the face turns that into delivery callbacks or futures.
 """
@@ -31,6 +38,7 @@ from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.partitioner import PARTITIONERS, StickyPartitioner
 from mafka.client.producer_batch import ProducerBatch
+from mafka.client.transactions import TransactionManager
 from mafka.client.transport import BrokerConnection
 from mafka.errors import ErrorCode
 from mafka.wire.compression import CompressionType
@@ -111,6 +119,10 @@ class ProducerEngine:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.in_flight_batches = 0
         self.fatal: KafkaError | None = None
+        self.transactional_id: str | None = cfg.get("transactional.id")
+        #: The transaction side of a transactional producer, else None.
+        self.txn: TransactionManager | None = (
+            TransactionManager(kernel, self) if self.transactional_id is not None else None)
 
     # -- application thread --------------------------------------------------------------
 
@@ -200,9 +212,29 @@ class ProducerEngine:
         assert self._pid_ready is not None
         self._pid_ready.set()
 
-    def _reset_producer_id(self) -> None:
+    def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        """Takes a transactional producer's id and epoch (from InitProducerId); a new id or
+        epoch starts every partition's numbering at 0.  Sending may begin."""
+        if (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch):
+            for state in self.accumulator.states.values():
+                state.next_sequence = 0
+                state.retrying = False
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        assert self._pid_ready is not None
+        self._pid_ready.set()
+        self.wake()
+
+    def _reset_producer_id(self, code: int = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                           reason: str = "sequence gap") -> None:
         """Forgets the producer id (a sequence gap or UNKNOWN_PRODUCER_ID): the next sends
-        get a new id and every partition's numbering restarts at 0 (Java's epoch bump)."""
+        get a new id and every partition's numbering restarts at 0 (Java's epoch bump).
+
+        A transactional producer keeps its id: the transaction fails instead, and its
+        abort bumps the epoch (KIP-360)."""
+        if self.txn is not None:
+            self.txn.batch_failed(code, reason, sent=True)
+            return
         if self.producer_id < 0:
             return
         log.info("resetting idempotent producer id %d", self.producer_id)
@@ -223,15 +255,22 @@ class ProducerEngine:
 
     async def _run(self) -> None:
         assert self._wake is not None and self._pid_ready is not None
-        if self.idempotent:
+        if self.idempotent and self.txn is None:
             self.kernel.spawn(self._ensure_pid())
         md = self.kernel.metadata
+        txn = self.txn
+        admitted = None if txn is None else txn.admitted
         while True:
             self._wake.clear()
             now = time.monotonic()
             for batch in self.accumulator.expire(now, self.delivery_timeout):
                 self._finish(batch, -1, -1, KafkaError(KafkaError._MSG_TIMED_OUT))
-            nodes, next_at, unknown = self.accumulator.ready(now, md.leader)
+            if txn is not None and txn.sending:
+                # Partitions of the open transaction must be registered before their batches go.
+                unregistered = [tp for tp in self.accumulator.queued_partitions() if not admitted(tp)]
+                if unregistered:
+                    txn.want_partitions(unregistered)
+            nodes, next_at, unknown = self.accumulator.ready(now, md.leader, admitted)
             if unknown:
                 md.want(unknown)
                 md.request_update()
@@ -269,21 +308,25 @@ class ProducerEngine:
         (so requests, and each partition's sequences, reach the broker in drain order).
         Returns whether a request was sent."""
         md = self.kernel.metadata
-        partitions = [tp for tp in self.accumulator.queues if md.leader(*tp) == node]
+        txn = self.txn
+        partitions = [tp for tp in self.accumulator.queues
+                      if md.leader(*tp) == node and (txn is None or txn.admitted(tp))]
         batches = self.accumulator.drain(partitions, self.message_max * 4, now)
         if not batches:
             return False
+        transactional = txn is not None
         topics: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             tp = (batch.topic, batch.partition)
             state = self.accumulator.state(tp)
             if self.idempotent:
-                if batch.base_sequence < 0 or batch.producer_id != self.producer_id:
+                if (batch.base_sequence < 0 or batch.producer_id != self.producer_id
+                        or batch.producer_epoch != self.producer_epoch):
                     batch.base_sequence = state.next_sequence
                     batch.producer_id = self.producer_id
                     batch.producer_epoch = self.producer_epoch
                     state.next_sequence = (state.next_sequence + batch.count) & 0x7FFFFFFF
-                data = batch.build(batch.producer_id, batch.producer_epoch, batch.base_sequence)
+                data = batch.build(batch.producer_id, batch.producer_epoch, batch.base_sequence, transactional)
                 state.in_flight.append(batch)
                 state.in_flight.sort(key=lambda b: b.base_sequence)
             else:
@@ -293,7 +336,7 @@ class ProducerEngine:
             batch.sent_at = now
             topics.setdefault(batch.topic, []).append({"index": batch.partition, "records": data})
         body = {
-            "transactional_id": None,
+            "transactional_id": self.transactional_id,
             "acks": self.acks,
             "timeout_ms": int(self.request_timeout * 1000),
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in topics.items()],
@@ -360,8 +403,9 @@ class ProducerEngine:
             timestamp = p.log_append_time_ms if p.log_append_time_ms != -1 else -1
             self._finish(batch, p.base_offset, timestamp, None)
             return
-        if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1:
-            # Split so that only the record that is too large fails.
+        if code == ErrorCode.MESSAGE_TOO_LARGE and batch.count > 1 and self.txn is None:
+            # Split so that only the record that is too large fails.  (Not in a transaction:
+            # the failed batch already dooms it, and splitting needs new sequence numbers.)
             self._done_in_flight(batch)
             if self.idempotent:
                 # The split batches need sequences of their own; batches sent after this one
@@ -380,14 +424,22 @@ class ProducerEngine:
             self._finish(batch, -1, -1, KafkaError(code))
             self._reset_producer_id()
             return
-        if code == ErrorCode.UNKNOWN_PRODUCER_ID:
+        if code == ErrorCode.UNKNOWN_PRODUCER_ID and self.txn is None:
             self._done_in_flight(batch)
             self._reset_producer_id()
             self._requeue(batch, now)
             return
         self._retry_or_fail(batch, code, now)
 
-    def _requeue(self, batch: ProducerBatch, now: float) -> None:
+    def _requeue(self, batch: ProducerBatch, now: float, code: int = ErrorCode.NETWORK_EXCEPTION) -> None:
+        if self.txn is not None and not self.txn.sending:
+            # The transaction is failing or being aborted: nothing of it is sent again.  Whether
+            # the broker wrote the batch is unknown, so its sequence numbers may be a hole: the
+            # abort must bump the epoch.
+            self._finish(batch, -1, -1, KafkaError(code))
+            self.txn.batch_failed(code, f"ProduceRequest for {batch.topic} [{batch.partition}] failed "
+                                        f"while the transaction ends", sent=True)
+            return
         state = self.accumulator.state((batch.topic, batch.partition))
         state.retrying = True
         # A batch numbered under a producer id given up since goes after the batches put back
@@ -406,19 +458,25 @@ class ProducerEngine:
                 self.kernel.spawn(self._refresh())
         except ValueError:
             retriable = False
+        if self.txn is not None and code in (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED):
+            retriable = False  # fenced by a newer instance: fatal, below
         expired = now - batch.created >= self.delivery_timeout
         if retriable and not expired and batch.attempts <= self.retries:
-            self._requeue(batch, now)
+            self._requeue(batch, now, code)
             return
         error = KafkaError(KafkaError._MSG_TIMED_OUT) if expired and retriable else KafkaError(code)
         self._finish(batch, -1, -1, error)
         if self.idempotent and batch.base_sequence >= 0:
-            # A sent batch given up leaves a hole in the sequence: start a new producer id.
-            self._reset_producer_id()
+            # A sent batch given up leaves a hole in the sequence: start a new producer id
+            # (a transactional producer: fail the transaction).
+            self._reset_producer_id(error.code(), f"ProduceRequest for {batch.topic} [{batch.partition}] "
+                                                  f"with {batch.count} message(s) failed: {error.name()}")
 
     def _finish(self, batch: ProducerBatch, base_offset: int, timestamp: int,
                 error: KafkaError | None) -> None:
         self.accumulator.record_done(batch)
+        if error is not None and self.txn is not None:
+            self.txn.records_failed(batch.count)
         try:
             self.report(batch, base_offset, timestamp, error)
         except Exception:  # noqa: BLE001 - a face's report must not kill the sender

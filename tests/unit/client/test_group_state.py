@@ -141,7 +141,8 @@ def test_committed_offsets_and_leaving() -> None:
     topics = [{"name": "t", "partition_indexes": [0, 1]}, {"name": "u", "partition_indexes": [2]}]
     # Both shapes: v1–7 (one group) and v8+ (the ``groups`` batch).
     assert m.fetch_request([("t", 1), ("t", 0), ("u", 2)]) == {
-        "group_id": "g", "topics": topics, "groups": [{"group_id": "g", "topics": topics}]}
+        "group_id": "g", "topics": topics, "require_stable": False, "groups": [{"group_id": "g", "topics": topics}]}
+    assert m.fetch_request([("t", 0)], require_stable=True)["require_stable"] is True  # KIP-447
     partitions = [NS(partition_index=0, committed_offset=9, error_code=0),
                   NS(partition_index=1, committed_offset=-1, error_code=0)]
     response = NS(error_code=0, groups=[], topics=[NS(name="t", partitions=partitions)])
