@@ -52,18 +52,12 @@ SECURITY = re.compile(r"ssl|sasl|oauth|_auth|reauth|scram|kerberos|gssapi", re.I
 #: from Kafka behaviour Mafka lacks: test name → why (shown as ENV in the table).
 ENVIRONMENT: dict[str, str] = {
     "0098_consumer_txn": "compiles and runs a Java transactional producer against Kafka's jars in "
-                         "$KAFKA_PATH/libs (an Apache Kafka installation; Mafka ships no Java client) — "
-                         "and its transactions are issue #16",
+                         "$KAFKA_PATH/libs (an Apache Kafka installation; Mafka ships no Java client)",
 }
 
 #: Failures that need a Kafka feature another open issue builds: test name → which
 #: (shown as PENDING; they still count as failures for the exit status).
 PENDING: dict[str, str] = {
-    "0055_producer_latency": "its transactional-producer subtest: transactions are issue #16",
-    "0061_consumer_lag": "its read_committed subtest: transactions are issue #16",
-    "0103_transactions": "transactions (issue #16)",
-    "0129_fetch_aborted_msgs": "transactions (issue #16)",
-    "0137_barrier_batch_consume": "its control-message subtest uses a transactional producer: issue #16",
     "0081_admin": "its ACL subtests (CreateAcls/DescribeAcls/DeleteAcls): librdkafka's trivup cluster runs "
                   "an ACL authorizer; authorization is the security work",
     "0109_auto_create_topics": "its unauthorized-topic subtest runs kafka-acls.sh: authorization is the security work",
