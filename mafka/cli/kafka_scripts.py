@@ -30,6 +30,7 @@ SCRIPTS: dict[str, str] = {
     "kafka-preferred-replica-election.sh": "preferred-replica-election",
     "kafka-delete-records.sh": "delete-records",
     "kafka-broker-api-versions.sh": "broker-api-versions",
+    "kafka-transactions.sh": "transactions",
 }
 
 
@@ -59,3 +60,4 @@ kafka_server_start = script("server-start")
 kafka_preferred_replica_election = script("preferred-replica-election")
 kafka_delete_records = script("delete-records")
 kafka_broker_api_versions = script("broker-api-versions")
+kafka_transactions = script("transactions")

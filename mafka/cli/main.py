@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         server_start,
         spark_etl,
         topics,
+        transactions,
     )
 
     server_start.add_parser(sub)
@@ -68,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     preferred_replica_election.add_parser(sub)
     delete_records.add_parser(sub)
     broker_api_versions.add_parser(sub)
+    transactions.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

@@ -11,7 +11,8 @@ As Kafka's ``handleDescribeProducersRequest`` / ``ReplicaManager.activeProducerS
   target a replica with ``DescribeProducersOptions.brokerId``) — with its
   epoch, last sequence (−1 when no batch is retained), last timestamp,
   coordinator epoch (−1: no transaction marker yet) and the first offset of
-  its open transaction (−1: none; Mafka has no transactions yet).
+  its open transaction (−1: none) — what ``kafka-transactions.sh abort
+  --start-offset`` looks a transaction up by.
 """
 
 from __future__ import annotations

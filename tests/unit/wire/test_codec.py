@@ -43,6 +43,8 @@ REFERENCE_TABLE = {
     # SCRAM credential APIs (KIP-554), DescribeCluster (KIP-700; v1-v2 because kafka-python's
     # describe_cluster reads the v1 endpoint type), DescribeProducers (KIP-664).
     50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0),
+    # Transaction admin APIs of KIP-664 (Kafka 3.0): DescribeTransactions, ListTransactions.
+    65: (0, 0), 66: (0, 0),
     # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.
 }  # fmt: skip
 # Decode floors above the advertised minimum.  Produce and Fetch decode from v0: old clients'
