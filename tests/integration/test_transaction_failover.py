@@ -16,7 +16,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mafka.group.offsets_records import offsets_partition_for
@@ -74,7 +74,17 @@ def topic_led_by_another(cluster: LocalCluster, avoid: int) -> tuple[str, int]:
     deadline = time.monotonic() + 60
     while len(admin.list_topics(timeout=5).brokers) < 3 and time.monotonic() < deadline:
         time.sleep(0.2)
-    admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[others[0], others[1], avoid]])])[name].result(30)
+    while True:
+        try:
+            admin.create_topics([NewTopic(name, num_partitions=1, replica_assignment=[[others[0], others[1], avoid]])])[name].result(30)
+            break
+        except KafkaException as exc:
+            # Right after the previous test's controller was killed and restarted, metadata may
+            # still name it until its old ZooKeeper session expires; Java's AdminClient retries
+            # NOT_CONTROLLER, librdkafka leaves it to the application.
+            if exc.args[0].code() != KafkaError.NOT_CONTROLLER or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     assert leader_of(cluster, name, 0) == others[0]
     return name, others[0]
 
