@@ -41,7 +41,20 @@ time a partition was unowned, re-deliveries, commit failures by error).  Prints 
 summary; exits 1 on any violation (0 otherwise, 2 if the cluster could not be
 set up).
 
-Example: ``.venv/bin/python scripts/chaos_run.py --duration 120 --seed 7``.
+``--eos`` runs the exactly-once run instead (``tests/integration/txn_chaos.py``;
+``make chaos`` runs it after this one): a transactional consume-transform-produce
+app (``--eos-members`` member processes, KIP-447: one transactional id per member,
+offsets sent with the group metadata) copies topic A, filled at ``--rate`` by an
+idempotent producer, to topic B while the transaction coordinators, the group
+coordinator, leaders of A and B, the controller and the member processes are
+killed and frozen (``--faults``: a subset of txn_chaos.FAULTS, default all;
+``--duration`` 180 s by default).  At the end B, read with read_committed, must
+hold every record of A exactly once, in order per partition; B read with
+read_uncommitted must show the copies of the transactions the app aborted on
+purpose (every ``--abort-every``-th) as duplicates — the negative control.
+
+Example: ``.venv/bin/python scripts/chaos_run.py --duration 120 --seed 7``,
+``.venv/bin/python scripts/chaos_run.py --eos --duration 60``.
 """
 
 from __future__ import annotations
@@ -62,6 +75,8 @@ from tests.integration.chaos import Chaos, ContinuousProducer, Drain, create_top
 from tests.integration.checker import ACKED, check_delivery  # noqa: E402
 from tests.integration.cluster import LocalCluster  # noqa: E402
 from tests.integration.group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed  # noqa: E402
+from tests.integration.txn_chaos import FAULTS as EOS_FAULTS  # noqa: E402
+from tests.integration.txn_chaos import EosSettings, cluster_settings, run_eos  # noqa: E402
 
 FAULTS = ("kill-leader", "kill-controller", "kill-any", "pause-short", "pause-long", "terminate")
 #: only when named in --faults (and with a group)
@@ -71,16 +86,17 @@ OFFSETS_TOPIC = "__consumer_offsets"
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--duration", type=float, default=300.0, help="seconds of faults (default 300)")
-    p.add_argument("--interval", type=float, nargs=2, default=(5.0, 10.0), metavar=("MIN", "MAX"),
-                   help="quiet seconds between a healed fault and the next one (default 5 10)")
+    p.add_argument("--duration", type=float, default=None, help="seconds of faults (default 300; 180 with --eos)")
+    p.add_argument("--interval", type=float, nargs=2, default=None, metavar=("MIN", "MAX"),
+                   help="quiet seconds between a healed fault and the next one (default 5 10; 3 6 with --eos)")
     p.add_argument("--seed", type=int, default=None, help="random seed (default: time)")
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--replication-factor", type=int, default=3, choices=(1, 2, 3),
                    help="of the topic (default 3; min.insync.replicas is min(2, RF))")
-    p.add_argument("--rate", type=float, default=200.0, help="messages per second (default 200)")
-    p.add_argument("--faults", default=",".join(FAULTS), help=f"comma-separated subset of {','.join(FAULTS)} (default: all of these), "
-                        f"plus {','.join(GROUP_FAULTS)} (the group's coordinator; only when named)")
+    p.add_argument("--rate", type=float, default=None, help="messages per second (default 200; 100 with --eos)")
+    p.add_argument("--faults", default=None, help=f"comma-separated subset of {','.join(FAULTS)} (default: all of these), "
+                        f"plus {','.join(GROUP_FAULTS)} (the group's coordinator; only when named); with --eos a "
+                        f"subset of {','.join(EOS_FAULTS)} (default: all)")
     p.add_argument("--session-timeout-ms", type=int, default=6000)
     p.add_argument("--replica-lag-time-max-ms", type=int, default=10000)
     p.add_argument("--dir", type=Path, default=None, help="cluster directory (default: a temporary one)")
@@ -96,8 +112,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "(default 45)")
     p.add_argument("--group-timeout", type=float, default=300.0,
                    help="seconds to wait after the run for the group to consume and commit everything (default 300)")
+    p.add_argument("--eos", action="store_true", help="the exactly-once run (see above) instead")
+    p.add_argument("--eos-members", type=int, default=3, help="app member processes with --eos (default 3)")
+    p.add_argument("--abort-every", type=int, default=10,
+                   help="with --eos, each member aborts every n-th transaction on purpose (default 10)")
+    p.add_argument("--eos-debug", default="", metavar="CONTEXTS",
+                   help="with --eos, librdkafka debug contexts for the members' logs (e.g. eos,cgrp)")
     args = p.parse_args(argv)
-    args.faults = [f for f in args.faults.split(",") if f]
+    args.duration = args.duration if args.duration is not None else (180.0 if args.eos else 300.0)
+    args.interval = args.interval if args.interval is not None else ((3.0, 6.0) if args.eos else (5.0, 10.0))
+    args.rate = args.rate if args.rate is not None else (100.0 if args.eos else 200.0)
+    args.faults = [f for f in (args.faults or ",".join(EOS_FAULTS if args.eos else FAULTS)).split(",") if f]
+    if args.eos:
+        unknown = set(args.faults) - set(EOS_FAULTS)
+        if unknown:
+            p.error(f"unknown --eos faults {sorted(unknown)}")
+        return args
     unknown = set(args.faults) - set(FAULTS) - set(GROUP_FAULTS)
     if unknown:
         p.error(f"unknown faults {sorted(unknown)}")
@@ -195,6 +225,8 @@ class Run:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.eos:
+        return main_eos(args)
     client_log = logging.getLogger("chaos.producer")
     client_log.propagate = False
     client_log.addHandler(logging.StreamHandler() if args.verbose else logging.NullHandler())
@@ -280,6 +312,43 @@ def main(argv: list[str] | None = None) -> int:
         if group is not None:
             group.close()
         chaos.close()
+        cluster.stop()
+        if not failed and not args.keep and args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def main_eos(args: argparse.Namespace) -> int:
+    """The exactly-once run on a cluster of its own (tests/integration/txn_chaos.py)."""
+    client_log = logging.getLogger("chaos.producer")
+    client_log.propagate = False
+    client_log.addHandler(logging.StreamHandler() if args.verbose else logging.NullHandler())
+    if args.seed is None:
+        args.seed = int(time.time())
+    base = args.dir.resolve() if args.dir else Path(tempfile.mkdtemp(prefix="mafka-chaos-eos-"))
+    base.mkdir(parents=True, exist_ok=True)
+    print(f"exactly-once chaos run: seed {args.seed}, {args.duration:.0f} s of {', '.join(args.faults)}; "
+          f"cluster in {base}/cluster, app logs in {base}/app", flush=True)
+    cluster = LocalCluster(base / "cluster", brokers=3, settings=cluster_settings(
+        args.session_timeout_ms, args.replica_lag_time_max_ms))
+    try:
+        cluster.start()
+    except (RuntimeError, TimeoutError) as exc:
+        print(f"the cluster did not start: {exc}", file=sys.stderr)
+        return 2
+    settings = EosSettings(duration=args.duration, interval=tuple(args.interval), seed=args.seed, faults=args.faults,
+                           partitions=args.partitions, members=args.eos_members, rate=args.rate,
+                           abort_every=args.abort_every, session_timeout_ms=args.group_session_timeout_ms,
+                           debug=args.eos_debug)
+    failed = True
+    try:
+        result = run_eos(cluster, settings, base / "app")
+        print()
+        print(result.summary())
+        failed = not result.ok
+        print("RESULT:", "FAIL" if failed else "PASS", f"(cluster dir {base}/cluster, app logs {base}/app)"
+              if failed or args.keep else "")
+        return 1 if failed else 0
+    finally:
         cluster.stop()
         if not failed and not args.keep and args.dir is None:
             shutil.rmtree(base, ignore_errors=True)
