@@ -226,9 +226,13 @@ def test_connection_loss_keeps_the_session_and_watches(
         before = watch.calls
         in_reactor(store.create, "/dir/after-restart", timeout=WAIT_S)
         wait_for(lambda: watch.calls > before, "the watch after reconnection")
+        # Stopping a kazoo client blocks (in a worker thread) until its connection thread ends,
+        # and one still inside a reconnection attempt ends only when that attempt times out:
+        # let the impatient store reconnect too before it is stopped.
+        wait_for(lambda: impatient.connected, "the impatient store's reconnection", 75)
     finally:
-        in_reactor(store.stop, timeout=WAIT_S)
-        in_reactor(impatient.stop, timeout=WAIT_S)
+        in_reactor(store.stop, timeout=60)
+        in_reactor(impatient.stop, timeout=60)
         server.stop()
 
 
