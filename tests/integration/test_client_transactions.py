@@ -26,24 +26,13 @@ import pytest
 from confluent_kafka import Consumer as CKConsumer
 from confluent_kafka import Producer as CKProducer
 from confluent_kafka import TopicPartition as CKTopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from mafka.client import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .cluster import LocalCluster
+from .test_transactions import SETTINGS, new_topic
 
 pytestmark = pytest.mark.integration
-
-SETTINGS = {
-    "min.insync.replicas": "2",
-    "default.replication.factor": "3",
-    "unclean.leader.election.enable": "false",
-    "transaction.state.log.num.partitions": "10",
-    "offsets.topic.num.partitions": "10",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
-    "group.initial.rebalance.delay.ms": "0",
-}
-
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
@@ -51,13 +40,6 @@ def cluster(tmp_path_factory):
     c.start()
     yield c
     c.stop()
-
-
-def new_topic(cluster: LocalCluster, partitions: int = 2) -> str:
-    name = f"ctx-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 3)])[name].result(30)
-    return name
 
 
 def txn_producer(cluster: LocalCluster, txn_id: str | None = None, **extra) -> Producer:
