@@ -31,45 +31,29 @@ import logging
 import time
 from typing import Any
 
-from twisted.internet import defer
-
-from mafka.errors import ErrorCode
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.coordinator import subscribed_topics as _subscribed_topics
 from mafka.group.offsets import LogRecord, TxnMarker
 from mafka.topics import GROUP_METADATA_TOPIC
-from mafka.wire.batch import iter_batches
-from mafka.wire.records import ControlRecordType, Record, build_batch, decode_batch
+from mafka.wire.records import ControlRecordType, Record, build_batch
+
+from .internal_topics import (
+    InternalTopic,
+    ReactorTimers,
+    append_coordinator_batch,
+    load_on_leadership,
+    scan_log,
+)
 
 __all__ = ["GroupService", "OffsetsTopicLog", "ReactorTimers", "read_partition_records"]
 
 log = logging.getLogger("mafka.broker.groups")
 
-#: Produce version whose validation rules the coordinator's own batches pass.
-_PRODUCE_VERSION = 7
 #: What a transactional append tells the replica manager: a coordinator's batch (Kafka's
 #: ``AppendOrigin.Coordinator``), whose producer sequence is not validated.
 _COORDINATOR_ORIGIN = "coordinator"
 #: Kafka's ``storeOffsets`` builds its batches with base sequence 0.
 _TXN_BASE_SEQUENCE = 0
-
-
-class ReactorTimers:
-    """:class:`~mafka.group.coordinator.Timers` over a Twisted reactor."""
-
-    def __init__(self, reactor: Any) -> None:
-        self.reactor = reactor
-
-    def call_later(self, delay_ms: int, fn: Any) -> Any:
-        call = self.reactor.callLater(max(0, delay_ms) / 1000.0, fn)
-
-        class _Handle:
-            @staticmethod
-            def cancel() -> None:
-                if call.active():
-                    call.cancel()
-
-        return _Handle()
 
 
 class OffsetsTopicLog:
@@ -99,33 +83,13 @@ class OffsetsTopicLog:
             base_sequence=_TXN_BASE_SEQUENCE if transactional else -1,
             is_transactional=transactional,
         )
-        rm = self.broker.replica_manager
         # Only transactional batches need the origin today (their sequence must not be
         # checked); plain ones carry no producer id, so the origin changes nothing for them.
-        origin = {"origin": _COORDINATOR_ORIGIN} if transactional else {}
-        try:
-            d = rm.append_records(
-                [(GROUP_METADATA_TOPIC, partition, batch)],
-                acks=config.offsets_commit_required_acks,
-                timeout_ms=config.offsets_commit_timeout_ms,
-                produce_version=_PRODUCE_VERSION,
-                max_message_bytes=self.broker.max_message_bytes,
-                **origin,
-            )
-        except Exception as exc:  # noqa: BLE001 - reported to the coordinator as an error code
-            log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition, exc)
-            done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
-            return
-
-        def appended(results: dict) -> None:
-            r = results[(GROUP_METADATA_TOPIC, partition)]
-            done(r.error, r.base_offset if r.error == ErrorCode.NONE else None)
-
-        def failed(failure: Any) -> None:
-            log.warning("append to %s-%d failed: %s", GROUP_METADATA_TOPIC, partition, failure.getErrorMessage())
-            done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
-
-        d.addCallbacks(appended, failed)
+        append_coordinator_batch(
+            self.broker, GROUP_METADATA_TOPIC, partition, batch, done,
+            acks=config.offsets_commit_required_acks, timeout_ms=config.offsets_commit_timeout_ms, logger=log,
+            origin=_COORDINATOR_ORIGIN if transactional else None,
+        )
 
 
 def read_partition_records(log_: Any, buffer_bytes: int) -> list[LogRecord | TxnMarker]:
@@ -139,31 +103,21 @@ def read_partition_records(log_: Any, buffer_bytes: int) -> list[LogRecord | Txn
     a worker thread.
     """
     out: list[LogRecord | TxnMarker] = []
-    offset = log_.log_start_offset
-    while offset < log_.next_offset:
-        data = log_.read(offset, buffer_bytes).read()
-        next_offset = offset
-        for pos, header in iter_batches(data):
-            batch = decode_batch(data, pos)
-            if header.is_control:
-                for control in batch.records:
-                    if control.offset >= offset and control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
-                        out.append(TxnMarker(header.producer_id, control.type == ControlRecordType.COMMIT,
-                                             control.offset))
-            else:
-                for record in batch.records:
-                    if record.offset >= offset and record.key is not None:
-                        out.append(LogRecord(
-                            bytes(record.key),
-                            None if record.value is None else bytes(record.value),
-                            header.producer_id,
-                            header.is_transactional,
-                            header.base_offset,
-                        ))
-            next_offset = header.next_offset
-        if next_offset <= offset:
-            break  # nothing whole could be read (KIP-74 returns at least one batch, so: the end)
-        offset = next_offset
+    for header, batch, from_offset in scan_log(log_, buffer_bytes):
+        if header.is_control:
+            for control in batch.records:
+                if control.offset >= from_offset and control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+                    out.append(TxnMarker(header.producer_id, control.type == ControlRecordType.COMMIT, control.offset))
+        else:
+            for record in batch.records:
+                if record.offset >= from_offset and record.key is not None:
+                    out.append(LogRecord(
+                        bytes(record.key),
+                        None if record.value is None else bytes(record.value),
+                        header.producer_id,
+                        header.is_transactional,
+                        header.base_offset,
+                    ))
     return out
 
 
@@ -187,7 +141,7 @@ class GroupService:
             ReactorTimers(broker.reactor),
             OffsetsTopicLog(broker),
         )
-        self._creating: defer.Deferred | None = None
+        self._topic = InternalTopic(broker, GROUP_METADATA_TOPIC, log)
         # Stall guard (see :meth:`checked_coordinator`).
         self._last_tick: float | None = None
         self._suspect: set[int] = set()
@@ -265,62 +219,20 @@ class GroupService:
 
     def on_leadership(self, topic: str, index: int, is_leader: bool, leader_epoch: int | None) -> None:
         """The replica manager applied a role change for ``topic``-``index``."""
-        if topic != GROUP_METADATA_TOPIC:
-            return
-        if not is_leader:
-            self.coordinator.on_resigned(index, leader_epoch)
-            return
-        assert leader_epoch is not None
-        if not self.coordinator.on_elected(index, leader_epoch):
-            return
-        log.debug("loading groups of %s-%d (leader epoch %d)", topic, index, leader_epoch)
-        partition = self.broker.replica_manager.partitions.get((topic, index))
-        if partition is None:
-            self.coordinator.fail_load(index, leader_epoch)
-            return
-        started = time.monotonic()
-        d = self.broker.run_blocking(read_partition_records, partition.log, self.broker.config.offsets_load_buffer_size)
-
-        def loaded(records: list) -> None:
-            if self.coordinator.complete_load(index, leader_epoch, records):
-                log.debug("read %d records of %s-%d in %.0f ms", len(records), topic, index,
-                          (time.monotonic() - started) * 1000)
-
-        def failed(failure: Any) -> None:
-            log.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage())
-            self.coordinator.fail_load(index, leader_epoch)
-
-        d.addCallbacks(loaded, failed)
+        if topic == GROUP_METADATA_TOPIC:
+            load_on_leadership(self.broker, self.coordinator, topic, index, is_leader, leader_epoch,
+                               read_partition_records, self.broker.config.offsets_load_buffer_size, log)
 
     # ------------------------------------------------------------------ the offsets topic
 
     def ensure_offsets_topic(self) -> None:
         """Create ``__consumer_offsets`` unless it exists or is being created (fire and forget)."""
-        if self.broker.metadata_cache.has_topic(GROUP_METADATA_TOPIC) or self._creating is not None:
-            return
-        from mafka.controller.admin import create_topic_in_zookeeper
-        from mafka.controller.assignment import internal_topic_replication_factor
-
         config = self.broker.config
-        racks = {b: info.rack for b, info in self.broker.metadata_cache.brokers.items()}
-        rf = internal_topic_replication_factor(config.offsets_topic_replication_factor, len(racks))
-        configs = {
+        self._topic.ensure(config.offsets_topic_num_partitions, config.offsets_topic_replication_factor, lambda rf: {
             "cleanup.policy": "compact",
             "segment.bytes": str(config.offsets_topic_segment_bytes),
             "compression.type": "producer",
-        }
-        log.info("creating %s: %d partitions, replication factor %d", GROUP_METADATA_TOPIC,
-                 config.offsets_topic_num_partitions, rf)
-        d = create_topic_in_zookeeper(
-            self.broker.zk, GROUP_METADATA_TOPIC, config.offsets_topic_num_partitions, rf, racks, configs
-        )
-        self._creating = d
-
-        def finished(_: Any) -> None:
-            self._creating = None
-
-        d.addErrback(lambda f: log.info("creating %s: %s", GROUP_METADATA_TOPIC, f.getErrorMessage()))
-        d.addBoth(finished)
+        })
 
     # ------------------------------------------------------------------ expiry
 

@@ -34,23 +34,22 @@ import logging
 import time
 from typing import Any
 
-from twisted.internet import defer
-
 from mafka.errors import ErrorCode
 from mafka.topics import TRANSACTION_STATE_TOPIC
-from mafka.wire.batch import iter_batches
-from mafka.wire.records import Record, build_batch, decode_batch
+from mafka.wire.records import Record, build_batch
 
-from .group_service import ReactorTimers
+from .internal_topics import (
+    InternalTopic,
+    ReactorTimers,
+    append_coordinator_batch,
+    load_on_leadership,
+    scan_log,
+)
 from .txn_markers import TxnMarkerChannel
 
 __all__ = ["TransactionService", "TransactionStateLog", "read_state_records"]
 
 log = logging.getLogger("mafka.broker.transactions")
-
-#: Produce version whose validation rules the coordinator's own batches pass.
-_PRODUCE_VERSION = 7
-
 
 class TransactionStateLog:
     """Appends coordinator records to ``__transaction_state`` through the replica manager."""
@@ -62,28 +61,10 @@ class TransactionStateLog:
         """Writes ``records`` to ``partition`` with acks=all; ``done(error_code)`` once replicated or failed."""
         now = int(time.time() * 1000)
         batch = build_batch([Record(offset=i, timestamp=now, key=k, value=v) for i, (k, v) in enumerate(records)])
-        rm = self.broker.replica_manager
-        try:
-            d = rm.append_records(
-                [(TRANSACTION_STATE_TOPIC, partition, batch)],
-                acks=-1,
-                timeout_ms=self.broker.config.request_timeout_ms,
-                produce_version=_PRODUCE_VERSION,
-                max_message_bytes=self.broker.max_message_bytes,
-            )
-        except Exception as exc:  # noqa: BLE001 - reported to the coordinator as an error code
-            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, exc)
-            done(ErrorCode.UNKNOWN_SERVER_ERROR)
-            return
-
-        def appended(results: dict) -> None:
-            done(results[(TRANSACTION_STATE_TOPIC, partition)].error)
-
-        def failed(failure: Any) -> None:
-            log.warning("append to %s-%d failed: %s", TRANSACTION_STATE_TOPIC, partition, failure.getErrorMessage())
-            done(ErrorCode.UNKNOWN_SERVER_ERROR)
-
-        d.addCallbacks(appended, failed)
+        append_coordinator_batch(
+            self.broker, TRANSACTION_STATE_TOPIC, partition, batch, lambda error, _offset: done(error),
+            acks=-1, timeout_ms=self.broker.config.request_timeout_ms, logger=log,
+        )
 
 
 def read_state_records(log_: Any, buffer_bytes: int) -> list[tuple[bytes, bytes | None]]:
@@ -92,21 +73,11 @@ def read_state_records(log_: Any, buffer_bytes: int) -> list[tuple[bytes, bytes 
     Blocking (it reads segment files): run it in a worker thread.  Control
     batches and keyless records are skipped.
     """
-    out: list[tuple[bytes, bytes | None]] = []
-    offset = log_.log_start_offset
-    while offset < log_.next_offset:
-        data = log_.read(offset, buffer_bytes).read()
-        next_offset = offset
-        for pos, header in iter_batches(data):
-            if not header.is_control:
-                for record in decode_batch(data, pos).records:
-                    if record.offset >= offset and record.key is not None:
-                        out.append((bytes(record.key), None if record.value is None else bytes(record.value)))
-            next_offset = header.next_offset
-        if next_offset <= offset:
-            break  # nothing whole could be read (a read returns at least one batch, so: the end)
-        offset = next_offset
-    return out
+    return [
+        (bytes(record.key), None if record.value is None else bytes(record.value))
+        for header, batch, from_offset in scan_log(log_, buffer_bytes) if not header.is_control
+        for record in batch.records if record.offset >= from_offset and record.key is not None
+    ]
 
 
 class _ProducerIds:
@@ -185,7 +156,7 @@ class TransactionService:
             _ProducerIds(broker),
             _MarkerSink(self.channel, lambda tid, epoch: self.coordinator.should_send_markers(tid, epoch)),
         )
-        self._creating: defer.Deferred | None = None
+        self._topic = InternalTopic(broker, TRANSACTION_STATE_TOPIC, log)
 
     def startup(self) -> None:
         """Starts the timed-out abort and the transactional-id expiration timers."""
@@ -195,66 +166,26 @@ class TransactionService:
 
     def on_leadership(self, topic: str, index: int, is_leader: bool, leader_epoch: int | None) -> None:
         """The replica manager applied a role change for ``topic``-``index``."""
-        if topic != TRANSACTION_STATE_TOPIC:
-            return
-        if not is_leader:
-            self.coordinator.on_resigned(index, leader_epoch)
-            return
-        assert leader_epoch is not None
-        if not self.coordinator.on_elected(index, leader_epoch):
-            return
-        partition = self.broker.replica_manager.partitions.get((topic, index))
-        if partition is None:
-            self.coordinator.fail_load(index, leader_epoch)
-            return
-        started = time.monotonic()
-        d = self.broker.run_blocking(
-            read_state_records, partition.log, self.broker.config.transaction_state_log_load_buffer_size
-        )
-
-        def loaded(records: list) -> None:
-            if self.coordinator.complete_load(index, leader_epoch, records):
-                log.info("loaded %d records of %s-%d in %.0f ms (coordinator epoch %d)", len(records), topic, index,
-                         (time.monotonic() - started) * 1000, leader_epoch)
-
-        def failed(failure: Any) -> None:
-            log.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage())
-            self.coordinator.fail_load(index, leader_epoch)
-
-        d.addCallbacks(loaded, failed)
+        if topic == TRANSACTION_STATE_TOPIC:
+            load_on_leadership(self.broker, self.coordinator, topic, index, is_leader, leader_epoch,
+                               read_state_records, self.broker.config.transaction_state_log_load_buffer_size, log)
 
     # ------------------------------------------------------------------ the topic
 
     def ensure_transaction_topic(self) -> None:
         """Create ``__transaction_state`` unless it exists or is being created (fire and forget)."""
-        if self.broker.metadata_cache.has_topic(TRANSACTION_STATE_TOPIC) or self._creating is not None:
-            return
-        from mafka.controller.admin import create_topic_in_zookeeper
-        from mafka.controller.assignment import internal_topic_replication_factor
-
         config = self.broker.config
-        racks = {b: info.rack for b, info in self.broker.metadata_cache.brokers.items()}
-        rf = internal_topic_replication_factor(config.transaction_state_log_replication_factor, len(racks))
-        configs = {
-            "unclean.leader.election.enable": "false",
-            "compression.type": "uncompressed",
-            "cleanup.policy": "compact",
-            # Capped like the replication factor: a one-broker development cluster still works.
-            "min.insync.replicas": str(min(config.transaction_state_log_min_isr, rf)),
-            "segment.bytes": str(config.transaction_state_log_segment_bytes),
-        }
-        log.info("creating %s: %d partitions, replication factor %d", TRANSACTION_STATE_TOPIC,
-                 config.transaction_state_log_num_partitions, rf)
-        d = create_topic_in_zookeeper(
-            self.broker.zk, TRANSACTION_STATE_TOPIC, config.transaction_state_log_num_partitions, rf, racks, configs
+        self._topic.ensure(
+            config.transaction_state_log_num_partitions, config.transaction_state_log_replication_factor,
+            lambda rf: {
+                "unclean.leader.election.enable": "false",
+                "compression.type": "uncompressed",
+                "cleanup.policy": "compact",
+                # Capped like the replication factor: a one-broker development cluster still works.
+                "min.insync.replicas": str(min(config.transaction_state_log_min_isr, rf)),
+                "segment.bytes": str(config.transaction_state_log_segment_bytes),
+            },
         )
-        self._creating = d
-
-        def finished(_: Any) -> None:
-            self._creating = None
-
-        d.addErrback(lambda f: log.info("creating %s: %s", TRANSACTION_STATE_TOPIC, f.getErrorMessage()))
-        d.addBoth(finished)
 
     def shutdown(self) -> None:
         self.coordinator.shutdown()
