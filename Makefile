@@ -16,7 +16,7 @@ selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
 test: system-deps $(STAMP) lint
-	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos' tests
+	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos and not soak' tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
@@ -29,7 +29,7 @@ unit: $(STAMP)
 chaos: $(STAMP)
 	@status=0; $(BIN)/python scripts/chaos_run.py || status=1; \
 	$(BIN)/python scripts/chaos_run.py --eos || status=1; \
-	$(BIN)/pytest -q -p no:cacheprovider -m chaos tests/integration || status=1; exit $$status
+	$(BIN)/pytest -q -p no:cacheprovider -m 'chaos or soak' tests/integration || status=1; exit $$status
 
 bench-wire: $(STAMP)
 	$(BIN)/python scripts/bench_wire.py

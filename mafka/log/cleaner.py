@@ -32,9 +32,13 @@ One round (:func:`clean`):
    segment last modified at or before the delete horizon
    (``lastModified(last clean segment) - delete.retention.ms``; no horizon on
    the first clean, so tombstones survive it).  Keyless records are dropped.
-   Control batches are copied unchanged; batches of aborted transactions are
-   dropped; the source segments' ``.txnindex`` entries are copied into the
-   cleaned segment's.  A batch that keeps every record is copied byte for byte; one
+   Batches of aborted transactions are dropped.  A transaction marker is
+   copied unchanged while a batch of its transaction is seen in the round,
+   and dropped otherwise once its segment is past the delete horizon
+   (Kafka's ``CleanedTransactionMetadata``: a reader that saw the data in
+   time saw the marker too); the source segments' ``.txnindex`` entries are
+   copied into the cleaned segment's for the aborted transactions whose data
+   was seen.  A batch that keeps every record is copied byte for byte; one
    that keeps some is re-encoded as one batch with the original attributes
    (codec, timestamp type, transactional flag), producer id/epoch, base
    sequence, partitionLeaderEpoch, base offset and *last* offset (Kafka's
@@ -492,6 +496,64 @@ def _scan_segment(seg: LogSegment, txns: _Transactions, open_txns: dict[int, int
             open_txns.setdefault(pid, h.base_offset)
 
 
+class _MarkerTracker:
+    """Which transaction markers a round may drop (Kafka's ``CleanedTransactionMetadata``).
+
+    Fed every batch of the round in log order.  A COMMIT marker may go once no
+    batch of its transaction was seen in the round (the data was compacted
+    away in an earlier one); an ABORT marker once none of its transaction's
+    batches was seen (the cleaner drops aborted data, so after one round only
+    a producer's retained empty last batch can keep it).  Either way only in
+    a segment past the delete horizon (the caller's ``retain_deletes``), so a
+    READ_COMMITTED consumer that read the data in time also reads the marker.
+    The aborted transactions whose data was seen keep their ``.txnindex``
+    entries (:attr:`kept_aborted`); the others lose them with their marker.
+    """
+
+    def __init__(self, txns: _Transactions) -> None:
+        self._pending = sorted(
+            (first, last, pid) for pid, ranges in txns.aborted.items() for first, last in ranges
+        )
+        self._next = 0
+        self._ongoing_aborted: dict[int, bool] = {}  # pid -> a batch of the transaction was seen
+        self._ongoing_committed: set[int] = set()
+        self.kept_aborted: set[tuple[int, int]] = set()  # (producer id, marker offset)
+
+    def _open_aborted_up_to(self, offset: int) -> None:
+        while self._next < len(self._pending) and self._pending[self._next][0] <= offset:
+            _, _, pid = self._pending[self._next]
+            self._ongoing_aborted.setdefault(pid, False)
+            self._next += 1
+
+    def on_data_batch(self, h: BatchHeader) -> None:
+        self._open_aborted_up_to(h.last_offset)
+        if not h.is_transactional:
+            return
+        if h.producer_id in self._ongoing_aborted:
+            self._ongoing_aborted[h.producer_id] = True
+        else:
+            self._ongoing_committed.add(h.producer_id)
+
+    def on_marker(self, h: BatchHeader, marker: ControlRecordType | None) -> bool:
+        """Whether the control batch *h* (its record's type, None if it has none) may be dropped."""
+        self._open_aborted_up_to(h.last_offset)
+        if marker is None:
+            return True  # an emptied control batch: nothing left to keep
+        pid = h.producer_id
+        if marker == ControlRecordType.ABORT:
+            seen = self._ongoing_aborted.pop(pid, None)
+            if seen:
+                self.kept_aborted.add((pid, h.last_offset))
+                return False
+            return True
+        if marker == ControlRecordType.COMMIT:
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+
 # ====================================================================== cleaning
 
 
@@ -617,10 +679,11 @@ def clean(
     cleaned_segments = 0
     aborted = 0
     next_first_dirty = end_offset
+    markers = _MarkerTracker(txns)
     for n, group in enumerate(groups):
         stats = _Stats()
         try:
-            swapped = _clean_group(log, group, offset_map, horizon, txns, now_ms, stats, sentinel)
+            swapped = _clean_group(log, group, offset_map, horizon, txns, markers, now_ms, stats, sentinel)
         except _RoundAborted:
             logger.warning(
                 "%s: the log was truncated below offset %d while it was being cleaned; abandoning the round",
@@ -709,6 +772,7 @@ def _clean_group(
     offset_map: OffsetMap,
     horizon: int | None,
     txns: _Transactions,
+    markers: _MarkerTracker,
     now_ms: int,
     stats: _Stats,
     sentinel: LogSegment,
@@ -727,7 +791,7 @@ def _clean_group(
             for seg in group:
                 retain_deletes = horizon is None or seg.last_modified_ms > horizon
                 retained.append(retain_deletes)
-                _clean_into(seg, cleaned, offset_map, retain_deletes, txns, stats)
+                _clean_into(seg, cleaned, offset_map, retain_deletes, txns, markers, stats)
             cleaned.flush()
             mtime_ns = os.fstat(group[-1].fd).st_mtime_ns
             os.utime(cleaned.log_path, ns=(mtime_ns, mtime_ns))
@@ -745,7 +809,7 @@ def _clean_group(
                 raise _RoundAborted()
             if not _group_intact(log, group, sizes):
                 raise _GroupAborted()
-            _copy_txn_indexes(group, cleaned)
+            _copy_txn_indexes(group, cleaned, markers.kept_aborted)
             log.replace_segments(cleaned, group)
     except _GroupAborted:
         cleaned.delete_files()
@@ -770,20 +834,19 @@ def _clean_group(
     return True
 
 
-def _copy_txn_indexes(group: list[LogSegment], cleaned: LogSegment) -> None:
-    """The group's ``.txnindex`` entries into *cleaned*'s, fsynced (the log's lock is held).
+def _copy_txn_indexes(group: list[LogSegment], cleaned: LogSegment, kept: set[tuple[int, int]]) -> None:
+    """The group's ``.txnindex`` entries whose transactions still have data into *cleaned*'s, fsynced.
 
-    Markers are always kept, so the aborted transactions they close stay
-    indexed (Kafka keeps an entry only while some of the transaction's
-    batches remain; an extra entry is harmless: a READ_COMMITTED reader
-    ignores producers it gets no batch of).  Copied under the lock, so an
-    entry the partition appends meanwhile (a rebuild at load) is not lost;
-    a stale index stays stale.
+    As Kafka's cleaner, an aborted transaction stays indexed only while some
+    of its batches remain (``kept``: producer id and marker offset, from
+    :class:`_MarkerTracker`).  Copied under the log's lock, so an entry the
+    partition appends meanwhile (a rebuild at load) is not lost; a stale index
+    stays stale.
     """
     index = cleaned.txn_index
     index.reset()
     for seg in group:
-        index.extend(seg.txn_index.all_aborted_txns())
+        index.extend(t for t in seg.txn_index.all_aborted_txns() if (t.producer_id, t.last_offset) in kept)
     index.stale = any(seg.txn_index.stale for seg in group)
     index.flush()
 
@@ -794,6 +857,7 @@ def _clean_into(
     offset_map: OffsetMap,
     retain_deletes: bool,
     txns: _Transactions,
+    markers: _MarkerTracker,
     stats: _Stats,
 ) -> None:
     """Kafka's ``cleanInto``: filters *source*'s batches into *dest*."""
@@ -802,7 +866,7 @@ def _clean_into(
     rel = 0
     for _, h, data in _read_batches(source):
         stats.bytes_read += h.size
-        out = _filter_batch(h, data, offset_map, retain_deletes, txns, stats)
+        out = _filter_batch(h, data, offset_map, retain_deletes, txns, markers, stats)
         if out is None:
             continue
         nh = h if out is data else BatchHeader(out)
@@ -824,13 +888,20 @@ def _filter_batch(
     offset_map: OffsetMap,
     retain_deletes: bool,
     txns: _Transactions,
+    markers: _MarkerTracker,
     stats: _Stats,
 ) -> bytes | memoryview | None:
     """The batch to write for *data* (itself if unchanged), or None to drop it."""
     if h.is_control:
         validate_batch(data)
+        control = decode_batch(data).records
+        marker = control[0].type if control else None
+        if markers.on_marker(h, marker) and not retain_deletes:
+            stats.records_dropped += h.record_count
+            return None
         stats.records_kept += h.record_count
         return data
+    markers.on_data_batch(h)
     retain_empty = txns.is_producers_last(h)
     if txns.is_aborted(h):
         validate_batch(data)

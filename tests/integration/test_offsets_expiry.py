@@ -1,11 +1,20 @@
-"""Committed offsets expire after ``offsets.retention.minutes`` (real broker, real clock).
+"""Committed offsets expire (real broker, real clock).
 
 One broker with ``offsets.retention.minutes=1`` and the retention check every
-second: a standalone (``assign()``) confluent-kafka consumer commits, closes,
-and a minute later the offsets are gone (OffsetFetch answers -1), the group no
-longer exists for ``mafka consumer-groups``, and ``__consumer_offsets`` holds
-the tombstones, as Kafka 2.8's ``cleanupGroupMetadata`` writes them.  A group
-with live members is not touched by the same check.  Takes a little over a minute.
+second.
+
+* In ``make test`` (a few seconds): a standalone group commits through
+  OffsetCommit v2 with ``retention_time_ms`` = 3 s (Kafka 2.8 honours a
+  per-request retention at v2–4 as the offsets' expire timestamp); afterwards
+  the offsets are gone (OffsetFetch answers -1 to confluent-kafka), the group
+  no longer exists for ``mafka consumer-groups``, and ``__consumer_offsets``
+  holds the tombstones, as Kafka 2.8's ``cleanupGroupMetadata`` writes them.
+  Another partition of the same commit made without a retention is kept until
+  ``offsets.retention.minutes``.
+* In ``make chaos`` (``soak``: a little over a minute): the broker's own
+  ``offsets.retention.minutes`` expires a closed standalone consumer's
+  offsets, not before, while a Stable group subscribed to the topic keeps its
+  offsets through the same checks (KIP-211).
 """
 
 from __future__ import annotations
@@ -23,6 +32,9 @@ from mafka.wire.records import iter_records
 
 from .chaos import create_topic
 from .cluster import LocalCluster
+from .raw_client import BlockingClient
+
+OFFSET_COMMIT = 8
 
 pytestmark = pytest.mark.integration
 
@@ -58,6 +70,55 @@ def _offsets_records(cluster: LocalCluster, group: str) -> list[tuple[object, ob
     return out
 
 
+def _commit_v2(bootstrap: str, group: str, topic: str, offsets: dict[int, int], retention_ms: int) -> None:
+    """A standalone OffsetCommit v2 (generation -1, no member) with ``retention_time_ms``."""
+    with BlockingClient(bootstrap) as client:
+        body = client.call(OFFSET_COMMIT, 2, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": retention_ms,
+            "topics": [{"name": topic, "partitions": [
+                {"partition_index": p, "committed_offset": o, "committed_metadata": ""} for p, o in offsets.items()]}],
+        })
+    errors = {p.partition_index: p.error_code for t in body.topics for p in t.partitions}
+    assert errors == dict.fromkeys(offsets, 0), errors
+
+
+def _tombstones(cluster: LocalCluster, group: str) -> set[tuple[str, int]]:
+    return {(k.topic, k.partition) for k, v in _offsets_records(cluster, group)
+            if isinstance(k, OffsetKey) and k.group == group and v is None}
+
+
+def _group_exists(cluster: LocalCluster, group: str) -> bool:
+    r = subprocess.run([sys.executable, "-m", "mafka.cli.main", "consumer-groups", "--bootstrap-server",
+                        cluster.bootstrap, "--describe", "--group", group], capture_output=True, text=True, timeout=60)
+    return f"Consumer group '{group}' does not exist." not in r.stdout + r.stderr
+
+
+def test_offsets_committed_with_a_retention_time_expire_after_it(cluster: LocalCluster) -> None:
+    topic = create_topic(cluster, partitions=2, rf=1)
+    committed_at = time.monotonic()
+    _commit_v2(cluster.bootstrap, "short-lived", topic, {0: 5}, retention_ms=3000)
+    _commit_v2(cluster.bootstrap, "short-lived", topic, {1: 7}, retention_ms=-1)  # the broker's minute
+    assert _committed(cluster.bootstrap, "short-lived", topic) == [5, 7]
+    deadline = committed_at + 20
+    while _committed(cluster.bootstrap, "short-lived", topic) != [-1001, 7]:
+        assert time.monotonic() < deadline, "the offset did not expire"
+        time.sleep(0.5)
+    expired_after = time.monotonic() - committed_at
+    print(f"an offset committed with retention_time_ms=3000 expired {expired_after:.1f} s after the commit")
+    assert expired_after >= 3.0
+    assert _tombstones(cluster, "short-lived") == {(topic, 0)}
+    assert _group_exists(cluster, "short-lived")  # partition 1's offset is still there
+
+    _commit_v2(cluster.bootstrap, "gone", topic, {0: 1, 1: 2}, retention_ms=2000)
+    deadline = time.monotonic() + 20
+    while _group_exists(cluster, "gone"):
+        assert time.monotonic() < deadline, "the group did not go away with its last offsets"
+        time.sleep(0.5)
+    assert _committed(cluster.bootstrap, "gone", topic) == [-1001, -1001]
+    assert _tombstones(cluster, "gone") == {(topic, 0), (topic, 1)}
+
+
+@pytest.mark.soak
 def test_offsets_of_an_empty_group_expire_and_a_stable_groups_do_not(cluster: LocalCluster) -> None:
     topic = create_topic(cluster, partitions=2, rf=1)
     standalone = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "expiring", "enable.auto.commit": False})
@@ -96,9 +157,5 @@ def test_offsets_of_an_empty_group_expire_and_a_stable_groups_do_not(cluster: Lo
     finally:
         live.close()
 
-    r = subprocess.run([sys.executable, "-m", "mafka.cli.main", "consumer-groups", "--bootstrap-server",
-                        cluster.bootstrap, "--describe", "--group", "expiring"], capture_output=True, text=True, timeout=60)
-    assert "Consumer group 'expiring' does not exist." in r.stdout + r.stderr, r
-    records = _offsets_records(cluster, "expiring")
-    tombstones = {(k.topic, k.partition) for k, v in records if isinstance(k, OffsetKey) and k.group == "expiring" and v is None}
-    assert tombstones == {(topic, 0), (topic, 1)}, records
+    assert not _group_exists(cluster, "expiring")
+    assert _tombstones(cluster, "expiring") == {(topic, 0), (topic, 1)}

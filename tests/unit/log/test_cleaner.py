@@ -26,6 +26,7 @@ from mafka.log.cleaner import (
     DEFAULT_MAX_MAP_ENTRIES,
     CleanResult,
     OffsetMap,
+    _scan_transactions,  # noqa: PLC2701 - the cleaner's own transaction scan, to check a reopened log
     clean,
     cleanable_range,
     delete_horizon_ms,
@@ -38,6 +39,7 @@ from mafka.log.cleaner import (
 from mafka.log.config import LogConfig
 from mafka.log.log import Log
 from mafka.log.segment import INT32_MAX, LogSegment
+from mafka.log.txn_index import AbortedTxn
 from mafka.wire.batch import BatchHeader, iter_batches, validate_batch
 from mafka.wire.compression import CompressionType
 from mafka.wire.records import (
@@ -687,7 +689,7 @@ def test_aborted_transactions_are_dropped_and_do_not_shadow_committed_values(tmp
     assert kv(log) == [(0, b"k", b"c0"), (4, b"y", b"y1"), (7, b"z", b"z2")]
     headers = [BatchHeader(raw) for raw in read_batches(log)]
     controls = [h.base_offset for h in headers if h.is_control]
-    assert controls == [3, 5, 9], "markers are kept as they are"
+    assert controls == [3, 5, 9], "markers are kept (the first clean has no delete horizon)"
     # producer 11's only batch lost its record but stays as an empty batch (its last sequence)
     (empty,) = [h for h in headers if h.base_offset == 6]
     assert (empty.record_count, empty.last_offset, empty.producer_id, empty.base_sequence) == (0, 6, 11, 0)
@@ -716,6 +718,82 @@ def test_an_open_transaction_bounds_the_cleanable_range(tmp_path: Path) -> None:
     assert result.first_uncleanable == log.next_offset
     assert [(o, k, v) for o, k, v in kv(log) if k == b"k"] == [(2, b"k", b"open")]
     log.close()
+
+
+def aborted_index(log: Log) -> list[tuple[int, int, int]]:
+    """(producer id, first offset, marker offset) of every .txnindex entry of the log."""
+    return [(t.producer_id, t.first_offset, t.last_offset) for s in log.segments for t in s.txn_index.all_aborted_txns()]
+
+
+def test_markers_go_once_their_transactions_data_is_gone_and_past_the_delete_horizon(tmp_path: Path) -> None:
+    """Kafka's CleanedTransactionMetadata: a marker stays while a batch of its transaction is
+    traversed; once none is, it goes in a segment older than the delete horizon, and an
+    ABORT marker's .txnindex entry goes with it."""
+    d = 10_000
+    config = LogConfig(
+        segment_bytes=1000, index_interval_bytes=100, cleanup_policy=("compact",), delete_retention_ms=d, segment_ms=10**12
+    )
+    log, now = new_log(tmp_path / "t-0", config)
+    txn = {"producer_epoch": 0, "is_transactional": True}
+    append(log, [(b"a", b"aborted")], producer_id=10, base_sequence=0, **txn)  # 0
+    assert marker(log, ControlRecordType.ABORT, 10) == 1
+    assert log.append_aborted_txn(AbortedTxn(10, 0, 1, 2))  # what the partition does for an ABORT
+    append(log, [(b"b", b"superseded")], producer_id=11, base_sequence=0, **txn)  # 2
+    assert marker(log, ControlRecordType.COMMIT, 11) == 3
+    append(log, [(b"b", b"newer")])  # 4
+    append(log, [(b"c", b"kept")], producer_id=12, base_sequence=0, **txn)  # 5
+    assert marker(log, ControlRecordType.COMMIT, 12) == 6
+    # later batches of producers 10 and 11: their first ones are not their last (no RETAIN_EMPTY)
+    append(log, [(b"e", b"10-again")], producer_id=10, base_sequence=1, **txn)  # 7
+    assert marker(log, ControlRecordType.COMMIT, 10) == 8
+    append(log, [(b"f", b"11-again")], producer_id=11, base_sequence=1, **txn)  # 9
+    assert marker(log, ControlRecordType.COMMIT, 11) == 10
+    log.roll()
+    append_each(log, [(b"g%d" % i, b"x" * 60) for i in range(4)])
+    log.roll()
+    assert aborted_index(log) == [(10, 0, 1)]
+
+    def controls() -> list[int]:
+        return [h.base_offset for h in map(BatchHeader, read_batches(log)) if h.is_control]
+
+    # First clean: no horizon yet. The data goes (aborted; superseded), every marker stays.
+    r1 = clean(log, None, now[0])
+    assert [(o, k) for o, k, _ in kv(log)][:5] == [(4, b"b"), (5, b"c"), (7, b"e"), (9, b"f"), (11, b"g0")]
+    assert controls() == [1, 3, 6, 8, 10]
+    assert aborted_index(log) == [(10, 0, 1)], "its data was traversed this round: still indexed"
+
+    # Second clean, the markers' segment newer than the horizon: they stay.
+    wall = int(time.time() * 1000)
+    t = wall - 100 * d
+    markers_seg = segment_holding(log, 1)
+    set_mtime(markers_seg, t)
+    set_mtime(segment_holding(log, r1.next_first_dirty - 1), t + d // 2)
+    append_each(log, [(b"h%d" % i, b"y") for i in range(3)])
+    log.roll()
+    r2 = clean(log, r1.next_first_dirty, now[0])
+    assert controls() == [1, 3, 6, 8, 10]
+
+    # Third clean, older than the horizon: the markers whose transactions left no batch go.
+    markers_seg = segment_holding(log, 1)
+    last_clean = segment_holding(log, r2.next_first_dirty - 1)
+    assert markers_seg is not last_clean
+    set_mtime(markers_seg, t)
+    set_mtime(last_clean, t + 2 * d)
+    append_each(log, [(b"i%d" % i, b"z") for i in range(3)])
+    log.roll()
+    r3 = clean(log, r2.next_first_dirty, now[0])
+    assert controls() == [6, 8, 10], "the ABORT at 1 and the COMMIT at 3 had no batch left"
+    assert aborted_index(log) == []
+    assert r3.records_dropped >= 2
+    assert [(o, k) for o, k, _ in kv(log)][:4] == [(4, b"b"), (5, b"c"), (7, b"e"), (9, b"f")]
+    log.close()
+
+    # The cleaned log reopens to the same batches, and no transaction in it looks open
+    # (every transactional batch left still has its marker).
+    reopened, _ = new_log(tmp_path / "t-0", config)
+    assert [h.base_offset for h in map(BatchHeader, read_batches(reopened)) if h.is_control] == [6, 8, 10]
+    assert _scan_transactions(reopened.segments).first_unstable is None
+    reopened.close()
 
 
 # ------------------------------------------------------------------ grouping
