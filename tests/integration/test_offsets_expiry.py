@@ -35,6 +35,9 @@ from .cluster import LocalCluster
 from .raw_client import BlockingClient
 
 OFFSET_COMMIT = 8
+FIND_COORDINATOR = 10
+#: COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR
+COORDINATOR_NOT_READY = {14, 15, 16}
 
 pytestmark = pytest.mark.integration
 
@@ -71,14 +74,25 @@ def _offsets_records(cluster: LocalCluster, group: str) -> list[tuple[object, ob
 
 
 def _commit_v2(bootstrap: str, group: str, topic: str, offsets: dict[int, int], retention_ms: int) -> None:
-    """A standalone OffsetCommit v2 (generation -1, no member) with ``retention_time_ms``."""
+    """A standalone OffsetCommit v2 (generation -1, no member) with ``retention_time_ms``.
+
+    Retried while the coordinator is not ready (the first FindCoordinator creates
+    ``__consumer_offsets``; one broker, so it is the coordinator once loaded).
+    """
+    body = {
+        "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": retention_ms,
+        "topics": [{"name": topic, "partitions": [
+            {"partition_index": p, "committed_offset": o, "committed_metadata": ""} for p, o in offsets.items()]}],
+    }
+    deadline = time.monotonic() + 30
     with BlockingClient(bootstrap) as client:
-        body = client.call(OFFSET_COMMIT, 2, {
-            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": retention_ms,
-            "topics": [{"name": topic, "partitions": [
-                {"partition_index": p, "committed_offset": o, "committed_metadata": ""} for p, o in offsets.items()]}],
-        })
-    errors = {p.partition_index: p.error_code for t in body.topics for p in t.partitions}
+        while True:
+            client.call(FIND_COORDINATOR, 0, {"key": group})
+            response = client.call(OFFSET_COMMIT, 2, body)
+            errors = {p.partition_index: p.error_code for t in response.topics for p in t.partitions}
+            if not set(errors.values()) & COORDINATOR_NOT_READY or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
     assert errors == dict.fromkeys(offsets, 0), errors
 
 
