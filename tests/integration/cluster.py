@@ -89,6 +89,13 @@ class LocalCluster:
             time.sleep(0.2)
         raise TimeoutError("no controller reported")
 
+    def _kill_brokers(self) -> None:
+        for pid in [b["pid"] for b in self.info.get("brokers", [])]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> None:
         os.kill(self.broker(broker_id)["pid"], sig)
 
@@ -99,6 +106,13 @@ class LocalCluster:
         b["pid"] = proc.pid
 
     def stop(self) -> None:
+        """Stops everything, fast: the brokers are SIGKILLed first, then ``cluster up`` stops ZooKeeper.
+
+        A teardown needs no controlled shutdown (three brokers stopping together
+        spend seconds moving leadership between each other); tests of graceful
+        stops send their brokers SIGTERM themselves.
+        """
+        self._kill_brokers()
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -112,10 +126,6 @@ class LocalCluster:
                         os.kill(zk_pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-        for pid in [b["pid"] for b in self.info.get("brokers", [])]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        self._kill_brokers()
         if hasattr(self, "log"):
             self.log.close()
