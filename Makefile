@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn conformance system-deps clean
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn conformance system-deps clean docker-build docker-up docker-down
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -16,6 +16,7 @@ selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
 test: system-deps $(STAMP) lint
+	@if docker info >/dev/null 2>&1; then PYTHON=$(BIN)/python bash docker/build.sh --background; fi
 	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos and not soak' tests
 
 lint: $(STAMP)
@@ -73,6 +74,17 @@ bench-scale: system-deps $(STAMP)
 conformance: system-deps $(STAMP)
 	@scripts/install-system-deps.sh conformance
 	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS))
+
+# The compose cluster (docker/README.md): images built locally (no registry), then 3 ZooKeeper
+# members and 3 brokers.  docker-down keeps the volumes unless DOWN_FLAGS=-v.
+docker-build: $(STAMP)
+	@PYTHON=$(BIN)/python bash docker/build.sh
+
+docker-up: docker-build
+	@bash docker/up.sh
+
+docker-down:
+	cd docker && docker-compose -p $${COMPOSE_PROJECT_NAME:-mafka} down $(DOWN_FLAGS)
 
 system-deps:
 	@scripts/install-system-deps.sh

@@ -31,6 +31,7 @@ SCRIPTS: dict[str, str] = {
     "kafka-delete-records.sh": "delete-records",
     "kafka-broker-api-versions.sh": "broker-api-versions",
     "kafka-transactions.sh": "transactions",
+    "zookeeper-server-start.sh": "zookeeper-server-start",
 }
 
 
@@ -61,3 +62,4 @@ kafka_preferred_replica_election = script("preferred-replica-election")
 kafka_delete_records = script("delete-records")
 kafka_broker_api_versions = script("broker-api-versions")
 kafka_transactions = script("transactions")
+zookeeper_server_start = script("zookeeper-server-start")

@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     check.set_defaults(func=_selfcheck)
     from mafka.cli import (
         broker_api_versions,
+        broker_health,
         cluster,
         configs,
         console_consumer,
@@ -51,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         spark_etl,
         topics,
         transactions,
+        zookeeper_server_start,
     )
 
     server_start.add_parser(sub)
@@ -69,7 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     preferred_replica_election.add_parser(sub)
     delete_records.add_parser(sub)
     broker_api_versions.add_parser(sub)
+    broker_health.add_parser(sub)
     transactions.add_parser(sub)
+    zookeeper_server_start.add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

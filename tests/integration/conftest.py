@@ -62,3 +62,9 @@ def zk_base(zookeeper: ZooKeeperServer, reactor_thread: object, request: pytest.
         in_reactor(store.delete, base, recursive=True, timeout=15)
     finally:
         in_reactor(store.stop, timeout=15)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The docker-compose tests run last: ``make test`` starts the image build in the
+    background, and on a fresh machine it then overlaps every other test."""
+    items.sort(key=lambda item: "/integration/docker/" in str(item.path))

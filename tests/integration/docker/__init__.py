@@ -1,0 +1,1 @@
+"""Tests against the docker-compose cluster (docker/docker-compose.yml)."""
