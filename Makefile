@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn conformance system-deps clean docker-build docker-up docker-down
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn conformance system-deps clean docker-build docker-up docker-down chaos-docker
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -82,6 +82,11 @@ docker-build: $(STAMP)
 
 docker-up: docker-build
 	@bash docker/up.sh
+
+# The real-network fault table (docker/README.md): kills, pauses, partitions with iptables, a
+# rolling restart and the negative control, on a compose project of its own.  ~10 minutes.
+chaos-docker: docker-build
+	$(BIN)/python scripts/chaos_docker.py
 
 docker-down:
 	cd docker && docker-compose -p $${COMPOSE_PROJECT_NAME:-mafka} down $(DOWN_FLAGS)

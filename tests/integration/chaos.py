@@ -622,9 +622,12 @@ class ContinuousProducer:
             if err is None:
                 attempt.status = ACKED
                 attempt.partition = msg.partition()
-                attempt.offset = msg.offset()
+                # librdkafka reports no offset (None) for a message it cannot place, e.g. one
+                # retried under a bumped idempotent epoch; the checker then skips its position.
+                offset = msg.offset()
+                attempt.offset = -1 if offset is None else offset
                 attempt.acked_at = now
-                self.acks.append((now, msg.partition(), msg.offset()))
+                self.acks.append((now, msg.partition(), attempt.offset))
             else:
                 attempt.status = FAILED
                 attempt.error = err.name() if hasattr(err, "name") else str(err)

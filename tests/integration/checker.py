@@ -126,6 +126,8 @@ class DeliveryReport:
     unknown_visible: list[bytes] = field(default_factory=list)
     #: information only: the same (partition, offset, value) read more than once
     reread: int = 0
+    #: information only: acknowledgements that came without an offset (checked for loss only)
+    acked_without_offset: int = 0
 
     @property
     def ok(self) -> bool:
@@ -155,7 +157,8 @@ class DeliveryReport:
         lines = [
             f"attempted {self.attempted}: acked {self.acked}, failed {self.failed}, unknown {self.unknown}; "
             f"consumed {self.consumed} (re-read {self.reread}); "
-            f"failed-but-visible {len(self.failed_visible)}, unknown-but-visible {len(self.unknown_visible)}",
+            f"failed-but-visible {len(self.failed_visible)}, unknown-but-visible {len(self.unknown_visible)}"
+            + (f", acked without an offset {self.acked_without_offset}" if self.acked_without_offset else ""),
             "violations: " + ", ".join(f"{k} {v}" for k, v in self.violations().items()),
         ]
         if self.lost:
@@ -215,9 +218,11 @@ def check_delivery(attempts: Iterable[Attempt], consumed: Iterable[Consumed | tu
         if a is None or a.partition != partition:
             report.unexpected.append(Consumed(partition, offset, value))
 
-    # Acknowledged positions take part in the one-offset-one-value rule too.
+    # Acknowledged positions take part in the one-offset-one-value rule too (an acknowledgement
+    # without an offset, -1, only in the lost check).
+    report.acked_without_offset = sum(1 for a in by_value.values() if a.status == ACKED and a.offset < 0)
     for a in by_value.values():
-        if a.status == ACKED and a.value not in at_offset.get((a.partition, a.offset), ()):
+        if a.status == ACKED and a.offset >= 0 and a.value not in at_offset.get((a.partition, a.offset), ()):
             at_offset[(a.partition, a.offset)].append(a.value)
     report.inconsistent_offsets = {pos: vals for pos, vals in sorted(at_offset.items()) if len(vals) > 1}
     report.duplicates = {v: sorted(pos) for v, pos in positions.items() if len(pos) > 1}
@@ -229,12 +234,12 @@ def check_delivery(attempts: Iterable[Attempt], consumed: Iterable[Consumed | tu
             report.lost.append(a.value)
             if a.offset <= highest_read.get(a.partition, -1):
                 report.lost_writes.append(a.value)
-        elif (a.partition, a.offset) not in got:
+        elif a.offset >= 0 and (a.partition, a.offset) not in got:
             report.offset_mismatches[a.value] = ((a.partition, a.offset), sorted(got))
 
     # Order: the acknowledged values of a partition, ranked by acknowledged offset,
     # must appear in the read order with increasing rank (first read of each value).
-    rank = {a.value: (a.partition, a.offset) for a in acked}
+    rank = {a.value: (a.partition, a.offset) for a in acked if a.offset >= 0}
     for partition, values in sorted(read_order.items()):
         last: tuple[bytes, tuple[int, int]] | None = None
         seen: set[bytes] = set()

@@ -60,6 +60,20 @@ def test_an_acked_value_missing_from_the_drain_is_lost():
     assert report.lost_writes == [v(0, 2)]  # at or below what was read: not lag
 
 
+def test_an_acknowledgement_without_an_offset_is_checked_for_loss_only():
+    """librdkafka may acknowledge without an offset (None, kept as -1): present anywhere is fine,
+    absent is lost, and it takes part in no position or order rule."""
+    attempts, consumed = clean_history()
+    attempts[1].offset = -1  # p0-1, read at offset 1
+    report = check_delivery(attempts, consumed)
+    assert report.ok, report.summary()
+    assert report.acked_without_offset == 1
+    assert "acked without an offset 1" in report.summary()
+    del consumed[1]
+    report = check_delivery(attempts, consumed)
+    assert report.lost == [v(0, 1)] and not report.offset_mismatches
+
+
 def test_a_missing_tail_is_lost_but_not_a_lost_write():
     attempts, consumed = clean_history()
     consumed = [c for c in consumed if not (c.partition == 1 and c.offset >= 3)]

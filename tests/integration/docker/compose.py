@@ -54,7 +54,9 @@ def build_images(timeout: float = 1200.0) -> None:
 class ComposeCluster:
     """One project of the compose file: 3 ZooKeeper members, 3 brokers."""
 
-    def __init__(self, name: str | None = None, log_dir: Path | None = None) -> None:
+    def __init__(self, name: str | None = None, log_dir: Path | None = None,
+                 variables: dict[str, str] | None = None) -> None:
+        """``variables``: the compose file's own (``MAFKA_REPLICA_LAG_TIME_MAX_MS`` …)."""
         self.project = name or f"mafkatest{uuid.uuid4().hex[:8]}"
         self.ports = free_ports(3)
         self.log_dir = log_dir
@@ -62,6 +64,7 @@ class ComposeCluster:
             **os.environ,
             "COMPOSE_PROJECT_NAME": self.project,
             **{f"MAFKA_PORT_{i}": str(p) for i, p in enumerate(self.ports, start=1)},
+            **(variables or {}),
         }
 
     # ------------------------------------------------------------------ compose

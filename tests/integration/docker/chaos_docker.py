@@ -1,0 +1,412 @@
+"""Real-network chaos on the compose cluster: the fault table of ``make chaos-docker``.
+
+One compose project (``docker/docker-compose.yml``: three ZooKeeper members,
+three brokers, each on its own address) runs the durable profile — RF 3,
+``min.insync.replicas=2``, ``acks=all``, idempotent producer, unclean election
+off — while an idempotent confluent-kafka producer on the host
+(:class:`~tests.integration.chaos.ContinuousProducer`) writes unique values
+to every partition of one topic for the whole run.  The faults are applied
+one at a time, each held, healed, and followed by a wait until every ISR is
+full again:
+
+========================== ==================================================================
+row                        fault
+========================== ==================================================================
+kill-leader                ``docker kill`` of partition 0's leader, ``docker start`` after the hold
+pause-leader               ``docker pause`` of the leader past the ZooKeeper session (a zombie)
+restart-broker             ``docker restart`` (SIGTERM: a controlled shutdown, then start)
+isolate-broker             the leader cut from every container and from the host's clients
+leader-cut-from-zookeeper  the leader cut from the three ZooKeeper members only: it still
+                           reaches the clients and the other brokers
+follower-cut-from-leader   one follower cut from partition 0's leader only
+isolate-zookeeper-node     one ZooKeeper member cut from everything (the ensemble keeps a quorum)
+rolling-restart            every broker restarted in turn, each healthy with full ISRs before the next
+========================== ==================================================================
+
+Each row reports what it saw: acknowledged records lost and duplicated
+(attributed to the row by acknowledgement time; the checker is
+:func:`~tests.integration.checker.check_delivery` over a final drain), per
+partition the longest time without an acknowledged write while the row ran
+(the client-visible time without a working leader), and the time from the
+heal until every ISR was full again.
+
+The **negative control** runs last on a topic of its own with
+``unclean.leader.election.enable=true`` and ``min.insync.replicas=1``: its
+leader is cut from both followers until the ISR is the leader alone, takes
+acks=all writes alone, and is killed; a stale follower is elected uncleanly.
+The same checker must report the records only the old leader had as lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chaos import ContinuousProducer, drain, wait_until
+from ..checker import ACKED, check_delivery
+from .compose import BROKERS, ZOOKEEPERS, ComposeCluster
+from .netfaults import NetFaults
+
+__all__ = ["ROWS", "DockerChaos", "RowResult"]
+
+TOPIC = "chaos"
+CONTROL_TOPIC = "chaos-control"
+
+
+@dataclass
+class RowResult:
+    """What one fault row saw."""
+
+    name: str
+    expectation: str
+    started: float = 0.0
+    healed: float = 0.0
+    ended: float = 0.0
+    #: acknowledged within [started, ended] and never read back / read twice
+    lost: int = 0
+    duplicates: int = 0
+    #: partition → the longest time without an acknowledged write within the row
+    gaps: dict[int, float] = field(default_factory=dict)
+    #: seconds from the heal until every ISR was full again (None: not within the timeout)
+    isr_full_after: float | None = None
+    notes: list[str] = field(default_factory=list)
+    #: the negative control must lose records
+    must_lose: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        if self.error is not None or self.isr_full_after is None:
+            return False
+        if self.must_lose:
+            return self.lost > 0
+        return self.lost == 0 and self.duplicates == 0
+
+    def cells(self) -> list[str]:
+        gaps = " ".join(f"{self.gaps[p]:.1f}" for p in sorted(self.gaps))
+        isr = "never" if self.isr_full_after is None else f"{self.isr_full_after:.1f}"
+        verdict = "PASS" if self.ok else "FAIL"
+        if self.must_lose:
+            verdict += " (loss caught)" if self.ok else " (loss NOT caught)"
+        return [self.name, self.expectation, str(self.lost), str(self.duplicates), gaps, isr, verdict]
+
+
+TABLE_HEADER = ["row", "expectation", "lost", "dup", "longest without ack per partition (s)",
+                "ISR full after heal (s)", "result"]
+
+
+def render_table(rows: list[RowResult]) -> str:
+    """The results as a Markdown table (what ``docker/README.md`` shows)."""
+    lines = ["| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    lines += ["| " + " | ".join(r.cells()) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+class DockerChaos:
+    """The fault runner over one :class:`ComposeCluster`."""
+
+    def __init__(self, cluster: ComposeCluster, *, partitions: int = 3, hold: float = 15.0, rate: float = 100.0,
+                 session_timeout_s: float = 6.0, replica_lag_s: float = 10.0,
+                 say: Callable[[str], None] = print) -> None:
+        self.cluster = cluster
+        self.net = NetFaults(cluster)
+        self.partitions = partitions
+        self.hold = hold
+        self.rate = rate
+        self.session_timeout_s = session_timeout_s
+        self.replica_lag_s = replica_lag_s
+        self.say = say
+        self.results: list[RowResult] = []
+        self.producer: ContinuousProducer | None = None
+
+    # ------------------------------------------------------------------ cluster state
+
+    def _admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.cluster.bootstrap, "socket.timeout.ms": 5000})
+
+    def partition_state(self, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+        """partition → (leader, replicas, ISR), from a broker's Metadata ({} when none answers)."""
+        try:
+            admin = self._admin()
+            md = admin.list_topics(topic, timeout=5)
+        except Exception:  # noqa: BLE001 - no broker answered: report nothing
+            return {}
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            return {}
+        return {p: (m.leader, list(m.replicas), list(m.isrs)) for p, m in t.partitions.items()}
+
+    def leader(self, topic: str, partition: int = 0, timeout: float = 60.0) -> int:
+        """The partition's leader as Metadata reports it, waiting until there is one."""
+        def current() -> int | None:
+            state = self.partition_state(topic).get(partition)
+            return state[0] if state is not None and state[0] > 0 else None
+
+        return wait_until(current, timeout, f"a leader for {topic}-{partition}", interval=0.5)
+
+    def full_isr(self, topic: str, partitions: int) -> bool:
+        state = self.partition_state(topic)
+        return len(state) == partitions and all(len(isr) == 3 and leader > 0 for leader, _, isr in state.values())
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        admin = self._admin()  # kept alive until the result is in
+        admin.create_topics([NewTopic(name, partitions, 3, config=configs)])[name].result(60)
+        wait_until(lambda: self.full_isr(name, partitions), 60, f"{name} online with full ISRs", interval=0.5)
+
+    # ------------------------------------------------------------------ one row
+
+    def run_row(self, name: str, expectation: str, fault: Callable[[RowResult], Callable[[], None]],
+                hold: float | None = None) -> RowResult:
+        """Applies ``fault`` (which returns its heal), holds, heals, waits for full ISRs and progress."""
+        assert self.producer is not None
+        row = RowResult(name, expectation)
+        row.started = time.monotonic()
+        self.say(f"--- {name}: {expectation}")
+        try:
+            heal = fault(row)
+            time.sleep(self.hold if hold is None else hold)
+            heal()
+            row.healed = time.monotonic()
+            try:
+                wait_until(lambda: self.full_isr(TOPIC, self.partitions), 180, "every ISR full", interval=0.5)
+                row.isr_full_after = time.monotonic() - row.healed
+            except TimeoutError as exc:
+                row.notes.append(str(exc))
+            for p in range(self.partitions):
+                self.producer.wait_acks(20, 120, after=time.monotonic(), partition=p)
+        except Exception as exc:  # noqa: BLE001 - recorded in the row, the run goes on healed
+            row.error = f"{type(exc).__name__}: {exc}"
+            self.say(f"{name}: {row.error}")
+            self.heal_everything()
+        row.ended = time.monotonic()
+        for p in range(self.partitions):
+            row.gaps[p] = self.producer.max_gap(row.started, row.ended, p)[0]
+        self.say(f"{name}: healed after {row.healed - row.started:.1f} s; ISR full "
+                 f"{'never' if row.isr_full_after is None else f'{row.isr_full_after:.1f} s'} later; "
+                 f"longest without ack {max(row.gaps.values()):.1f} s" + "".join(f"; {n}" for n in row.notes))
+        self.results.append(row)
+        return row
+
+    def heal_everything(self) -> None:
+        try:
+            self.net.heal_all()
+        except Exception as exc:  # noqa: BLE001 - a stopped container has no rules left
+            self.say(f"heal: {exc}")
+        for service in (*ZOOKEEPERS, *BROKERS):
+            status, _ = self.cluster.state(service)
+            if status == "paused":
+                self.cluster.unpause(service)
+            elif status in ("exited", "created"):
+                self.cluster.start(service)
+        self.cluster.wait_healthy(timeout=180)
+
+    # ------------------------------------------------------------------ the faults
+
+    def service_of(self, broker_id: int) -> str:
+        return BROKERS[broker_id - 1]
+
+    def kill_leader(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"killed {service}")
+        self.cluster.kill(service)
+
+        def heal() -> None:
+            self.cluster.start(service)
+            self.cluster.wait_healthy((service,), timeout=120)
+        return heal
+
+    def pause_leader(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"paused {service}")
+        self.cluster.pause(service)
+        return lambda: self.cluster.unpause(service)
+
+    def restart_broker(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"restarted {service}")
+        self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
+        return lambda: self.cluster.wait_healthy((service,), timeout=120)
+
+    def isolate_broker(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"isolated {service}")
+        others = [s for s in (*ZOOKEEPERS, *BROKERS) if s != service]
+        self.net.isolate(service, others, host=True)
+        return lambda: self.net.heal(service)
+
+    def leader_cut_from_zookeeper(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"{service} cut from ZooKeeper")
+        self.net.isolate(service, list(ZOOKEEPERS))
+        return lambda: self.net.heal(service)
+
+    def follower_cut_from_leader(self, row: RowResult) -> Callable[[], None]:
+        leader, replicas, _ = self.partition_state(TOPIC)[0]
+        follower = next(r for r in replicas if r != leader)
+        service, leader_service = self.service_of(follower), self.service_of(leader)
+        row.notes.append(f"{service} cut from {leader_service}")
+        self.net.isolate(service, [leader_service])
+        cut_at = time.monotonic()
+        try:
+            wait_until(lambda: follower not in self.partition_state(TOPIC).get(0, (0, [], [follower]))[2],
+                       self.replica_lag_s * 3 + 10, f"broker {follower} out of partition 0's ISR", interval=0.5)
+            row.notes.append(f"ISR shrank after {time.monotonic() - cut_at:.1f} s")
+        except TimeoutError as exc:
+            row.notes.append(str(exc))
+            row.error = "the ISR did not shrink"
+        return lambda: self.net.heal(service)
+
+    def isolate_zookeeper_node(self, row: RowResult) -> Callable[[], None]:
+        service = ZOOKEEPERS[0]
+        row.notes.append(f"isolated {service}")
+        self.net.isolate(service, [s for s in (*ZOOKEEPERS, *BROKERS) if s != service])
+        return lambda: self.net.heal(service)
+
+    def rolling_restart(self, row: RowResult) -> Callable[[], None]:
+        for service in BROKERS:
+            self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
+            self.cluster.wait_healthy((service,), timeout=120)
+            wait_until(lambda: self.full_isr(TOPIC, self.partitions), 180, "every ISR full", interval=0.5)
+        row.notes.append("restarted kafka1, kafka2, kafka3 in turn")
+        return lambda: None
+
+    # ------------------------------------------------------------------ the negative control
+
+    def negative_control(self) -> RowResult:
+        """Unclean election after the ISR shrank to a leader that is then lost: loss must be reported."""
+        row = RowResult("negative-control", "unclean election on, min ISR 1: the checker must report loss",
+                        must_lose=True)
+        row.started = time.monotonic()
+        self.say(f"--- {row.name}: {row.expectation}")
+        self.create_topic(CONTROL_TOPIC, 1, {"unclean.leader.election.enable": "true", "min.insync.replicas": "1"})
+        # Two producers: an idempotent one cannot go on after an unclean election (the new
+        # leader does not know its sequences: a fatal OUT_OF_ORDER_SEQUENCE_NUMBER).
+        producers: list[ContinuousProducer] = []
+        try:
+            before = ContinuousProducer(self.cluster.bootstrap, CONTROL_TOPIC, partitions=1, rate=self.rate,
+                                        tag="control-before").start()
+            producers.append(before)
+            before.wait_acks(50, 60)
+            leader, replicas, _ = self.partition_state(CONTROL_TOPIC)[0]
+            service = self.service_of(leader)
+            followers = [self.service_of(r) for r in replicas if r != leader]
+            self.net.isolate(service, followers)
+            cut_at = time.monotonic()
+            wait_until(lambda: self.partition_state(CONTROL_TOPIC).get(0, (0, [], []))[2] == [leader],
+                       self.replica_lag_s * 3 + 10, "the control ISR shrunk to its leader", interval=0.5)
+            shrunk = time.monotonic()
+            row.notes.append(f"ISR = [{leader}] after {shrunk - cut_at:.1f} s")
+            before.wait_acks(100, 60, after=shrunk)  # acknowledged by the leader alone
+            before.stop(flush_timeout=10)
+            self.cluster.kill(service)  # its network namespace, and the cut, go with it
+            self.net.cut.discard(service)
+
+            def unclean_leader() -> int | None:
+                state = self.partition_state(CONTROL_TOPIC).get(0)
+                return state[0] if state is not None and state[0] not in (-1, leader) else None
+
+            new = wait_until(unclean_leader, self.session_timeout_s * 3 + 30, "an unclean leader", interval=0.5)
+            row.notes.append(f"broker {new} elected uncleanly")
+            after = ContinuousProducer(self.cluster.bootstrap, CONTROL_TOPIC, partitions=1, rate=self.rate,
+                                       tag="control-after").start()
+            producers.append(after)
+            after.wait_acks(50, 60)  # new writes take the offsets the old leader had used
+            after.stop(flush_timeout=10)
+            self.cluster.start(service)
+            self.cluster.wait_healthy((service,), timeout=120)
+            row.healed = time.monotonic()
+            wait_until(lambda: self.full_isr(CONTROL_TOPIC, 1), 120, "the control ISR full", interval=0.5)
+            row.isr_full_after = time.monotonic() - row.healed
+        except Exception as exc:  # noqa: BLE001 - recorded in the row
+            row.error = f"{type(exc).__name__}: {exc}"
+            self.say(f"{row.name}: {row.error}")
+            self.heal_everything()
+        finally:
+            for p in producers:
+                if p.stopped_at is None:
+                    p.stop(flush_timeout=10)
+        row.ended = time.monotonic()
+        got = drain(self.cluster.bootstrap, CONTROL_TOPIC, 1, timeout=120)
+        report = check_delivery([a for p in producers for a in p.attempts], got.records)
+        row.lost, row.duplicates = len(report.lost), len(report.duplicates)
+        row.gaps[0] = max((p.max_gap(row.started, row.ended, 0)[0] for p in producers), default=0.0)
+        row.notes.append(report.summary().splitlines()[1])
+        self.say(f"{row.name}: {report.summary()}")
+        self.results.append(row)
+        return row
+
+    # ------------------------------------------------------------------ the whole run
+
+    def run(self, rows: list[str]) -> list[RowResult]:
+        self.create_topic(TOPIC, self.partitions, {"min.insync.replicas": "2"})
+        self.producer = ContinuousProducer(self.cluster.bootstrap, TOPIC, partitions=self.partitions,
+                                           rate=self.rate, tag="chaos").start()
+        try:
+            self.producer.wait_acks(100, 60)
+            for name in rows:
+                if name == "negative-control":
+                    continue
+                expectation, fault, hold = ROWS[name]
+                self.run_row(name, expectation, getattr(self, fault), None if hold is None else hold(self))
+        finally:
+            self.producer.stop()
+        self.attribute_violations()
+        if "negative-control" in rows:
+            self.negative_control()
+        return self.results
+
+    def attribute_violations(self) -> None:
+        """The final drain and check; each lost or duplicated value counts for the row it was acknowledged in."""
+        assert self.producer is not None
+        got = drain(self.cluster.bootstrap, TOPIC, self.partitions, timeout=180)
+        report = check_delivery(self.producer.attempts, got.records)
+        self.say(f"delivery over the whole run: {report.summary()}")
+        by_value = {a.value: a for a in self.producer.attempts}
+        for value in report.lost:
+            self._row_at(by_value[value].acked_at).lost += 1
+        for value in report.duplicates:
+            a = by_value.get(value)
+            self._row_at(a.acked_at if a is not None and a.status == ACKED else None).duplicates += 1
+        if not got.complete:
+            self.say("the final drain did not reach every high watermark")
+            for r in self.results:
+                r.notes.append("final drain incomplete")
+                r.error = r.error or "final drain incomplete"
+
+    def _row_at(self, t: float | None) -> RowResult:
+        if t is not None:
+            for r in self.results:
+                if r.started <= t <= r.ended:
+                    return r
+        # between rows (or unknown): the row that ran before it
+        before = [r for r in self.results if t is not None and r.started <= t]
+        return before[-1] if before else self.results[0]
+
+
+def _lag_hold(chaos: DockerChaos) -> float:
+    return chaos.hold + chaos.replica_lag_s
+
+
+def _session_hold(chaos: DockerChaos) -> float:
+    return max(chaos.hold, chaos.session_timeout_s * 2 + 2)
+
+
+#: row name → (expectation, DockerChaos method, hold (None: the default))
+ROWS: dict[str, tuple[str, str, Callable[[DockerChaos], float] | None]] = {
+    "kill-leader": ("0 lost, 0 dup; a new leader within the session timeout", "kill_leader", None),
+    "pause-leader": ("0 lost, 0 dup; the zombie acks nothing and rejoins", "pause_leader", _session_hold),
+    "restart-broker": ("0 lost, 0 dup; controlled shutdown moves leadership first", "restart_broker", lambda c: 1.0),
+    "isolate-broker": ("0 lost, 0 dup; the isolated leader acks nothing", "isolate_broker", _session_hold),
+    "leader-cut-from-zookeeper": ("0 lost, 0 dup; the zombie leader is fenced", "leader_cut_from_zookeeper",
+                                  _session_hold),
+    "follower-cut-from-leader": ("0 lost, 0 dup; the ISR shrinks, writes go on, it rejoins",
+                                 "follower_cut_from_leader", lambda c: c.hold),
+    "isolate-zookeeper-node": ("0 lost, 0 dup; the ensemble keeps its quorum", "isolate_zookeeper_node", None),
+    "rolling-restart": ("0 lost, 0 dup; every broker restarted under load", "rolling_restart", lambda c: 1.0),
+}

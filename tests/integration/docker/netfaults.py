@@ -1,0 +1,66 @@
+"""Network faults between the compose cluster's containers, with iptables inside them.
+
+Every container of ``docker/docker-compose.yml`` has ``NET_ADMIN`` and the
+``iptables`` command.  A cut between container A and a set of peers is two
+rules in A only — drop what comes in from each peer, drop what goes out to
+it — which stops traffic both ways while every other link (including the
+host's clients, whose traffic arrives from the network's gateway) keeps
+working.  :meth:`NetFaults.heal` flushes a container's rules.
+
+Addresses are the containers' own on the project's network, read with
+``docker inspect``; they do not change while a container runs (a
+``docker kill`` + ``start`` may give a new one, so look them up again
+after a restart: :meth:`NetFaults.ip` does not cache).
+"""
+
+from __future__ import annotations
+
+from .compose import ComposeCluster
+
+__all__ = ["NetFaults"]
+
+
+class NetFaults:
+    """Cuts and heals links of one :class:`ComposeCluster`; remembers what it cut."""
+
+    def __init__(self, cluster: ComposeCluster) -> None:
+        self.cluster = cluster
+        self.cut: set[str] = set()
+
+    @property
+    def network(self) -> str:
+        return f"{self.cluster.project}_mafka"
+
+    def ip(self, service: str) -> str:
+        fmt = "{{(index .NetworkSettings.Networks \"" + self.network + "\").IPAddress}}"
+        return self.cluster.docker("inspect", "-f", fmt, self.cluster.container(service)).strip()
+
+    def gateway(self) -> str:
+        """The network's gateway: where the host's clients' traffic comes from."""
+        return self.cluster.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}",
+                                   self.network).strip()
+
+    def _iptables(self, service: str, *rules: list[str]) -> None:
+        script = " && ".join("iptables " + " ".join(rule) for rule in rules)
+        r = self.cluster.exec(service, "sh", "-c", script)
+        if r.returncode != 0:
+            raise RuntimeError(f"iptables in {service} failed: {r.stderr.strip()}")
+
+    def isolate(self, service: str, peers: list[str], *, host: bool = False) -> None:
+        """Cuts ``service`` from each of ``peers`` (both ways); with ``host``, from the host's clients too."""
+        addresses = [self.ip(p) for p in peers] + ([self.gateway()] if host else [])
+        rules: list[list[str]] = []
+        for address in addresses:
+            rules.append(["-A", "INPUT", "-s", address, "-j", "DROP"])
+            rules.append(["-A", "OUTPUT", "-d", address, "-j", "DROP"])
+        self._iptables(service, *rules)
+        self.cut.add(service)
+
+    def heal(self, service: str) -> None:
+        """Removes every rule this class put in ``service``."""
+        self._iptables(service, ["-F", "INPUT"], ["-F", "OUTPUT"])
+        self.cut.discard(service)
+
+    def heal_all(self) -> None:
+        for service in sorted(self.cut):
+            self.heal(service)
