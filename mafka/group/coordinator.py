@@ -1171,6 +1171,11 @@ class GroupCoordinator:
                 continue
             om = offsets.committed(tp) if offsets is not None else None
             out[tp] = missing if om is None else OffsetFetchEntry(om.offset, om.leader_epoch, om.metadata, ErrorCode.NONE)
+        if require_stable and offsets is not None and (offsets.pending_txn or any(e is missing for e in out.values())):
+            # Why a read_committed consumer waits, or starts at its reset position: worth a line.
+            log.info("OffsetFetch (require_stable) of group %s: %s; transactions holding offsets: %s", group_id,
+                     ", ".join(f"{t}-{p}={'UNSTABLE' if e.error else e.offset}" for (t, p), e in sorted(out.items())),
+                     {pid: sorted(f"{t}-{p}" for t, p in staged) for pid, staged in offsets.pending_txn.items()})
         return ErrorCode.NONE, out
 
     # ------------------------------------------------------------------ admin

@@ -238,3 +238,53 @@ def test_kafka_python_transactional_producer(cluster):
         p.close(timeout=10)
     assert read_all(cluster, topic, 1, "read_committed") == [f"kp-{i}".encode() for i in range(3)]
     assert read_all(cluster, topic, 1, "read_uncommitted") == [f"kp-{i}".encode() for i in range(3)] + [b"kp-aborted"]
+
+
+def test_offsets_pending_in_a_transaction_hold_the_next_owner_until_it_ends(cluster):
+    """KIP-447: a member sent its offsets in a transaction and left before committing; the
+    partitions' next owner (read_committed: OffsetFetch with require_stable) must not start
+    at the reset position — it waits for the transaction and then starts at its offsets."""
+    source = new_topic(cluster, partitions=3)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(30):
+        plain.produce(source, f"in-{i}".encode(), partition=i % 3)
+    plain.flush(30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def member() -> Consumer:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                      "session.timeout.ms": 6000})
+        c.subscribe([source])
+        return c
+
+    first = member()
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 30 and time.monotonic() < deadline:
+        got += len([m for m in first.consume(30, 1.0) if not m.error()])
+    assert got == 30
+    p = txn_producer(cluster, f"t-{uuid.uuid4().hex[:6]}")
+    p.begin_transaction()
+    p.send_offsets_to_transaction([TopicPartition(source, q, 10) for q in range(3)],
+                                  first.consumer_group_metadata(), 30)
+    first.close()  # leaves the group with its transaction open
+
+    second = member()
+    try:
+        early = []
+        until = time.monotonic() + 8
+        while time.monotonic() < until:
+            early += [m for m in second.consume(30, 0.5) if not m.error()]
+        assert early == [], f"the next owner read {len(early)} records while the offsets were pending"
+        p.commit_transaction(30)
+        for i in range(3):
+            plain.produce(source, f"late-{i}".encode(), partition=i)
+        plain.flush(30)
+        late = []
+        until = time.monotonic() + 30
+        while len(late) < 3 and time.monotonic() < until:
+            late += [m.value() for m in second.consume(30, 0.5) if not m.error()]
+        assert sorted(late) == [b"late-0", b"late-1", b"late-2"], late
+    finally:
+        second.close()

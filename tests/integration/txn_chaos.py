@@ -425,8 +425,12 @@ def member_main(argv: list[str] | None = None) -> int:
         "retry.backoff.max.ms": 500,
     })
 
+    #: partitions assigned (or rewound) whose first record since is still to be reported
+    fresh: set[int] = set()
+
     def on_assign(c: Any, partitions: list[Any]) -> None:
         emit("assigned", partitions=sorted(p.partition for p in partitions))
+        fresh.update(p.partition for p in partitions)
 
     def on_revoke(c: Any, partitions: list[Any]) -> None:
         emit("revoked", partitions=sorted(p.partition for p in partitions))
@@ -463,6 +467,7 @@ def member_main(argv: list[str] | None = None) -> int:
             offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
             positions[tp.partition] = tp.offset
+            fresh.add(tp.partition)
         emit("rewound", offsets=positions)
 
     def maybe_freeze(stage: str, offsets: dict[int, int], inject: bool) -> None:
@@ -532,6 +537,10 @@ def member_main(argv: list[str] | None = None) -> int:
                 batch = [m for m in consumer.consume(args.batch, 0.2) if _keep(m, emit)]
             if not batch:
                 continue
+            for m in batch:
+                if m.partition() in fresh:  # where consumption (re)started: the committed offset, or a reset
+                    fresh.discard(m.partition())
+                    emit("first-read", partition=m.partition(), offset=m.offset())
             # the group generation the batch was consumed in: the offsets are sent with it, so a member
             # fenced meanwhile (its generation is over) cannot commit them
             group_metadata = consumer.consumer_group_metadata()
