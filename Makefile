@@ -15,9 +15,20 @@ run: system-deps $(STAMP)
 selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
+# The unit tests (CPU-bound, ~2 minutes) run beside the integration tests (mostly waiting on
+# brokers and clients); their output follows once both are done.  The image build for the
+# docker tests also starts in the background (a few minutes the first time on a machine).
 test: system-deps $(STAMP) lint
 	@if docker info >/dev/null 2>&1; then PYTHON=$(BIN)/python bash docker/build.sh --background; fi
-	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos and not soak' tests
+	@mkdir -p build; \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
+	  > build/unit-tests.log 2>&1 & unit=$$!; \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos and not soak' tests/integration; \
+	integration=$$?; wait $$unit; units=$$?; \
+	echo "=== tests/unit (ran beside tests/integration; full output in build/unit-tests.log)"; \
+	if [ $$units -eq 0 ]; then tail -n 15 build/unit-tests.log; else cat build/unit-tests.log; fi; \
+	echo "=== tests/integration exit $$integration, tests/unit exit $$units"; \
+	[ $$integration -eq 0 ] && [ $$units -eq 0 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py

@@ -20,6 +20,10 @@ leader-cut-from-zookeeper  the leader cut from the three ZooKeeper members only:
                            reaches the clients and the other brokers
 follower-cut-from-leader   one follower cut from partition 0's leader only
 isolate-zookeeper-node     one ZooKeeper member cut from everything (the ensemble keeps a quorum)
+kill-controller            ``docker kill`` of the controller, started again after the hold
+leader-cut-from-clients    the leader cut from the host's clients only (the producer's link)
+zookeeper-quorum-lost      two ZooKeeper members cut from everything: no quorum for the hold
+kill-all-brokers           ``docker kill`` of all three brokers together, then all started
 rolling-restart            every broker restarted in turn, each healthy with full ISRs before the next
 ========================== ==================================================================
 
@@ -268,6 +272,56 @@ class DockerChaos:
         self.net.isolate(service, [s for s in (*ZOOKEEPERS, *BROKERS) if s != service])
         return lambda: self.net.heal(service)
 
+    def controller(self) -> int:
+        def current() -> int | None:
+            try:
+                admin = self._admin()
+                cid = admin.list_topics(timeout=5).controller_id
+            except Exception:  # noqa: BLE001 - nobody answered yet
+                return None
+            return cid if cid > 0 else None
+
+        return wait_until(current, 60, "a controller", interval=0.5)
+
+    def kill_controller(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.controller())
+        row.notes.append(f"killed the controller {service}")
+        self.cluster.kill(service)
+
+        def heal() -> None:
+            self.cluster.start(service)
+            self.cluster.wait_healthy((service,), timeout=120)
+        return heal
+
+    def kill_all_brokers(self, row: RowResult) -> Callable[[], None]:
+        row.notes.append("killed kafka1, kafka2, kafka3 together")
+        for service in BROKERS:
+            self.cluster.kill(service)
+
+        def heal() -> None:
+            for service in BROKERS:
+                self.cluster.start(service)
+            self.cluster.wait_healthy(BROKERS, timeout=180)
+        return heal
+
+    def leader_cut_from_clients(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"{service} cut from the host's clients only")
+        self.net.isolate(service, [], host=True)
+        return lambda: self.net.heal(service)
+
+    def zookeeper_quorum_lost(self, row: RowResult) -> Callable[[], None]:
+        cut = list(ZOOKEEPERS[1:])
+        row.notes.append(f"{' and '.join(cut)} isolated: no ZooKeeper quorum")
+        for service in cut:
+            self.net.isolate(service, [s for s in (*ZOOKEEPERS, *BROKERS) if s != service])
+
+        def heal() -> None:
+            for service in cut:
+                self.net.heal(service)
+            self.cluster.wait_healthy(ZOOKEEPERS, timeout=120)
+        return heal
+
     def rolling_restart(self, row: RowResult) -> Callable[[], None]:
         for service in BROKERS:
             self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
@@ -408,5 +462,11 @@ ROWS: dict[str, tuple[str, str, Callable[[DockerChaos], float] | None]] = {
     "follower-cut-from-leader": ("0 lost, 0 dup; the ISR shrinks, writes go on, it rejoins",
                                  "follower_cut_from_leader", lambda c: c.hold),
     "isolate-zookeeper-node": ("0 lost, 0 dup; the ensemble keeps its quorum", "isolate_zookeeper_node", None),
+    "kill-controller": ("0 lost, 0 dup; a new controller takes over", "kill_controller", None),
+    "leader-cut-from-clients": ("0 lost, 0 dup; writes to its partitions wait, then resume",
+                                "leader_cut_from_clients", None),
+    "zookeeper-quorum-lost": ("0 lost, 0 dup; brokers keep serving, recover when ZooKeeper returns",
+                              "zookeeper_quorum_lost", None),
+    "kill-all-brokers": ("0 lost, 0 dup; every partition back online", "kill_all_brokers", None),
     "rolling-restart": ("0 lost, 0 dup; every broker restarted under load", "rolling_restart", lambda c: 1.0),
 }
