@@ -215,15 +215,21 @@ class DockerChaos:
     def service_of(self, broker_id: int) -> str:
         return BROKERS[broker_id - 1]
 
-    def kill_leader(self, row: RowResult) -> Callable[[], None]:
-        service = self.service_of(self.leader(TOPIC))
-        row.notes.append(f"killed {service}")
-        self.cluster.kill(service)
+    def _kill(self, row: RowResult, services: tuple[str, ...], what: str) -> Callable[[], None]:
+        """``docker kill`` of ``services``; the heal starts them again and waits until they are healthy."""
+        row.notes.append(f"killed {what}")
+        for service in services:
+            self.cluster.kill(service)
 
         def heal() -> None:
-            self.cluster.start(service)
-            self.cluster.wait_healthy((service,), timeout=120)
+            for service in services:
+                self.cluster.start(service)
+            self.cluster.wait_healthy(services, timeout=180)
         return heal
+
+    def kill_leader(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        return self._kill(row, (service,), service)
 
     def pause_leader(self, row: RowResult) -> Callable[[], None]:
         service = self.service_of(self.leader(TOPIC))
@@ -285,24 +291,10 @@ class DockerChaos:
 
     def kill_controller(self, row: RowResult) -> Callable[[], None]:
         service = self.service_of(self.controller())
-        row.notes.append(f"killed the controller {service}")
-        self.cluster.kill(service)
-
-        def heal() -> None:
-            self.cluster.start(service)
-            self.cluster.wait_healthy((service,), timeout=120)
-        return heal
+        return self._kill(row, (service,), f"the controller {service}")
 
     def kill_all_brokers(self, row: RowResult) -> Callable[[], None]:
-        row.notes.append("killed kafka1, kafka2, kafka3 together")
-        for service in BROKERS:
-            self.cluster.kill(service)
-
-        def heal() -> None:
-            for service in BROKERS:
-                self.cluster.start(service)
-            self.cluster.wait_healthy(BROKERS, timeout=180)
-        return heal
+        return self._kill(row, BROKERS, "kafka1, kafka2, kafka3 together")
 
     def leader_cut_from_clients(self, row: RowResult) -> Callable[[], None]:
         service = self.service_of(self.leader(TOPIC))
