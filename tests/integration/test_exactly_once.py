@@ -36,12 +36,14 @@ import pytest
 from .cluster import LocalCluster
 from .txn_chaos import EosSettings, cluster_settings, run_eos
 
-# Out of `make test` (`make chaos` runs it): it found a real exactly-once violation once in
-# about thirty runs here (2026-11-26: one partition of B copied again from offset 0 after a
-# zombie member's pending transactional offsets and a coordinator move; the next owner
-# started at the reset position). The cause is not found yet; the broker now logs every
-# require_stable OffsetFetch that waits on a transaction or finds no offset, and the members
-# log where each assignment started reading, so the next failure says which side reset it.
+# Out of `make test` (`make chaos` runs it): about once in thirty runs B got one partition of A
+# twice. The cause is librdkafka's, not the broker's (2026-11-26): a member whose OffsetFetch is
+# waiting on offsets held by a zombie's open transaction (UNSTABLE_OFFSET_COMMIT, as KIP-447
+# wants) and whose assignment changes meanwhile starts the partition at auto.offset.reset
+# (offset 0) — reproduced deterministically by
+# test_transactions.py::test_librdkafka_starts_a_reassigned_partition_at_the_reset_position_while_its_offsets_are_pending,
+# with the broker answering UNSTABLE throughout. Back into `make test` once the app works around
+# it (assigning the partitions itself at offsets read with committed(), which waits until stable).
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 SCHEDULE = ("kill-txn-coordinator", "kill-member", "kill-group-coordinator", "zombie-member",

@@ -288,3 +288,58 @@ def test_offsets_pending_in_a_transaction_hold_the_next_owner_until_it_ends(clus
         assert sorted(late) == [b"late-0", b"late-1", b"late-2"], late
     finally:
         second.close()
+
+
+@pytest.mark.chaos  # `make chaos`: it documents a client bug, so it must not gate `make test`
+@pytest.mark.xfail(strict=True, reason=(
+    "librdkafka (v2.16.0, and its master as of 2026-11): when the assignment changes while an "
+    "OffsetFetch answered UNSTABLE_OFFSET_COMMIT is in flight, rd_kafka_assignment_apply_offsets "
+    "puts the partition back on the pending list with offset INVALID (its STALE_MEMBER_EPOCH "
+    "branch resets to STORED, this one does not), so the fetcher starts at auto.offset.reset "
+    "while the transaction still holds the partition's offsets. The broker answers UNSTABLE "
+    "throughout (the group coordinator logs every such answer)."))
+def test_librdkafka_starts_a_reassigned_partition_at_the_reset_position_while_its_offsets_are_pending(cluster):
+    """The exactly-once test's rare duplicates, reproduced: member B waits on offsets held by an
+    open transaction, a rebalance moves one of its partitions away, and B reads its remaining
+    partitions from offset 0. strict: once librdkafka is fixed this reports XPASS."""
+    source = new_topic(cluster, partitions=3)
+    plain = Producer({"bootstrap.servers": cluster.bootstrap})
+    for i in range(30):
+        plain.produce(source, f"in-{i}".encode(), partition=i % 3)
+    plain.flush(30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def member() -> Consumer:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                      "session.timeout.ms": 6000, "partition.assignment.strategy": "roundrobin"})
+        c.subscribe([source])
+        return c
+
+    first = member()
+    got = 0
+    deadline = time.monotonic() + 30
+    while got < 30 and time.monotonic() < deadline:
+        got += len([m for m in first.consume(30, 1.0) if not m.error()])
+    assert got == 30
+    p = txn_producer(cluster, f"t-{uuid.uuid4().hex[:6]}")
+    p.begin_transaction()
+    p.send_offsets_to_transaction([TopicPartition(source, q, 10) for q in range(3)],
+                                  first.consumer_group_metadata(), 30)
+    first.close()
+    waiting, joiner = member(), None
+    early: list[tuple[int, int]] = []
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 12:
+            early += [(m.partition(), m.offset()) for m in waiting.consume(30, 0.2) if not m.error()]
+            if joiner is None and time.monotonic() - started > 3:
+                joiner = member()  # the rebalance that changes `waiting`'s assignment mid-fetch
+            if joiner is not None:
+                early += [(m.partition(), m.offset()) for m in joiner.consume(30, 0.2) if not m.error()]
+        p.commit_transaction(30)
+    finally:
+        waiting.close()
+        if joiner is not None:
+            joiner.close()
+    assert early == [], f"read {len(early)} records while the transaction held the offsets: {early[:5]}"
