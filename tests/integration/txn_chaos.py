@@ -387,7 +387,14 @@ def member_main(argv: list[str] | None = None) -> int:
         signal.signal(sig, _on_freeze_request)
 
     import confluent_kafka
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+    from confluent_kafka import (
+        OFFSET_BEGINNING,
+        OFFSET_STORED,
+        Consumer,
+        KafkaException,
+        Producer,
+        TopicPartition,
+    )
 
     calling = _Watchdog(args.watchdog)
     emit("started", pid=os.getpid(), version=confluent_kafka.version()[0], librdkafka=confluent_kafka.libversion()[0],
@@ -431,6 +438,29 @@ def member_main(argv: list[str] | None = None) -> int:
     def on_assign(c: Any, partitions: list[Any]) -> None:
         emit("assigned", partitions=sorted(p.partition for p in partitions))
         fresh.update(p.partition for p in partitions)
+        # Start where the group committed, read with committed() (which waits while a transaction
+        # holds the offsets) rather than leaving it to librdkafka's own fetch: that one starts a
+        # partition at auto.offset.reset when the assignment changes while it waits (see
+        # test_transactions.py::test_librdkafka_starts_a_reassigned_partition_at_the_reset_position_...).
+        if partitions:
+            c.assign(stable_positions(c, partitions))
+
+    def stable_positions(c: Any, partitions: list[Any]) -> list[Any]:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                committed = c.committed(partitions, timeout=10)
+                if all(tp.error is None for tp in committed):
+                    emit("positions", offsets={tp.partition: tp.offset for tp in committed})
+                    return [TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING)
+                            for tp in committed]
+                why = [str(tp.error) for tp in committed if tp.error is not None][:1]
+            except KafkaException as e:
+                why = [str(kafka_error(e))]
+            if time.monotonic() > deadline:  # let librdkafka fetch them after all
+                emit("positions_failed", error=why)
+                return [TopicPartition(p.topic, p.partition, OFFSET_STORED) for p in partitions]
+            time.sleep(0.5)
 
     def on_revoke(c: Any, partitions: list[Any]) -> None:
         emit("revoked", partitions=sorted(p.partition for p in partitions))
