@@ -24,6 +24,8 @@ kill-controller            ``docker kill`` of the controller, started again afte
 leader-cut-from-clients    the leader cut from the host's clients only (the producer's link)
 zookeeper-quorum-lost      two ZooKeeper members cut from everything: no quorum for the hold
 kill-all-brokers           ``docker kill`` of all three brokers together, then all started
+kill-zookeeper-leader      ``docker kill`` of the ensemble's leader (found with ``srvr``)
+leader-deaf-to-followers   one way: the leader drops what its followers send (their fetches)
 rolling-restart            every broker restarted in turn, each healthy with full ISRs before the next
 ========================== ==================================================================
 
@@ -314,6 +316,36 @@ class DockerChaos:
             self.cluster.wait_healthy(ZOOKEEPERS, timeout=120)
         return heal
 
+    def zookeeper_leader(self) -> str:
+        """The ensemble member whose ``srvr`` says ``Mode: leader``."""
+        def current() -> str | None:
+            for service in ZOOKEEPERS:
+                r = self.cluster.exec(service, "sh", "-c", "echo srvr | nc -w 2 127.0.0.1 2181")
+                if "Mode: leader" in r.stdout:
+                    return service
+            return None
+
+        return wait_until(current, 60, "a ZooKeeper leader", interval=1.0)
+
+    def kill_zookeeper_leader(self, row: RowResult) -> Callable[[], None]:
+        service = self.zookeeper_leader()
+        row.notes.append(f"killed the ZooKeeper leader {service}")
+        self.cluster.kill(service)
+
+        def heal() -> None:
+            self.cluster.start(service)
+            self.cluster.wait_healthy(ZOOKEEPERS, timeout=120)
+        return heal
+
+    def leader_deaf_to_followers(self, row: RowResult) -> Callable[[], None]:
+        """One way: the leader receives nothing from its followers (their fetches), but can send."""
+        leader, replicas, _ = self.partition_state(TOPIC)[0]
+        service = self.service_of(leader)
+        followers = [self.service_of(r) for r in replicas if r != leader]
+        row.notes.append(f"{service} drops what {' and '.join(followers)} send it")
+        self.net.deafen(service, followers)
+        return lambda: self.net.heal(service)
+
     def rolling_restart(self, row: RowResult) -> Callable[[], None]:
         for service in BROKERS:
             self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
@@ -460,5 +492,8 @@ ROWS: dict[str, tuple[str, str, Callable[[DockerChaos], float] | None]] = {
     "zookeeper-quorum-lost": ("0 lost, 0 dup; brokers keep serving, recover when ZooKeeper returns",
                               "zookeeper_quorum_lost", None),
     "kill-all-brokers": ("0 lost, 0 dup; every partition back online", "kill_all_brokers", None),
+    "kill-zookeeper-leader": ("0 lost, 0 dup; the ensemble elects another leader", "kill_zookeeper_leader", None),
+    "leader-deaf-to-followers": ("0 lost, 0 dup; one-way cut: the ISR shrinks to the leader, acks=all "
+                                 "writes wait (min ISR 2) until the heal", "leader_deaf_to_followers", _lag_hold),
     "rolling-restart": ("0 lost, 0 dup; every broker restarted under load", "rolling_restart", lambda c: 1.0),
 }

@@ -56,6 +56,11 @@ class NetFaults:
         self._iptables(service, *rules)
         self.cut.add(service)
 
+    def deafen(self, service: str, peers: list[str]) -> None:
+        """One way: ``service`` drops what each of ``peers`` sends it, and can still send to them."""
+        self._iptables(service, *[["-A", "INPUT", "-s", self.ip(p), "-j", "DROP"] for p in peers])
+        self.cut.add(service)
+
     def heal(self, service: str) -> None:
         """Removes every rule this class put in ``service``."""
         self._iptables(service, ["-F", "INPUT"], ["-F", "OUTPUT"])
