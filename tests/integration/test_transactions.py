@@ -240,47 +240,57 @@ def test_kafka_python_transactional_producer(cluster):
     assert read_all(cluster, topic, 1, "read_uncommitted") == [f"kp-{i}".encode() for i in range(3)] + [b"kp-aborted"]
 
 
+class HeldOffsets:
+    """A 3-partition topic of 30 records, a group whose first member read them all and sent
+    offsets 10 of every partition in a transaction that is still open, and left (KIP-447's
+    zombie, after the fact). ``member()`` subscribes another read_committed member (eager
+    roundrobin); ``producer`` holds the open transaction."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.source = new_topic(cluster, partitions=3)
+        self.plain = Producer({"bootstrap.servers": cluster.bootstrap})
+        for i in range(30):
+            self.plain.produce(self.source, f"in-{i}".encode(), partition=i % 3)
+        self.plain.flush(30)
+        self.group = f"g-{uuid.uuid4().hex[:6]}"
+        first = self.member()
+        got = 0
+        deadline = time.monotonic() + 30
+        while got < 30 and time.monotonic() < deadline:
+            got += len([m for m in first.consume(30, 1.0) if not m.error()])
+        assert got == 30
+        self.producer = txn_producer(cluster, f"t-{uuid.uuid4().hex[:6]}")
+        self.producer.begin_transaction()
+        self.producer.send_offsets_to_transaction([TopicPartition(self.source, q, 10) for q in range(3)],
+                                                  first.consumer_group_metadata(), 30)
+        first.close()  # leaves the group with its transaction open
+
+    def member(self) -> Consumer:
+        c = Consumer({"bootstrap.servers": self.cluster.bootstrap, "group.id": self.group,
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "isolation.level": "read_committed", "session.timeout.ms": 6000,
+                      "partition.assignment.strategy": "roundrobin"})
+        c.subscribe([self.source])
+        return c
+
+
 def test_offsets_pending_in_a_transaction_hold_the_next_owner_until_it_ends(cluster):
     """KIP-447: a member sent its offsets in a transaction and left before committing; the
     partitions' next owner (read_committed: OffsetFetch with require_stable) must not start
     at the reset position — it waits for the transaction and then starts at its offsets."""
-    source = new_topic(cluster, partitions=3)
-    plain = Producer({"bootstrap.servers": cluster.bootstrap})
-    for i in range(30):
-        plain.produce(source, f"in-{i}".encode(), partition=i % 3)
-    plain.flush(30)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-
-    def member() -> Consumer:
-        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                      "session.timeout.ms": 6000})
-        c.subscribe([source])
-        return c
-
-    first = member()
-    got = 0
-    deadline = time.monotonic() + 30
-    while got < 30 and time.monotonic() < deadline:
-        got += len([m for m in first.consume(30, 1.0) if not m.error()])
-    assert got == 30
-    p = txn_producer(cluster, f"t-{uuid.uuid4().hex[:6]}")
-    p.begin_transaction()
-    p.send_offsets_to_transaction([TopicPartition(source, q, 10) for q in range(3)],
-                                  first.consumer_group_metadata(), 30)
-    first.close()  # leaves the group with its transaction open
-
-    second = member()
+    held = HeldOffsets(cluster)
+    second = held.member()
     try:
         early = []
         until = time.monotonic() + 8
         while time.monotonic() < until:
             early += [m for m in second.consume(30, 0.5) if not m.error()]
         assert early == [], f"the next owner read {len(early)} records while the offsets were pending"
-        p.commit_transaction(30)
+        held.producer.commit_transaction(30)
         for i in range(3):
-            plain.produce(source, f"late-{i}".encode(), partition=i)
-        plain.flush(30)
+            held.plain.produce(held.source, f"late-{i}".encode(), partition=i)
+        held.plain.flush(30)
         late = []
         until = time.monotonic() + 30
         while len(late) < 3 and time.monotonic() < until:
@@ -302,42 +312,18 @@ def test_librdkafka_starts_a_reassigned_partition_at_the_reset_position_while_it
     """The exactly-once test's rare duplicates, reproduced: member B waits on offsets held by an
     open transaction, a rebalance moves one of its partitions away, and B reads its remaining
     partitions from offset 0. strict: once librdkafka is fixed this reports XPASS."""
-    source = new_topic(cluster, partitions=3)
-    plain = Producer({"bootstrap.servers": cluster.bootstrap})
-    for i in range(30):
-        plain.produce(source, f"in-{i}".encode(), partition=i % 3)
-    plain.flush(30)
-    group = f"g-{uuid.uuid4().hex[:6]}"
-
-    def member() -> Consumer:
-        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                      "session.timeout.ms": 6000, "partition.assignment.strategy": "roundrobin"})
-        c.subscribe([source])
-        return c
-
-    first = member()
-    got = 0
-    deadline = time.monotonic() + 30
-    while got < 30 and time.monotonic() < deadline:
-        got += len([m for m in first.consume(30, 1.0) if not m.error()])
-    assert got == 30
-    p = txn_producer(cluster, f"t-{uuid.uuid4().hex[:6]}")
-    p.begin_transaction()
-    p.send_offsets_to_transaction([TopicPartition(source, q, 10) for q in range(3)],
-                                  first.consumer_group_metadata(), 30)
-    first.close()
-    waiting, joiner = member(), None
+    held = HeldOffsets(cluster)
+    waiting, joiner = held.member(), None
     early: list[tuple[int, int]] = []
     try:
         started = time.monotonic()
         while time.monotonic() - started < 12:
             early += [(m.partition(), m.offset()) for m in waiting.consume(30, 0.2) if not m.error()]
             if joiner is None and time.monotonic() - started > 3:
-                joiner = member()  # the rebalance that changes `waiting`'s assignment mid-fetch
+                joiner = held.member()  # the rebalance that changes `waiting`'s assignment mid-fetch
             if joiner is not None:
                 early += [(m.partition(), m.offset()) for m in joiner.consume(30, 0.2) if not m.error()]
-        p.commit_transaction(30)
+        held.producer.commit_transaction(30)
     finally:
         waiting.close()
         if joiner is not None:
