@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn conformance system-deps clean docker-build docker-up docker-down chaos-docker
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node conformance system-deps clean docker-build docker-up docker-down chaos-docker
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -15,20 +15,41 @@ run: system-deps $(STAMP)
 selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
-# The unit tests (CPU-bound, ~2 minutes) run beside the integration tests (mostly waiting on
-# brokers and clients); their output follows once both are done.  The image build for the
-# docker tests also starts in the background (a few minutes the first time on a machine).
+# Three lanes, each a pytest process: the main integration lane; beside it, in the background,
+# the unit tests (CPU-bound, 2-3 minutes) followed by the second integration lane (SECOND_LANE:
+# long fault and group tests, chosen so that both lanes end at about the same time).  Each
+# integration lane picks its loopback ports from its own half of the range below the ephemeral
+# ports (MAFKA_PORT_RANGE), so the two never pick the same.  The image build for the docker tests also starts in the
+# background (a few minutes the first time on a machine).  Output of the background lanes
+# follows once all are done.
+SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
+	tests/integration/test_client_failover.py tests/integration/test_transaction_failover.py \
+	tests/integration/test_groups.py tests/integration/test_hybrid_storage.py \
+	tests/integration/test_rebalancer.py tests/integration/test_delayed_messages.py \
+	tests/integration/test_log_dir_failure.py
+PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
+
 test: system-deps $(STAMP) lint
 	@if docker info >/dev/null 2>&1; then PYTHON=$(BIN)/python bash docker/build.sh --background; fi
-	@mkdir -p build; \
-	$(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
-	  > build/unit-tests.log 2>&1 & unit=$$!; \
-	$(BIN)/pytest -q -p no:cacheprovider --durations=30 -m 'not chaos and not soak' tests/integration; \
-	integration=$$?; wait $$unit; units=$$?; \
-	echo "=== tests/unit (ran beside tests/integration; full output in build/unit-tests.log)"; \
+	@mkdir -p build; rm -f build/unit-tests.rc build/second-lane.rc build/main-lane.rc; \
+	low=10000; high=$$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768); \
+	mid=$$(( (low + high) / 2 )); \
+	( $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
+	    > build/unit-tests.log 2>&1; echo $$? > build/unit-tests.rc; \
+	  MAFKA_PORT_RANGE=$$mid-$$high $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
+	    > build/second-lane.log 2>&1; echo $$? > build/second-lane.rc ) & background=$$!; \
+	{ MAFKA_PORT_RANGE=$$low-$$mid $(PYTEST_IT) --durations=30 $(addprefix --ignore=,$(SECOND_LANE)) tests/integration; \
+	  echo $$? > build/main-lane.rc; } 2>&1 | tee build/main-lane.log; \
+	integration=$$(cat build/main-lane.rc 2>/dev/null || echo 1); wait $$background; \
+	units=$$(cat build/unit-tests.rc 2>/dev/null || echo 1); faults=$$(cat build/second-lane.rc 2>/dev/null || echo 1); \
+	echo "=== tests/unit (ran in the background; full output in build/unit-tests.log)"; \
 	if [ $$units -eq 0 ]; then tail -n 15 build/unit-tests.log; else cat build/unit-tests.log; fi; \
-	echo "=== tests/integration exit $$integration, tests/unit exit $$units"; \
-	[ $$integration -eq 0 ] && [ $$units -eq 0 ]
+	echo "=== the second integration lane (ran in the background after the unit tests; full output in build/second-lane.log)"; \
+	if [ $$faults -eq 0 ]; then tail -n 15 build/second-lane.log; else cat build/second-lane.log; fi; \
+	echo "=== every failure and error of the three lanes (full output in build/*.log)"; \
+	grep -hE '^(FAILED|ERROR) |[+]+ Timeout [+]+' build/main-lane.log build/second-lane.log build/unit-tests.log || echo "(none)"; \
+	echo "=== tests/integration main lane exit $$integration, second lane exit $$faults, tests/unit exit $$units"; \
+	[ $$integration -eq 0 ] && [ $$faults -eq 0 ] && [ $$units -eq 0 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
@@ -75,6 +96,15 @@ bench-consume: system-deps $(STAMP)
 # Transactional producer committing every 100 ms vs the same producer plain, 3 brokers RF 3.
 bench-txn: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_txn.py $(if $(DURATION),--seconds $(DURATION)) $(if $(ROUNDS),--rounds $(ROUNDS))
+
+bench-delay: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_delay.py $(ARGS)
+
+# Tailing produce->consume latency idle, and beside a catch-up reader of a slow cold tier with
+# cold-read isolation on and off (ARGS="--rounds 3 --delay-ms 20" by default).
+bench-slow-node: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_slow_node.py $(ARGS)
+	$(BIN)/python scripts/bench_rebalance.py
 
 # 1, 2 and 4 concurrent producers and consumers, 12 partitions on 3 brokers, beside Tansu.
 bench-scale: system-deps $(STAMP)

@@ -95,10 +95,13 @@ class Tansu:
 class Mafka:
     """``mafka cluster up``: ZooKeeper and *brokers* brokers on consecutive ports from *port*."""
 
-    def __init__(self, work: Path, port: int, zk_port: int, tag: str, brokers: int = 1) -> None:
+    def __init__(self, work: Path, port: int, zk_port: int, tag: str, brokers: int = 1,
+                 settings: dict[str, str] | None = None) -> None:
         d = work / f"mafka-{tag}"
+        extra = [arg for key, value in (settings or {}).items() for arg in ("--set", f"{key}={value}")]
         self.proc = subprocess.Popen(
-            [str(MAFKA), "cluster", "up", "--brokers", str(brokers), "--dir", str(d), "--base-port", str(port), "--zookeeper-port", str(zk_port)],
+            [str(MAFKA), "cluster", "up", "--brokers", str(brokers), "--dir", str(d), "--base-port", str(port),
+             "--zookeeper-port", str(zk_port), *extra],
             stdout=open(work / f"mafka-{tag}.log", "w"), stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 120

@@ -37,11 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hold", type=float, default=15.0, help="seconds each fault is held (default 15)")
     ap.add_argument("--rate", type=float, default=100.0, help="records per second produced (default 100)")
     ap.add_argument("--log-dir", type=Path, default=None, help="where container logs go (default: a temp dir)")
+    ap.add_argument("--no-group", action="store_true", help="run without the consumer group")
     args = ap.parse_args(argv)
     rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in rows if r not in ROWS and r != "negative-control"]
     if unknown:
         ap.error(f"unknown rows {unknown}; known: {', '.join([*ROWS, 'negative-control'])}")
+    if args.no_group and {"kill-group-coordinator", "kill-group-member"} & set(rows):
+        ap.error("the kill-group-* rows need the group (drop --no-group or those rows)")
     why = docker_available()
     if why is not None:
         print(f"chaos-docker: {why}", file=sys.stderr)
@@ -56,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"chaos-docker: project {cluster.project} healthy in {time.monotonic() - started:.0f} s; "
               f"brokers {cluster.bootstrap}", flush=True)
         chaos = DockerChaos(cluster, hold=args.hold, rate=args.rate,
+                            group_log_dir=None if args.no_group else log_dir / "group",
                             say=lambda s: print(f"[{time.monotonic() - started:6.1f}] {s}", flush=True))
         results = chaos.run(rows)
     finally:
@@ -64,6 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     print(render_table(results))
     print(f"\nchaos-docker: {len(results)} rows in {time.monotonic() - started:.0f} s; container logs in {log_dir}")
     failed = [r.name for r in results if not r.ok]
+    if chaos.group_report is not None:
+        print(f"\nconsumer group: {'PASS' if chaos.group_report.ok else 'FAIL'}\n"
+              + chaos.group_report.summary(chaos.t0))
+        if not chaos.group_report.ok:
+            failed.append("consumer group")
     if failed:
         print(f"chaos-docker: FAILED rows: {', '.join(failed)}", file=sys.stderr)
         return 1

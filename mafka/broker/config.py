@@ -707,6 +707,14 @@ class BrokerConfig:
         "log.message.timestamp.difference.max.ms", "LONG", LONG_MAX
     )
     log_message_downconversion_enable: bool = _key("log.message.downconversion.enable", "BOOLEAN", True)
+    # Mafka's delayed messages (mafka.delayed): the broker defaults of the topic configs of the same names
+    mafka_delay_ms: int = _key("mafka.delay.ms", "LONG", 0, at_least=0)
+    mafka_delay_max_ms: int = _key("mafka.delay.max.ms", "LONG", 604800000, at_least=0)
+    mafka_txn_check_interval_ms: int = _key("mafka.txn.check.interval.ms", "LONG", 60000, at_least=1)
+    mafka_txn_check_max_times: int = _key("mafka.txn.check.max.times", "INT", 15, at_least=0)
+    mafka_txn_check_default_action: str = _key(
+        "mafka.txn.check.default.action", "STRING", "rollback", one_of=("rollback", "commit")
+    )
     num_recovery_threads_per_data_dir: int = _key("num.recovery.threads.per.data.dir", "INT", 1, at_least=1)
 
     # ------------------------------------------------------------ replication
@@ -786,6 +794,45 @@ class BrokerConfig:
     metrics_num_samples: int = _key("metrics.num.samples", "INT", 2, at_least=1)
     metrics_sample_window_ms: int = _key("metrics.sample.window.ms", "LONG", 30000, at_least=1)
     metrics_recording_level: str = _key("metrics.recording.level", "STRING", "INFO")
+    #: Mafka: the Prometheus /metrics and /health port (mafka.broker.metrics); -1 serves none
+    mafka_metrics_port: int = _key("mafka.metrics.port", "INT", -1, at_least=-1)
+    #: Mafka: a broker whose Produce TP99 (last minute) is above this flags itself slow
+    mafka_slow_node_threshold_ms: int = _key("mafka.slow.node.threshold.ms", "LONG", 300, at_least=1)
+    #: Mafka: how often each broker writes its /mafka/monitor/<id> report (mafka.broker.monitor)
+    mafka_monitor_interval_ms: int = _key("mafka.monitor.interval.ms", "LONG", 10000, at_least=100)
+    #: Mafka: a log dir's capacity for the monitor and rebalancer (used = the logs in it); -1: the file system's
+    mafka_disk_capacity_bytes: int = _key("mafka.disk.capacity.bytes", "LONG", -1, at_least=-1)
+    # ------------------------------------------------------------ Mafka: the rebalancer (mafka.rebalancer)
+    #: the controller plans and runs moves by itself (manual plans run either way)
+    mafka_rebalancer_enable: bool = _key("mafka.rebalancer.enable", "BOOLEAN", False)
+    #: how often the controller plans when enabled
+    mafka_rebalancer_interval_ms: int = _key("mafka.rebalancer.interval.ms", "LONG", 300000, at_least=100)
+    #: a broker above this used/capacity fraction of its disk sheds replicas
+    mafka_rebalancer_disk_usage_threshold: float = _key("mafka.rebalancer.disk.usage.threshold", "DOUBLE", 0.85)
+    #: partitions moving at once
+    mafka_rebalancer_max_concurrent_moves: int = _key("mafka.rebalancer.max.concurrent.moves", "INT", 2, at_least=1)
+    #: start the next move as soon as one finishes (false: batches of max.concurrent.moves)
+    mafka_rebalancer_pipelined: bool = _key("mafka.rebalancer.pipelined", "BOOLEAN", True)
+    #: replication throttle (bytes/s) on the brokers and replicas of moves in flight; -1: none
+    mafka_rebalancer_throttle_bytes_per_sec: int = _key("mafka.rebalancer.throttle.bytes.per.sec", "LONG", -1,
+                                                        at_least=-1)
+    # ------------------------------------------------------------ Mafka: hybrid (hot/cold) storage
+    #: fast devices; partitions live here (instead of log.dirs) when set
+    mafka_hot_log_dirs: str | None = _key("mafka.hot.log.dirs", "STRING")
+    #: slow devices; old segments are moved here (mafka.log.tiering); unset: no cold tier
+    mafka_cold_log_dirs: str | None = _key("mafka.cold.log.dirs", "STRING")
+    #: segments whose newest record is older than this move cold; -1: never by age
+    mafka_hot_retention_ms: int = _key("mafka.hot.retention.ms", "LONG", 3600000, at_least=-1)
+    #: segments further than this from the log end move cold; -1: never by size
+    mafka_hot_retention_bytes: int = _key("mafka.hot.retention.bytes", "LONG", -1, at_least=-1)
+    #: how often the mover looks for segments to move
+    mafka_cold_mover_interval_ms: int = _key("mafka.cold.mover.interval.ms", "LONG", 30000, at_least=100)
+    #: threads reading cold segments for fetches (mafka.broker.cold_reads)
+    mafka_cold_read_threads: int = _key("mafka.cold.read.threads", "INT", 2, at_least=1)
+    #: read cold records in those threads (true) or send them by sendfile on the network thread as Kafka (false)
+    mafka_cold_read_isolation: bool = _key("mafka.cold.read.isolation", "BOOLEAN", True)
+    #: test/benchmark hook: extra time per cold read, standing in for a slow device
+    mafka_cold_read_delay_ms: int = _key("mafka.cold.read.delay.ms", "LONG", 0, at_least=0)
     kafka_metrics_reporters: tuple[str, ...] = _key("kafka.metrics.reporters", "LIST", ())
     kafka_metrics_polling_interval_secs: int = _key("kafka.metrics.polling.interval.secs", "INT", 10, at_least=1)
 
@@ -887,8 +934,17 @@ class BrokerConfig:
 
     @property
     def effective_log_dirs(self) -> tuple[str, ...]:
-        """``log.dirs`` if set, else ``log.dir``, split on commas (``CoreUtils.parseCsvList``)."""
-        text = self.log_dirs if self.log_dirs is not None else self.log_dir
+        """``mafka.hot.log.dirs`` if set, else ``log.dirs``, else ``log.dir``, split on commas (``CoreUtils.parseCsvList``)."""
+        if self.mafka_hot_log_dirs:
+            text: str | None = self.mafka_hot_log_dirs
+        else:
+            text = self.log_dirs if self.log_dirs is not None else self.log_dir
+        return tuple(s for s in _LIST_SPLIT.split(text) if s) if text else ()
+
+    @property
+    def effective_cold_log_dirs(self) -> tuple[str, ...]:
+        """``mafka.cold.log.dirs`` split on commas (empty: no cold tier)."""
+        text = self.mafka_cold_log_dirs
         return tuple(s for s in _LIST_SPLIT.split(text) if s) if text else ()
 
     @property
@@ -1062,6 +1118,11 @@ class BrokerConfig:
             "message.timestamp.type": self.log_message_timestamp_type,
             "message.timestamp.difference.max.ms": self.log_message_timestamp_difference_max_ms,
             "message.downconversion.enable": self.log_message_downconversion_enable,
+            "mafka.delay.ms": self.mafka_delay_ms,
+            "mafka.delay.max.ms": self.mafka_delay_max_ms,
+            "mafka.txn.check.interval.ms": self.mafka_txn_check_interval_ms,
+            "mafka.txn.check.max.times": self.mafka_txn_check_max_times,
+            "mafka.txn.check.default.action": self.mafka_txn_check_default_action,
         }
         # Only the topic configs LogConfig models (it may grow; the rest belong to other layers).
         props = {k: v for k, v in candidates.items() if k in TOPIC_CONFIG_NAMES}
@@ -1265,5 +1326,10 @@ LOG_CONFIG_SYNONYMS: Final[Mapping[str, str]] = MappingProxyType(
         "message.timestamp.type": "log.message.timestamp.type",
         "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
         "message.downconversion.enable": "log.message.downconversion.enable",
+        "mafka.delay.ms": "mafka.delay.ms",
+        "mafka.delay.max.ms": "mafka.delay.max.ms",
+        "mafka.txn.check.interval.ms": "mafka.txn.check.interval.ms",
+        "mafka.txn.check.max.times": "mafka.txn.check.max.times",
+        "mafka.txn.check.default.action": "mafka.txn.check.default.action",
     }
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pkgutil
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,8 +61,13 @@ class Dispatcher:
     tells a client that the cluster has no brokers and no topics.
     """
 
-    def __init__(self, handlers: Mapping[int, Handler], *, hold: bool = False) -> None:
+    def __init__(self, handlers: Mapping[int, Handler], *, hold: bool = False,
+                 observe: Callable[[Request, float], None] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.handlers = dict(handlers)
+        #: called with each request and the seconds until its response was ready (request metrics)
+        self.observe = observe
+        self.clock = clock
         self._held: list[tuple[defer.Deferred, Request, Connection]] | None = [] if hold else None
         self._admitted: frozenset[int] = frozenset()
 
@@ -101,10 +107,21 @@ class Dispatcher:
         handler = self.handlers.get(header.api_key)
         if handler is None:
             raise NotHandled(f"{request.spec.name} is not served by this broker")
+        observe = self.observe
+        if observe is None:
+            result = handler(request, connection)
+            if isinstance(result, defer.Deferred):
+                return result.addCallback(self._encode, request)
+            return self._encode(result, request)
+        start = self.clock()
         result = handler(request, connection)
         if isinstance(result, defer.Deferred):
-            return result.addCallback(self._encode, request)
-        return self._encode(result, request)
+            return result.addCallback(self._encode_observed, request, start)
+        return self._encode_observed(result, request, start)
+
+    def _encode_observed(self, body: Any, request: Request, start: float) -> Any:
+        self.observe(request, self.clock() - start)  # type: ignore[misc]  # set when called
+        return self._encode(body, request)
 
     @staticmethod
     def _encode(body: Any, request: Request) -> Any:

@@ -215,7 +215,7 @@ class LogDirMover:
             rm = self.replica_manager
             for holder in (rm.partitions.get(tp), getattr(rm, "_prepared", {}).get(tp)):
                 if holder is not None and holder.log is old:
-                    holder.log = new
+                    holder.replace_log(new)
 
         return switch
 

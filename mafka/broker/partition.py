@@ -39,6 +39,7 @@ import os
 from dataclasses import dataclass, replace
 
 from mafka.coordination.znodes import LeaderIsrAndControllerEpoch
+from mafka.delayed.replica import DelayedReplica
 from mafka.errors import (
     ErrorCode,
     FencedLeaderEpochError,
@@ -137,6 +138,11 @@ class Partition:
         self.leader_epoch_start_offset = -1
         self.producers = ProducerStateManager(f"{topic}-{index}")
         self._load_producer_state()
+        #: the delayed messages held in this log (None until its first envelope: see mafka.delayed)
+        self.delays: DelayedReplica | None = DelayedReplica.open_if_present(log)
+        #: bytes appended to this replica and bytes read from it by fetches (the monitor's rates)
+        self.bytes_in = 0
+        self.bytes_out = 0
 
     # ------------------------------------------------------------------ idempotent producers
 
@@ -162,36 +168,30 @@ class Partition:
         if rebuild_from is not None:
             start = min(start, rebuild_from)
             log.reset_txn_indexes_from(rebuild_from)
-        for seg in list(log.segments):
-            if seg.next_offset <= start:
+        for seg, bp, h in log.headers_from(start):
+            if h.producer_id < 0:
                 continue
-            for bp in seg.batches():
-                if bp.last_offset < start:
-                    continue
-                h = seg.header_at(bp.position)
-                if h is None or h.producer_id < 0:
-                    continue
-                if not h.is_control:
-                    producers.record_append(
-                        h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-                        bp.base_offset, bp.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
-                    )
-                    continue
-                try:
-                    marker = _end_txn_marker(os.pread(seg.fd, bp.size, bp.position))
-                except ProtocolError as exc:
-                    logger.warning("%s-%d: skipping an unreadable control batch at offset %d: %s",
-                                   self.topic, self.index, bp.base_offset, exc)
-                    continue
-                if marker is None:
-                    continue
-                is_abort, coordinator_epoch, timestamp = marker
-                completed = producers.record_end_txn_marker(
-                    h.producer_id, h.producer_epoch, coordinator_epoch, bp.base_offset, timestamp, is_abort=is_abort
+            if not _is_txn_marker(h):
+                producers.record_append(
+                    h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                    bp.base_offset, bp.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
                 )
-                if completed is not None:
-                    # LogSegment.recover completes each marker's transaction at once.
-                    self._complete_txns([completed], index=rebuild_from is not None and bp.base_offset >= rebuild_from)
+                continue
+            try:
+                marker = _end_txn_marker(os.pread(seg.fd, bp.size, bp.position))
+            except ProtocolError as exc:
+                logger.warning("%s-%d: skipping an unreadable control batch at offset %d: %s",
+                               self.topic, self.index, bp.base_offset, exc)
+                continue
+            if marker is None:
+                continue
+            is_abort, coordinator_epoch, timestamp = marker
+            completed = producers.record_end_txn_marker(
+                h.producer_id, h.producer_epoch, coordinator_epoch, bp.base_offset, timestamp, is_abort=is_abort
+            )
+            if completed is not None:
+                # LogSegment.recover completes each marker's transaction at once.
+                self._complete_txns([completed], index=rebuild_from is not None and bp.base_offset >= rebuild_from)
         producers.on_high_watermark_updated(self.high_watermark)
 
     def _complete_txns(self, completed: list[CompletedTxn], *, index: bool = True) -> None:
@@ -208,6 +208,14 @@ class Partition:
                     AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, producers.last_stable_offset(txn))
                 )
             producers.complete_txn(txn)
+
+    def replace_log(self, new: Log) -> None:
+        """The log moved to another dir (AlterReplicaLogDirs): serve ``new``, and reopen the delay index
+        that moved with it (brought up to the log's end: appends may have landed after it was copied)."""
+        self.log = new
+        if self.delays is not None:
+            self.delays.index.close()
+            self.delays = DelayedReplica.open_if_present(new)
 
     def snapshot_producer_state(self) -> None:
         """Writes the producer-state snapshot at the log end (at shutdown, as Kafka)."""
@@ -343,11 +351,18 @@ class Partition:
                 dup = verdict.duplicate
                 return LogAppendInfo(dup.first_offset, dup.last_offset, dup.max_timestamp, dup.last_offset, -1, 0, 0, 0, self.log.log_start_offset)
         info = self.log.append_as_leader(records, state.leader_epoch)
+        self.bytes_in += info.valid_bytes
         if header.producer_id >= 0:
             self.producers.record_append(
                 header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence,
                 info.first_offset, info.last_offset, info.max_timestamp, is_transactional=header.is_transactional,
             )
+        if header.is_control and not header.is_transactional:
+            if self.delays is None:
+                self.delays = DelayedReplica(self.log.directory)
+            self.delays.note(records, 0, header, info.first_offset)
+        elif self.delays is not None:
+            self.delays.note(records, 0, header, info.first_offset)
         self._maybe_advance_hw(now_ms)
         return info
 
@@ -553,7 +568,8 @@ class Partition:
         hw, lso = self.high_watermark, self.last_stable_offset
         committed = replica_id < 0 and isolation_level == READ_COMMITTED
         upper = None if replica_id >= 0 else lso if committed else hw
-        data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch, include_aborted_txns=committed)
+        data = self.log.read(offset, max_bytes, upper, min_one_batch=min_one_batch, include_aborted_txns=committed,
+                             defer_cold=True)
         aborted = None if data.aborted_transactions is None else [t.as_aborted_transaction for t in data.aborted_transactions]
         return ReadResult(data, hw, self.log.log_start_offset, self.log.next_offset, lso, aborted)
 
@@ -678,19 +694,25 @@ class Partition:
             return None
         markers = {}
         for pos, h in batches:
-            if h.is_control and h.producer_id >= 0:
+            if _is_txn_marker(h) and h.producer_id >= 0:
                 try:
                     markers[pos] = _end_txn_marker(view[pos : pos + h.size])
                 except ProtocolError as exc:
                     raise InvalidRecordError(f"{self.topic}-{self.index}: {exc}") from None
         end = batches[-1][0] + batches[-1][1].size
         info = self.log.append_as_follower(view[:end] if end < len(view) else view)
+        self.bytes_in += end
         producers = self.producers
         completed = []
+        delays = self.delays
         for pos, h in batches:
+            if h.is_control and not h.is_transactional and delays is None:
+                delays = self.delays = DelayedReplica(self.log.directory)
+            if delays is not None:
+                delays.note(view, pos, h, h.base_offset)
             if h.producer_id < 0:
                 continue
-            if not h.is_control:
+            if not _is_txn_marker(h):
                 producers.record_append(
                     h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
                     h.base_offset, h.last_offset, h.max_timestamp, is_transactional=h.is_transactional,
@@ -730,6 +752,13 @@ class Partition:
         except OSError as exc:
             logger.warning("%s-%d: could not delete producer snapshots above %d: %s", self.topic, self.index, log.next_offset, exc)
         self.high_watermark = max(log.log_start_offset, min(self.high_watermark, log.next_offset))
+        if self.delays is not None:
+            self.delays.index.truncate(log.next_offset)
+
+
+def _is_txn_marker(h: BatchHeader) -> bool:
+    """A COMMIT/ABORT marker's batch: control and transactional (a delayed message's envelope is control only)."""
+    return h.is_control and h.is_transactional
 
 
 def _end_txn_marker(batch: bytes | memoryview) -> tuple[bool, int, int] | None:

@@ -42,6 +42,7 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -49,13 +50,16 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.delayed.produce import DelaySettings, envelope_if_delayed
 from mafka.errors import (
     ErrorCode,
     KafkaError,
+    KafkaStorageError,
     NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
+from mafka.wire.batch import BatchHeader
 from mafka.wire.legacy_records import is_legacy_message_set
 
 from .partition import LeaderState, Partition, ReadResult
@@ -220,6 +224,8 @@ class ReplicaManager:
         self.replica_selector = replica_selector
         self.replica_racks = replica_racks or (lambda listener: {})
         self.partitions: dict[tuple[str, int], Partition] = {}
+        #: partitions whose log dir failed (until restart): KAFKA_STORAGE_ERROR
+        self.offline_partitions: set[tuple[str, int]] = set()
         self.controller_epoch = 0
         self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
         self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
@@ -228,11 +234,19 @@ class ReplicaManager:
         self.isr_change_set: set[tuple[str, int]] = set()
         self.last_isr_change_ms = 0
         self.last_isr_propagation_ms = self.now_ms()
+        #: per log dir append latencies (``write:<dir>``), a ``RequestLatencies`` the broker sets
+        self.dir_latencies: Any = None
         self.isr_shrinks = 0
         self.isr_expands = 0
         #: Called as ``(topic, index, is_leader, leader_epoch or None)`` after each applied
         #: role change (the group coordinator follows ``__consumer_offsets`` leadership).
         self.leadership_listener: Callable[[str, int, bool, int | None], None] | None = None
+
+    def _timed_write(self, partition: Partition, started: float) -> None:
+        """Per log dir write latency (the monitor reports it): an append's time into the page cache."""
+        if self.dir_latencies is not None:
+            self.dir_latencies.record(f"write:{partition.log.directory.parent}", self.now_ms(),
+                                      (time.perf_counter() - started) * 1000.0)
 
     def now_ms(self) -> int:
         return int(self.clock.seconds() * 1000)
@@ -376,6 +390,41 @@ class ReplicaManager:
                 errors.append(_partition_error(tp[0], tp[1], error))
         return {"error_code": ErrorCode.NONE, "partition_errors": errors}
 
+    def _partition_or_raise(self, topic: str, index: int) -> Partition:
+        """The hosted partition.
+
+        Raises:
+            KafkaStorageError: its log dir failed (Kafka's ``HostedPartition.Offline``).
+            UnknownTopicOrPartitionError: not hosted here.
+        """
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            if (topic, index) in self.offline_partitions:
+                raise KafkaStorageError(f"{topic}-{index} is offline on broker {self.broker_id}: its log dir failed")
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        return partition
+
+    def handle_log_dir_failure(self, tps: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Kafka's ``handleLogDirFailure`` for the partitions whose log a failed dir held: their fetchers
+        stop, they are hosted no more (requests for them answer KAFKA_STORAGE_ERROR, and so does a
+        LeaderAndIsr, which tells the controller), waiting produces and fetches are answered.
+        Returns the partitions newly taken offline."""
+        gone = [tp for tp in tps if tp in self.partitions]
+        if not gone:
+            return []
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions(gone)
+        for tp in gone:
+            self.partitions.pop(tp, None)
+            self._prepared.pop(tp, None)
+            self.offline_partitions.add(tp)
+            self._wake(tp)
+            if self.leadership_listener is not None:
+                self.leadership_listener(tp[0], tp[1], False, None)
+        log.error("broker %d: partitions %s are offline (log dir failure)", self.broker_id,
+                  ", ".join(f"{t}-{p}" for t, p in sorted(gone)))
+        return gone
+
     def shutdown(self) -> None:
         """Stops the fetchers and snapshots every partition's producer state (before the logs close)."""
         if self.fetcher_manager is not None:
@@ -392,9 +441,7 @@ class ReplicaManager:
         Raises:
             UnknownTopicOrPartitionError, NotLeaderOrFollowerError.
         """
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        partition = self._partition_or_raise(topic, index)
         if not partition.is_leader:
             raise NotLeaderOrFollowerError(f"broker {self.broker_id} does not lead {topic}-{index}")
         return partition
@@ -432,11 +479,20 @@ class ReplicaManager:
                 config = partition.log.config
                 if needs_record_checks(header, config):
                     validate_records(records, header, config, now_ms=self.now_ms(), topic_partition=f"{topic}-{index}")
+                if origin == "client":
+                    # Mafka's delayed messages: a batch asking for delay is held in an envelope until due.
+                    envelope = envelope_if_delayed(records, header, DelaySettings(config.mafka_delay_ms,
+                                                                                 config.mafka_delay_max_ms),
+                                                   now_ms=self.now_ms())
+                    if envelope is not None:
+                        records, header = envelope, BatchHeader(envelope)
+                started = time.perf_counter()
                 with self.log_manager.log_io(tp):
                     info = partition.append_as_leader(
                         records, header, required_acks=acks, min_isr=self.min_insync_replicas(topic), now_ms=self.now_ms(),
                         origin=origin,
                     )
+                self._timed_write(partition, started)
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
                 self._wake(tp)
             except RecordValidationError as exc:
@@ -601,6 +657,7 @@ class ReplicaManager:
                 if result.data.size:
                     first = False
                     left = max(0, left - result.data.size)
+                    partition.bytes_out += result.data.size
                 out.append(FetchedPartition(p.topic, p.partition, ErrorCode.NONE, result))
             except KafkaError as exc:
                 out.append(FetchedPartition(p.topic, p.partition, exc.code, None))
@@ -657,9 +714,7 @@ class ReplicaManager:
     # ================================================================== fetch from the closest replica (KIP-392)
 
     def _hosted(self, topic: str, index: int) -> Partition:
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        partition = self._partition_or_raise(topic, index)
         return partition
 
     def _preferred_read_replica(
@@ -806,7 +861,9 @@ class ReplicaManager:
         before = (partition.high_watermark, partition.last_stable_offset, partition.log.log_start_offset)
         with self.log_manager.log_io(tp):
             if records:
+                started = time.perf_counter()
                 partition.append_as_follower(records)
+                self._timed_write(partition, started)
             partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
         if (partition.high_watermark, partition.last_stable_offset, partition.log.log_start_offset) != before:
             # Consumers long-polling this follower (KIP-392) read up to its HW, or LSO (KAFKA-14334).
@@ -889,9 +946,7 @@ class ReplicaManager:
             UnknownTopicOrPartitionError, NotLeaderOrFollowerError, FencedLeaderEpochError,
             UnknownLeaderEpochError, OffsetNotAvailableError.
         """
-        partition = self.partitions.get((topic, index))
-        if partition is None:
-            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted on broker {self.broker_id}")
+        partition = self._partition_or_raise(topic, index)
         found = partition.fetch_offset_for_timestamp(
             timestamp, client=replica_id == -1, current_leader_epoch=current_leader_epoch, isolation_level=isolation_level
         )

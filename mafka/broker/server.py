@@ -24,6 +24,7 @@ session.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -34,19 +35,25 @@ from mafka.coordination.kafka_zk import BrokerIdAlreadyRegisteredError, KafkaZkC
 from mafka.coordination.znodes import BrokerRegistration
 from mafka.log.config import LogConfig
 from mafka.log.manager import LogManager
+from mafka.rebalancer.service import RebalancerService
+from mafka.wire import registry as wire_registry
 
+from .cold_reads import ColdReader, PageCacheProbe
 from .config import BrokerConfig
+from .delayed_delivery import TICK_MS, DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
 from .log_dir_mover import LogDirMover
 from .metadata_cache import MetadataCache
+from .monitor import Monitor
 from .network import KafkaServerFactory
 from .producer_ids import ProducerIdManager
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replica_selector import replica_selector_for
 from .replication_quota import ReplicationQuota, is_throttled_replica
+from .request_latency import RequestLatencies, request_name
 from .topic_configs import TopicConfigManager, apply_log_config
 from .transaction_service import TransactionService
 
@@ -87,11 +94,21 @@ class KafkaServer:
         self.zk: KafkaZkClient | None = None
         self.store: Any = None
         self.log_manager: LogManager | None = None
+        #: reads of cold-tier segments for fetches, when mafka.cold.log.dirs is set (mafka.broker.cold_reads)
+        self.cold_reads: ColdReader | None = None
+        #: page-cache misses of consumer fetches, estimated (the monitor reports them)
+        self.page_cache = PageCacheProbe()
+        #: per log dir write (appends) and cold-dir read latencies, ``write:<dir>`` / ``read:<dir>``
+        self.dir_latencies = RequestLatencies()
         self.replica_manager: ReplicaManager | None = None
         self.log_dir_mover: LogDirMover | None = None
         self.fetch_sessions: FetchSessionCache | None = None
         self.producer_ids: ProducerIdManager | None = None
         self.controller: Any = None
+        #: the bound /metrics port (None: mafka.metrics.port is -1)
+        self.metrics_port: int | None = None
+        #: TP50/TP99 per request over the last minute (Kafka's RequestMetrics TotalTimeMs)
+        self.request_latencies = RequestLatencies()
         self.ports: list[Any] = []
         self.bound: dict[str, int] = {}
         self._loops: list[task.LoopingCall] = []
@@ -155,12 +172,33 @@ class KafkaServer:
         d = create_topic_in_zookeeper(self.zk, name, self.config.num_partitions, self.config.default_replication_factor, racks, {})
         d.addErrback(lambda f: log.info("auto-creating %s: %s", name, f.getErrorMessage()))
 
+    # ================================================================== log dir failure
+
+    def _log_dir_failed(self, log_dir: Path, exc: BaseException) -> None:
+        """Kafka's ``ReplicaManager.handleLogDirFailure``: the dir's partitions go offline here, the
+        controller is told through ``/log_dir_event_notification`` (it then moves their leadership and
+        ISR membership away); with every log dir failed the broker halts, as Kafka's does."""
+        lm, rm = self.log_manager, self.replica_manager
+        if rm is not None and lm is not None:
+            rm.handle_log_dir_failure(lm.offline_partitions_in(log_dir))
+        if lm is not None and not lm.online_dirs:
+            log.critical("halting broker %d: all log dirs (%s) have failed", self.broker_id,
+                         ", ".join(map(str, lm.log_dirs)))
+            os._exit(1)
+        if self.zk is not None:
+            d = self.zk.post_log_dir_event(self.broker_id)
+            d.addCallbacks(lambda path: log.info("log dir %s failed (%s): posted %s", log_dir, exc, path),
+                           lambda f: log.error("log dir %s failed; could not post the event: %s", log_dir,
+                                               f.getErrorMessage()))
+
     # ================================================================== lifecycle
 
     @defer.inlineCallbacks
     def startup(self) -> Any:
         config = self.config
         log.info("starting broker %d", self.broker_id)
+        # Every request/response struct now, in a worker thread, so that no first request compiles one.
+        yield threads.deferToThread(wire_registry.compile_all)
         self.store = self.store_factory(config.zookeeper_connect, config.zookeeper_session_timeout_ms)
         yield self.store.start()
         self.zk = KafkaZkClient(self.store)
@@ -178,8 +216,17 @@ class KafkaServer:
             broker_id=self.broker_id,
             cluster_id=cluster_id,
             topic_config=self.log_config_for,
+            cold_dirs=[Path(d) for d in config.effective_cold_log_dirs],
+            # Called in whichever thread met the I/O error: handled on the reactor.
+            on_dir_failure=lambda d, exc: self.reactor.callFromThread(self._log_dir_failed, d, exc),
         )
         yield threads.deferToThread(self.log_manager.startup)
+        if config.effective_cold_log_dirs:
+            self.cold_reads = ColdReader(self.reactor, config.mafka_cold_read_threads,
+                                         config.mafka_cold_read_delay_ms, config.mafka_cold_read_isolation)
+            self.cold_reads.start()
+            # A cold read's I/O error takes that cold dir offline (with the partitions that have segments there).
+            self.cold_reads.on_io_error = self.log_manager.cold_dir_failed_for
         high_watermarks = yield threads.deferToThread(self.log_manager.read_high_watermarks)
         zk = self.zk
         self.replica_manager = ReplicaManager(
@@ -202,6 +249,7 @@ class KafkaServer:
         self.log_dir_mover = LogDirMover(self.log_manager, self.replica_manager, self.reactor, self.run_blocking)
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
         self.group_service = GroupService(self)
+        self.delayed_delivery = DelayedDelivery(self.replica_manager)
         self.transaction_service = TransactionService(self)
         group_service, transaction_service = self.group_service, self.transaction_service
 
@@ -212,7 +260,13 @@ class KafkaServer:
         self.replica_manager.leadership_listener = on_leadership
 
         self.fetch_sessions = FetchSessionCache(config.max_incremental_fetch_session_cache_slots)
-        dispatcher = Dispatcher(collect_handlers(self), hold=True)
+        latencies = self.request_latencies
+
+        def observe(request: Any, seconds: float) -> None:
+            name = request_name(request.spec.name, request.header.api_key, request.body)
+            latencies.record(name, int(self.reactor.seconds() * 1000), seconds * 1000.0)
+
+        dispatcher = Dispatcher(collect_handlers(self), hold=True, observe=observe)
         for endpoint in config.listener_endpoints:
             factory = KafkaServerFactory(
                 dispatcher,
@@ -225,6 +279,14 @@ class KafkaServer:
             self.ports.append(port)
             self.bound[endpoint.name] = port.getHost().port
             log.info("listening on %s:%d (%s)", endpoint.host or "0.0.0.0", port.getHost().port, endpoint.name)
+
+        if config.mafka_metrics_port >= 0:
+            from .metrics import metrics_site
+
+            port = self.reactor.listenTCP(config.mafka_metrics_port, metrics_site(self))
+            self.ports.append(port)
+            self.metrics_port = port.getHost().port
+            log.info("metrics on :%d (/metrics, /health)", self.metrics_port)
 
         registration = BrokerRegistration(
             id=self.broker_id,
@@ -295,8 +357,11 @@ class KafkaServer:
         def high_watermarks() -> dict[tuple[str, int], int]:
             return {tp: p.high_watermark for tp, p in list(rm.partitions.items())}
 
+        def retention_bounds() -> dict[tuple[str, int], int]:
+            return {tp: retention_bound(p) for tp, p in list(rm.partitions.items())}
+
         passes = [
-            (config.log_retention_check_interval_ms, lambda: lm.retention_pass(high_watermarks())),
+            (config.log_retention_check_interval_ms, lambda: lm.retention_pass(retention_bounds())),
             (max(1000, min(config.effective_log_flush_interval_ms, 60000)), lm.flush_pass),
             (config.replica_high_watermark_checkpoint_interval_ms, lambda: lm.write_high_watermarks(high_watermarks())),
             (config.log_flush_offset_checkpoint_interval_ms, lm.checkpoint_recovery_points),
@@ -304,6 +369,18 @@ class KafkaServer:
             (15000, lm.cleaner_pass),
             (1000, lm.delete_pending_logs),
         ]
+        if lm.cold_dirs:
+            crash_at = os.environ.get("MAFKA_TEST_CRASH_AFTER_MOVE_STEP")
+
+            def crash_test_hook(step: str) -> None:
+                # tests only: die like a SIGKILL right after this step of a hot -> cold move
+                if step == crash_at:
+                    log.warning("MAFKA_TEST_CRASH_AFTER_MOVE_STEP=%s: exiting now", step)
+                    os._exit(70)
+
+            passes.append((config.mafka_cold_mover_interval_ms,
+                           lambda: lm.tier_pass(config.mafka_hot_retention_ms, config.mafka_hot_retention_bytes,
+                                                crash_test_hook if crash_at else None)))
         for interval_ms, work in passes:
             self._every(interval_ms, self._in_thread, work)
         self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
@@ -311,6 +388,14 @@ class KafkaServer:
         self._every(2500, self._propagate_isr_changes)
         self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
         self._every(100, self.group_service.tick)
+        self._every(TICK_MS, self.delayed_delivery.tick)
+        rm.dir_latencies = self.dir_latencies
+        if self.cold_reads is not None:
+            self.cold_reads.dir_latencies = self.dir_latencies
+        self.monitor = Monitor(self)
+        self._every(config.mafka_monitor_interval_ms, self._monitor_pass)
+        self.rebalancer = RebalancerService(self)
+        self._every(1000, self._rebalancer_tick)
         self.transaction_service.startup()
 
     def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
@@ -318,6 +403,18 @@ class KafkaServer:
         loop.clock = self.reactor
         loop.start(interval_ms / 1000.0, now=False).addErrback(lambda f: log.error("background pass: %s", f.getErrorMessage()))
         self._loops.append(loop)
+
+    def _monitor_pass(self) -> defer.Deferred:
+        """Gathers this broker's slow-node report off the reactor, then writes it to ZooKeeper."""
+        d = threads.deferToThread(self.monitor.gather)
+        d.addCallback(lambda report: defer.ensureDeferred(self.monitor.write(report)))
+        d.addErrback(lambda f: log.warning("monitor report not written: %s", f.getErrorMessage()))
+        return d
+
+    def _rebalancer_tick(self) -> defer.Deferred:
+        d = defer.ensureDeferred(self.rebalancer.tick())
+        d.addErrback(lambda f: log.warning("rebalancer: %s", f.getErrorMessage()))
+        return d
 
     def _propagate_isr_changes(self) -> None:
         changed = self.replica_manager.isr_changes_to_propagate()
@@ -375,6 +472,8 @@ class KafkaServer:
             self.replica_manager.shutdown()
         if self.log_manager is not None:
             yield threads.deferToThread(self.log_manager.shutdown)
+        if self.cold_reads is not None:
+            self.cold_reads.stop()
         if self.store is not None:
             yield self.store.stop()
         log.info("broker %d stopped", self.broker_id)

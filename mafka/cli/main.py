@@ -37,17 +37,20 @@ def main(argv: list[str] | None = None) -> int:
         broker_api_versions,
         broker_health,
         cluster,
+        cluster_status,
         configs,
         console_consumer,
         console_producer,
         consumer_groups,
         consumer_perf_test,
+        delayed,
         delete_records,
         leader_election,
         log_dirs,
         preferred_replica_election,
         producer_perf_test,
         reassign_partitions,
+        rebalance,
         server_start,
         spark_etl,
         topics,
@@ -57,12 +60,14 @@ def main(argv: list[str] | None = None) -> int:
 
     server_start.add_parser(sub)
     cluster.add_parser(sub)
+    cluster_status.add_parser(sub)
     topics.add_parser(sub)
     console_producer.add_parser(sub)
     console_consumer.add_parser(sub)
     leader_election.add_parser(sub)
     log_dirs.add_parser(sub)
     reassign_partitions.add_parser(sub)
+    rebalance.add_parser(sub)
     consumer_groups.add_parser(sub)
     producer_perf_test.add_parser(sub)
     consumer_perf_test.add_parser(sub)
@@ -70,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     configs.add_parser(sub)
     preferred_replica_election.add_parser(sub)
     delete_records.add_parser(sub)
+    delayed.add_parser(sub)
     broker_api_versions.add_parser(sub)
     broker_health.add_parser(sub)
     transactions.add_parser(sub)

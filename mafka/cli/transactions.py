@@ -71,7 +71,7 @@ DESCRIPTION = (
     "This tool is used to analyze the transactional state of producers in the cluster. "
     "It can be used to detect and recover from hanging transactions."
 )
-COMMANDS = ("list", "describe", "describe-producers", "abort", "find-hanging")
+COMMANDS = ("list", "describe", "describe-producers", "abort", "find-hanging", "list-half")
 
 LIST_HEADERS = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
 DESCRIBE_HEADERS = (
@@ -86,6 +86,7 @@ HANGING_HEADERS = (
     "Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset", "LastTimestamp",
     "Duration(min)",
 )
+HALF_HEADERS = ("ProducerGroup", "Topic", "Partition", "Offset", "TransactionalId", "TimesChecked", "Broker")
 MAX_BATCH_SIZE = 500
 DEBUG_HINT = " Enable debug logging for additional detail."
 
@@ -128,6 +129,7 @@ _COMMAND_OPTIONS: dict[str, tuple[str, ...]] = {
     "describe-producers": ("--broker-id", "--topic", "--partition"),
     "abort": ("--topic", "--partition", "--start-offset", "--producer-id", "--producer-epoch", "--coordinator-epoch"),
     "find-hanging": ("--broker-id", "--max-transaction-timeout", "--topic", "--partition"),
+    "list-half": (),
 }
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "describe": ("--transactional-id",),
@@ -140,6 +142,7 @@ _HELP = {
     "describe-producers": "describe the states of active producers for a topic partition",
     "abort": "abort a hanging transaction (requires administrative privileges)",
     "find-hanging": "find hanging transactions",
+    "list-half": "list the local-transaction half messages waiting for a check-back (Mafka's own)",
 }
 
 
@@ -369,7 +372,18 @@ def _batches(items: list[Any]) -> list[list[Any]]:
     return [items[i:i + MAX_BATCH_SIZE] for i in range(0, len(items), MAX_BATCH_SIZE)]
 
 
+async def _list_half(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO) -> None:
+    try:
+        by_broker = await admin.list_half()
+    except AdminFailure as exc:
+        raise _failed("Failed to list half messages", exc) from None
+    rows = [[h.producer_group, h.topic, str(h.partition), str(h.offset), h.transactional_id, str(h.times_checked),
+             str(broker)] for broker, halves in sorted(by_broker.items()) for h in halves]
+    pretty_print_table(HALF_HEADERS, rows, out)
+
+
 _RUN = {
+    "list-half": _list_half,
     "list": _list,
     "describe": _describe,
     "describe-producers": _describe_producers,

@@ -55,6 +55,7 @@ T = TypeVar("T")
 TopicPartition = tuple[str, int]
 
 DESCRIBE_PRODUCERS, WRITE_TXN_MARKERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 27, 65, 66
+MAFKA_LIST_HALF = 10003
 TRANSACTION_KEY_TYPE = 1
 
 #: ``ApiKeys`` names, as KafkaAdminClient names its calls (``describeProducers(api=METADATA)``).
@@ -270,6 +271,22 @@ class TransactionsAdmin:
         return int(response.node_id)
 
     # ------------------------------------------------------------------ ListTransactions
+
+    async def list_half(self) -> dict[int, list[Any]]:
+        """MafkaListHalf at every broker: the half messages each is waiting to check back, by broker id."""
+        call = "listHalf(api=MAFKA_LIST_HALF)"
+
+        async def attempt() -> dict[int, list[Any]]:
+            md = await self._metadata([], call)
+            if not md.brokers:
+                raise _Retry(call, sent=True)
+            out: dict[int, list[Any]] = {}
+            for broker in sorted(md.brokers):
+                response = await self.kernel.send(broker, MAFKA_LIST_HALF, {}, version=0)
+                out[broker] = list(response.halves)
+            return out
+
+        return await self._retrying(attempt)
 
     async def list_transactions(self, state_filters: Iterable[str] = (),
                                 producer_id_filters: Iterable[int] = ()) -> dict[int, list[TransactionListing]]:

@@ -27,6 +27,8 @@ from typing import Any
 
 _EXPORTS = {
     "Producer": "mafka.client.producer",
+    "TransactionalMessageProducer": "mafka.client.local_transactions",
+    "HalfMessage": "mafka.client.local_transactions",
     "Consumer": "mafka.client.consumer",
     "AdminClient": "mafka.client.admin",
     "NewTopic": "mafka.client.admin",

@@ -53,7 +53,14 @@ from mafka.client.message import (
     Message,
     TopicPartition,
 )
-from mafka.client.producer import normalize_headers, offsets_of, remaining, to_bytes, transactional
+from mafka.client.producer import (
+    normalize_headers,
+    offsets_of,
+    remaining,
+    to_bytes,
+    transactional,
+    with_delay,
+)
 from mafka.client.producer_batch import ProducerBatch, encoded_record_size
 from mafka.client.sender import ProducerEngine
 
@@ -108,10 +115,14 @@ class AIOProducer:
         self._space.set()
 
     async def send(self, topic: str, value: Any = None, key: Any = None, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers: Any = None) -> asyncio.Future[RecordMetadata]:
+                   timestamp_ms: int | None = None, headers: Any = None, *, delay_ms: int | None = None,
+                   deliver_at: int | None = None) -> asyncio.Future[RecordMetadata]:
         """Queues a record; returns a future of its :class:`RecordMetadata` (waits while the buffer is full).
 
+        ``delay_ms`` / ``deliver_at``: Mafka's delayed messages, as :meth:`Producer.produce`.
+
         Raises:
+            ValueError: both ``delay_ms`` and ``deliver_at``, or a negative one.
             KafkaException: MSG_SIZE_TOO_LARGE, unknown topic or partition.
         """
         if not self._started:
@@ -123,6 +134,8 @@ class AIOProducer:
         if key is not None and type(key) is not bytes:
             key = to_bytes(key, "key")
         hdrs = normalize_headers(headers) if headers else None
+        if delay_ms is not None or deliver_at is not None:
+            hdrs = with_delay(hdrs, delay_ms, deliver_at)
         engine = self._engine
         if (len(value) if value else 0) + (len(key) if key else 0) > engine.message_max - 200 and \
                 encoded_record_size(key, value, hdrs) - 30 + 61 > engine.message_max:
@@ -145,8 +158,10 @@ class AIOProducer:
 
     async def send_and_wait(self, topic: str, value: Any = None, key: Any = None,
                             partition: int | None = None, timestamp_ms: int | None = None,
-                            headers: Any = None) -> RecordMetadata:
-        fut = await self.send(topic, value, key, partition, timestamp_ms, headers)
+                            headers: Any = None, *, delay_ms: int | None = None,
+                            deliver_at: int | None = None) -> RecordMetadata:
+        fut = await self.send(topic, value, key, partition, timestamp_ms, headers, delay_ms=delay_ms,
+                              deliver_at=deliver_at)
         return await fut
 
     async def flush(self, timeout: float | None = None) -> None:

@@ -109,6 +109,23 @@ def normalize_headers(headers: Any) -> list[tuple[str, bytes | None]] | None:
     return out
 
 
+def with_delay(headers: list[tuple[str, bytes | None]] | None, delay_ms: int | None,
+               deliver_at: int | None) -> list[tuple[str, bytes | None]] | None:
+    """``headers`` plus Mafka's delay header for ``delay_ms`` (relative) or ``deliver_at`` (epoch ms).
+
+    Raises:
+        ValueError: both given, or a negative value.
+    """
+    if delay_ms is None and deliver_at is None:
+        return headers
+    if delay_ms is not None and deliver_at is not None:
+        raise ValueError("give delay_ms or deliver_at, not both")
+    name, value = ("mafka.delay.ms", delay_ms) if delay_ms is not None else ("mafka.deliver.at", deliver_at)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, not {value!r}")
+    return [*(headers or ()), (name, str(value).encode())]
+
+
 class Producer:
     """``Producer(conf)``: confluent-kafka's producer API over Mafka's pure-Python core.
 
@@ -153,10 +170,16 @@ class Producer:
 
     def produce(self, topic: str, value: Any = None, key: Any = None, partition: int = -1,
                 on_delivery: Any = None, timestamp: int = 0, headers: Any = None,
-                callback: Any = None) -> None:
+                callback: Any = None, *, delay_ms: int | None = None, deliver_at: int | None = None) -> None:
         """Queues one record for ``topic``.
 
+        Mafka's delayed messages: ``delay_ms`` (after the broker accepts it) or
+        ``deliver_at`` (epoch ms) keeps the record invisible to consumers until
+        then; it is acknowledged at once (the ``mafka.delay.ms`` /
+        ``mafka.deliver.at`` header any Kafka client can set).
+
         Raises:
+            ValueError: both ``delay_ms`` and ``deliver_at``, or a negative one.
             BufferError: the local queue is full (``queue.buffering.max.messages`` /
                 ``queue.buffering.max.kbytes``); call :meth:`poll` and try again.
             KafkaException: MSG_SIZE_TOO_LARGE for a record over ``message.max.bytes``;
@@ -172,6 +195,8 @@ class Producer:
         if key is not None and type(key) is not bytes:
             key = to_bytes(key, "key")
         hdrs = normalize_headers(headers) if headers else None
+        if delay_ms is not None or deliver_at is not None:
+            hdrs = with_delay(hdrs, delay_ms, deliver_at)
         cb = on_delivery or callback or self._default_cb
         engine = self._engine
         if engine.buffer_full():

@@ -158,8 +158,24 @@ def update_metadata_partition_state(
         "isr": list(state.isr),
         "zk_version": state.zk_version,
         "replicas": list(replicas),
-        "offline_replicas": [r for r in replicas if not context.is_replica_online(r)],
+        "offline_replicas": [r for r in replicas if not context.is_replica_online(r, tp)],
     }
+
+
+def leader_and_isr_partition_errors(response: Any, topic_ids: Mapping[str, str | None]) -> dict[TopicPartition, int]:
+    """(topic, partition) → error code of a LeaderAndIsr response (v0-v4 by name, v5 by topic id);
+    empty when the whole request failed (Kafka then ignores the partitions)."""
+    if _error_code(response) != ErrorCode.NONE:
+        return {}
+    out: dict[TopicPartition, int] = {}
+    for e in _get(response, "partition_errors", []) or []:
+        out[(_get(e, "topic_name", "?"), _get(e, "partition_index", -1))] = _get(e, "error_code", 0)
+    names = {uuid_bytes(i): t for t, i in topic_ids.items() if i}
+    for topic in _get(response, "topics", []) or []:  # v5: by topic id
+        name = names.get(_get(topic, "topic_id", b""), "?")
+        for e in _get(topic, "partition_errors", []) or []:
+            out[(name, _get(e, "partition_index", -1))] = _get(e, "error_code", 0)
+    return out
 
 
 def _by_topic(partitions: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[tuple[int, Any]]]:
@@ -643,10 +659,13 @@ class ControllerBrokerRequestBatch:
                 live_leaders,
                 ctx.topic_ids,
             )
+            # v5 answers by topic id: a topic without one (created by a pre-2.8 tool) needs v4's names,
+            # or the answer's per-partition errors (KAFKA_STORAGE_ERROR) could not be told apart.
+            by_id = all(ctx.topic_ids.get(tp[0]) for tp in partitions)
             self.channel.send(
                 broker_id,
                 LEADER_AND_ISR,
-                LEADER_AND_ISR_VERSION,
+                LEADER_AND_ISR_VERSION if by_id else LEADER_AND_ISR_VERSION - 1,
                 body,
                 self._leader_and_isr_response,
             )
@@ -695,25 +714,12 @@ class ControllerBrokerRequestBatch:
         error = _error_code(response)
         if error != ErrorCode.NONE:
             log.warning("LeaderAndIsr to broker %d failed: %s", broker_id, _error_name(error))
-        names = {uuid_bytes(i): t for t, i in self.context.topic_ids.items() if i}
-        items = list(_get(response, "partition_errors", []) or [])
-        for topic in _get(response, "topics", []) or []:  # v5: by topic id
-            name = names.get(_get(topic, "topic_id", b""), "?")
-            items += [
-                {"topic_name": name, "partition_index": _get(e, "partition_index", -1), "error_code": _get(e, "error_code", 0)}
-                for e in _get(topic, "partition_errors", []) or []
-            ]
-        for item in items:
-            code = _get(item, "error_code", 0)
+        for (topic, index), code in leader_and_isr_partition_errors(response, self.context.topic_ids).items():
             if code != ErrorCode.NONE:
                 # A resent state the broker already holds (same leader epoch) is refused with
                 # STALE_CONTROLLER_EPOCH; that is routine (Kafka logs it in its state-change log).
                 (log.info if code == ErrorCode.STALE_CONTROLLER_EPOCH else log.warning)(
-                    "LeaderAndIsr to broker %d: %s-%d: %s",
-                    broker_id,
-                    _get(item, "topic_name", "?"),
-                    _get(item, "partition_index", -1),
-                    _error_name(code),
+                    "LeaderAndIsr to broker %d: %s-%d: %s", broker_id, topic, index, _error_name(code)
                 )
         if self.on_leader_and_isr_response is not None:
             self.on_leader_and_isr_response(broker_id, response)

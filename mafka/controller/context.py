@@ -210,6 +210,8 @@ class ControllerContext:
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
+        #: broker id → its replicas in failed log dirs (KAFKA_STORAGE_ERROR in a LeaderAndIsr answer)
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
 
     # ------------------------------------------------------------------ brokers
 
@@ -247,8 +249,12 @@ class ControllerContext:
         """Broker id → rack of every registered broker (for replica assignment)."""
         return {b: reg.rack for b, reg in sorted(self.live_brokers.items())}
 
-    def is_replica_online(self, broker_id: int, include_shutting_down: bool = False) -> bool:
-        """Kafka's ``isReplicaOnline`` (no offline log dirs in Mafka's context)."""
+    def is_replica_online(self, broker_id: int, tp: TopicPartition | None = None,
+                          include_shutting_down: bool = False) -> bool:
+        """Kafka's ``isReplicaOnline``: the broker is live (and not shutting down, unless
+        ``include_shutting_down``) and, for a partition ``tp``, its replica is not in a failed log dir."""
+        if tp is not None and tp in self.replicas_on_offline_dirs.get(broker_id, ()):
+            return False
         if include_shutting_down:
             return broker_id in self.live_brokers
         return broker_id in self.live_brokers and broker_id not in self.shutting_down
@@ -372,7 +378,7 @@ class ControllerContext:
         return [
             tp
             for tp, state in sorted(self.leadership.items())
-            if not self.is_replica_online(state.leader)
+            if not self.is_replica_online(state.leader, tp)
             and not self.is_topic_queued_for_deletion(tp[0])
         ]
 

@@ -74,7 +74,11 @@ from mafka.controller.admin import (
     create_topic_in_zookeeper,
     validate_topic_configs,
 )
-from mafka.controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager
+from mafka.controller.channel import (
+    ControllerBrokerRequestBatch,
+    ControllerChannelManager,
+    leader_and_isr_partition_errors,
+)
 from mafka.controller.context import (
     ControllerContext,
     PartitionReplica,
@@ -106,7 +110,7 @@ from mafka.coordination.znodes import (
     TopicAssignment,
     TopicPartition,
 )
-from mafka.errors import NotControllerError
+from mafka.errors import ErrorCode, NotControllerError
 
 __all__ = [
     "AdminResult",
@@ -289,6 +293,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
             self.context,
             self.channel,
             on_stop_replica_response=self._on_stop_replica_response,
+            on_leader_and_isr_response=self._on_leader_and_isr_response,
         )
         self._events = ControllerEventQueue(reactor, after_event=self._after_event)
         self._reregister = reregister
@@ -621,6 +626,9 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
             self.zk.watch_isr_change_notifications(
                 lambda: self._fire("IsrChangeNotification", self._process_isr_change_notification)
             ),
+            self.zk.watch_log_dir_event_notifications(
+                lambda: self._fire("LogDirEventNotification", self._process_log_dir_event_notification)
+            ),
             self.zk.watch_preferred_replica_election(
                 lambda: self._fire(
                     "ReplicaLeaderElection(zk)", self._process_zk_preferred_replica_election
@@ -639,7 +647,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
         offline_topics = {
             topic
             for topic in ctx.all_topics
-            if any(not ctx.is_replica_online(r) for _, r in ctx.replicas_for_topic(topic))
+            if any(not ctx.is_replica_online(r, tp) for tp, r in ctx.replicas_for_topic(topic))
         }
         offline_topics |= {tp[0] for tp in ctx.partitions_being_reassigned}
         if self.config.delete_topic_enable:
@@ -705,7 +713,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
             for replica in ctx.partition_replicas(tp):
                 state = (
                     _R.OnlineReplica
-                    if ctx.is_replica_online(replica)
+                    if ctx.is_replica_online(replica, tp)
                     else _R.ReplicaDeletionIneligible
                 )
                 ctx.replica_states.put((tp, replica), state)
@@ -719,7 +727,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
             state = ctx.leadership.get(tp)
             if state is None:
                 ctx.partition_states.put(tp, _P.NewPartition)
-            elif ctx.is_replica_online(state.leader):
+            elif ctx.is_replica_online(state.leader, tp):
                 ctx.partition_states.put(tp, _P.OnlinePartition)
             else:
                 ctx.partition_states.put(tp, _P.OfflinePartition)
@@ -1044,7 +1052,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
                 no_live_isr = {
                     tp[0]
                     for tp, state in valid.items()
-                    if not any(ctx.is_replica_online(r) for r in state.isr)
+                    if not any(ctx.is_replica_online(r, tp) for r in state.isr)
                 }
                 unclean = await self._unclean_allowed(no_live_isr)
             to_write: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
@@ -1054,22 +1062,22 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
                 replicas = ctx.partition_replicas(tp)
                 if strategy is _Strategy.CONTROLLED_SHUTDOWN:
                     live = [
-                        r for r in replicas if ctx.is_replica_online(r, include_shutting_down=True)
+                        r for r in replicas if ctx.is_replica_online(r, tp, include_shutting_down=True)
                     ]
                     election = leader_for_controlled_shutdown(
                         to_election_state(state), replicas, live, ctx.shutting_down
                     )
                 elif strategy is _Strategy.PREFERRED:
-                    live = [r for r in replicas if ctx.is_replica_online(r)]
+                    live = [r for r in replicas if ctx.is_replica_online(r, tp)]
                     election = leader_for_preferred_replica(
                         to_election_state(state), replicas, live
                     )
                 elif strategy is _Strategy.REASSIGN:
                     target = ctx.full_assignment(tp).target_replicas
-                    live = [r for r in target if ctx.is_replica_online(r)]
+                    live = [r for r in target if ctx.is_replica_online(r, tp)]
                     election = leader_for_reassign(to_election_state(state), target, live)
                 else:
-                    live = [r for r in replicas if ctx.is_replica_online(r)]
+                    live = [r for r in replicas if ctx.is_replica_online(r, tp)]
                     election = leader_for_offline(
                         to_election_state(state), replicas, live, unclean.get(tp[0], False)
                     )
@@ -1169,6 +1177,8 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
         """KC ``onBrokerStartup``."""
         ctx = self.context
         new_set = set(new_brokers)
+        for b in new_set:
+            ctx.replicas_on_offline_dirs.pop(b, None)  # a restarted broker tries its log dirs again
         existing = ctx.live_or_shutting_down_broker_ids - new_set
         self._send_update_metadata(existing, ())
         self._send_update_metadata(new_set, ctx.partitions_with_leaders())
@@ -1193,6 +1203,7 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
         ctx = self.context
         for b in dead_brokers:
             ctx.shutting_down.discard(b)
+            ctx.replicas_on_offline_dirs.pop(b, None)
         await self._on_replicas_become_offline(ctx.replicas_on_brokers(dead_brokers))
         for b in dead_brokers:
             self._unwatch_broker(b)
@@ -1322,6 +1333,53 @@ class Controller(AdminMixin, TopicDeletionMixin, LeaderElectionMixin, Reassignme
                         await self._maybe_complete_reassignment(tp)
         finally:
             await self.zk.delete_isr_change_notifications(sequence_numbers, ctx.epoch_zk_version)
+
+
+    async def _process_log_dir_event_notification(self) -> None:
+        """KC ``processLogDirEventNotification``: a broker's log dir failed; LeaderAndIsr for all its
+        replicas, whose answers (KAFKA_STORAGE_ERROR) tell which replicas are offline."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        sequence_numbers = await self.zk.get_log_dir_event_notifications()
+        if not sequence_numbers:
+            return
+        try:
+            broker_ids = sorted(set(await self.zk.get_broker_ids_from_log_dir_events(sequence_numbers)))
+            log.info("controller %d: handling log directory failure for brokers %s", self.broker_id, broker_ids)
+            await self._replica_state_changes(ctx.replicas_on_brokers(broker_ids), _R.OnlineReplica)
+        finally:
+            await self.zk.delete_log_dir_event_notifications(sequence_numbers, ctx.epoch_zk_version)
+
+    def _on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
+        """A LeaderAndIsr answer: its KAFKA_STORAGE_ERROR partitions are processed as an event."""
+        errors = leader_and_isr_partition_errors(response, self.context.topic_ids)
+        if not errors and not self.context.replicas_on_offline_dirs.get(broker_id):
+            return  # nothing offline, before or now: the usual case
+        self._fire("LeaderAndIsrResponseReceived", self._process_leader_and_isr_response, broker_id, errors)
+
+    async def _process_leader_and_isr_response(
+        self, broker_id: int, errors: dict[TopicPartition, int]
+    ) -> None:
+        """KC ``processLeaderAndIsrResponseReceived``: replicas answered KAFKA_STORAGE_ERROR are
+        offline (on a failed log dir), those answered NONE online again; newly offline ones go
+        through ``onReplicasBecomeOffline``."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        offline = {tp for tp, code in errors.items() if code == ErrorCode.KAFKA_STORAGE_ERROR}
+        online = {tp for tp, code in errors.items() if code == ErrorCode.NONE}
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        current = (previous - online) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[broker_id] = current
+        else:
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
+        new = sorted(current - previous)
+        if new:
+            log.info("controller %d: marking replicas %s on broker %d offline (log dir failure)",
+                     self.broker_id, ", ".join(f"{t}-{p}" for t, p in new), broker_id)
+            await self._on_replicas_become_offline([(tp, broker_id) for tp in new])
 
 
 def controller_for_server(server: Any) -> Controller:

@@ -344,7 +344,7 @@ class LeaderElectionMixin:
             candidates = [
                 tp
                 for tp in not_led
-                if ctx.is_replica_online(broker)
+                if ctx.is_replica_online(broker, tp)
                 and not ctx.partitions_being_reassigned
                 and not ctx.is_topic_queued_for_deletion(tp[0])
                 and tp[0] in ctx.all_topics
@@ -362,6 +362,6 @@ class LeaderElectionMixin:
         return (
             bool(replicas)
             and state is not None
-            and ctx.is_replica_online(replicas[0])
+            and ctx.is_replica_online(replicas[0], tp)
             and replicas[0] in state.isr
         )

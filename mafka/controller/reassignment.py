@@ -357,7 +357,7 @@ class ReassignmentMixin:
         ctx = self.context
         state = ctx.leadership.get(tp)
         leader = -1 if state is None else state.leader
-        if leader not in assignment.replicas or not ctx.is_replica_online(leader):
+        if leader not in assignment.replicas or not ctx.is_replica_online(leader, tp):
             log.info(
                 "controller %d: leader %d of %s-%d is not a live target replica %s; re-electing",
                 self.broker_id,

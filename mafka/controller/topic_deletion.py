@@ -122,8 +122,8 @@ class TopicDeletionMixin:
         ineligible: set[str] = set()
         for topic in sorted(topics):
             replicas = ctx.replicas_for_topic(topic)
-            alive = [key for key in replicas if ctx.is_replica_online(key[1])]
-            dead = [key for key in replicas if not ctx.is_replica_online(key[1])]
+            alive = [key for key in replicas if ctx.is_replica_online(key[1], key[0])]
+            dead = [key for key in replicas if not ctx.is_replica_online(key[1], key[0])]
             succeeded = set(ctx.replicas_in_state(topic, _R.ReplicaDeletionSuccessful))
             retry_replicas.extend(key for key in alive if key not in succeeded)
             dead_replicas.extend(dead)

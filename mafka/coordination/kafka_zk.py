@@ -173,6 +173,10 @@ def _check_epoch_zk_version(epoch_zk_version: int) -> None:
         )
 
 
+#: Mafka's rebalancer: the plan being carried out, or the last one (``mafka.rebalancer.execution``)
+REBALANCER_STATE_PATH = "/mafka/rebalancer/state"
+
+
 class KafkaZkClient:
     """Kafka's ZooKeeper operations over one :class:`ClusterStore` session.
 
@@ -310,6 +314,56 @@ class KafkaZkClient:
                 await self._store.ensure_path(BROKER_SEQUENCE_ID_PATH)
 
     # ------------------------------------------------------------------ brokers
+
+    @_deferred
+    async def write_monitor_report(self, broker_id: int, data: bytes) -> None:
+        """Writes this broker's slow-node report to the ephemeral ``/mafka/monitor/<broker_id>`` (Mafka's own
+        znode): created by this session the first time, overwritten after."""
+        path = f"/mafka/monitor/{broker_id}"
+        try:
+            await self._store.set(path, data)
+            return
+        except NoNodeError:
+            pass
+        await self._store.ensure_path("/mafka/monitor")
+        try:
+            await self._store.create(path, data, ephemeral=True)
+        except NodeExistsError:  # a previous session's node, not yet expired
+            await self._store.set(path, data)
+
+    @_deferred
+    async def rebalancer_state(self) -> tuple[bytes, int] | None:
+        """``/mafka/rebalancer/state`` (Mafka's own znode) and its version, or None."""
+        got = await self._get_or_none(REBALANCER_STATE_PATH)
+        return None if got is None else (got[0], got[1].version)
+
+    @_deferred
+    async def write_rebalancer_state(self, data: bytes, version: int | None) -> int:
+        """Writes the rebalancer state if it is still at *version* (None: it must not exist yet); the new version.
+
+        Raises:
+            BadVersionError / NodeExistsError: someone else wrote it meanwhile.
+        """
+        if version is None:
+            await self._store.ensure_path("/mafka/rebalancer")
+            await self._store.create(REBALANCER_STATE_PATH, data)
+            return 0
+        stat = await self._store.set(REBALANCER_STATE_PATH, data, version)
+        return stat.version
+
+    @_deferred
+    async def monitor_reports(self) -> dict[int, bytes]:
+        """Every ``/mafka/monitor/<id>`` report, raw (broker id → JSON bytes)."""
+        try:
+            children = await self._store.get_children("/mafka/monitor")
+        except NoNodeError:
+            return {}
+        out: dict[int, bytes] = {}
+        for child in children:
+            got = await self._get_or_none(f"/mafka/monitor/{child}")
+            if got is not None and child.isdigit():
+                out[int(child)] = got[0]
+        return out
 
     @_deferred
     async def register_broker(self, registration: BrokerRegistration) -> int:

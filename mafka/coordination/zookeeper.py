@@ -145,6 +145,21 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+def _port_range() -> tuple[int, int]:
+    """[low, high) to pick from: ``MAFKA_PORT_RANGE`` if set, else 10000 up to the ephemeral range."""
+    configured = os.environ.get("MAFKA_PORT_RANGE", "")
+    if configured:
+        try:
+            low, high = (int(part) for part in configured.split("-"))
+        except ValueError:
+            raise ValueError(f"MAFKA_PORT_RANGE must be LOW-HIGH, not {configured!r}") from None
+        return low, high
+    high = _ephemeral_low()
+    if high - 10000 < 1000:  # an unusual range: fall back to the kernel's choice
+        return 0, 0
+    return 10000, high
+
+
 def free_loopback_ports(count: int = 1, *, consecutive: bool = False) -> list[int]:
     """*count* distinct free ports on 127.0.0.1 for a server to listen on later.
 
@@ -153,10 +168,10 @@ def free_loopback_ports(count: int = 1, *, consecutive: bool = False) -> list[in
     connection before the server binds it (seen as "Address already in use"
     under load), while ports below the range are only ever taken by
     explicit listeners.  With *consecutive*, the ports follow each other.
+    ``MAFKA_PORT_RANGE=LOW-HIGH`` narrows the choice, so that processes
+    picking ports at once (``make test``'s two lanes) cannot pick the same.
     """
-    low, high = 10000, _ephemeral_low()
-    if high - low < 1000:  # an unusual range: fall back to the kernel's choice
-        low = high = 0
+    low, high = _port_range()
     rng = random.SystemRandom()
     for _ in range(200):
         if high:

@@ -46,6 +46,16 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     message_timestamp_difference_max_ms: int = LONG_MAX
     preallocate: bool = False
+    #: Mafka: the delay of a record that asks for none (``mafka.delayed``); 0 = none
+    mafka_delay_ms: int = 0
+    #: Mafka: the longest delay a record may ask for (7 days)
+    mafka_delay_max_ms: int = 604800000
+    #: Mafka: how long an unresolved half message waits before its producer group is asked (and between asks)
+    mafka_txn_check_interval_ms: int = 60000
+    #: Mafka: how many check-backs a half message gets before the default action
+    mafka_txn_check_max_times: int = 15
+    #: Mafka: what happens to a half message after the last check-back: rollback or commit
+    mafka_txn_check_default_action: str = "rollback"
 
     @property
     def compact(self) -> bool:
@@ -114,6 +124,13 @@ class LogConfig:
             raise InvalidConfig("retention.ms and retention.bytes must be -1 or more")
         if self.flush_messages < 1 or self.flush_ms < 0 or self.max_message_bytes < 0:
             raise InvalidConfig("flush.messages, flush.ms or max.message.bytes out of range")
+        if self.mafka_txn_check_interval_ms < 1 or self.mafka_txn_check_max_times < 0:
+            raise InvalidConfig("mafka.txn.check.interval.ms must be positive, mafka.txn.check.max.times 0 or more")
+        if self.mafka_txn_check_default_action not in ("rollback", "commit"):
+            raise InvalidConfig("mafka.txn.check.default.action must be rollback or commit")
+        if self.mafka_delay_ms < 0 or self.mafka_delay_max_ms < 0 or self.mafka_delay_ms > self.mafka_delay_max_ms:
+            raise InvalidConfig("mafka.delay.ms and mafka.delay.max.ms must be 0 or more, "
+                                "mafka.delay.ms at most mafka.delay.max.ms")
 
 
 #: Kafka topic config name → LogConfig attribute.

@@ -37,16 +37,16 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import re
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from mafka.errors import InvalidRecordError, MessageTooLargeError, OffsetOutOfRangeError
 from mafka.wire.batch import (
+    BatchHeader,
     assign_offsets,
     iter_batches,
     set_log_append_time,
@@ -58,13 +58,13 @@ from .checkpoint import fsync_dir
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .segment import BatchPosition, FileRegion, LogSegment
+from .tiering import resolve_tiers
 from .txn_index import AbortedTxn
 
 __all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "UnexpectedAppendOffsetError", "TimestampAndOffset"]
 
 log = logging.getLogger("mafka.log")
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 _PATCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 _new_tuple = tuple.__new__
 
@@ -97,7 +97,7 @@ class FetchDataInfo:
     """
 
     fetch_offset: int
-    region: FileRegion | None
+    region: FileRegion | ColdRead | None
     aborted_transactions: list[AbortedTxn] | None = None
 
     @property
@@ -106,6 +106,46 @@ class FetchDataInfo:
 
     def read(self) -> bytes:
         return self.region.read() if self.region else b""
+
+
+@dataclass(frozen=True, slots=True)
+class ColdRead:
+    """A read that starts in a cold segment, to be done off the reactor (``Log.read(defer_cold=True)``).
+
+    Finding the batch that holds an offset reads batch headers from the
+    segment file; on a slow device that is a disk wait, which must not happen
+    on the thread serving tailing reads.  The fetch path carries this instead
+    of a :class:`FileRegion` and :meth:`resolve` s it in a worker
+    (``mafka.broker.cold_reads``).  ``length`` is an upper bound of the bytes
+    it will give (for fetch-size accounting), ``cold`` is always true.
+    """
+
+    log: Log
+    offset: int
+    max_bytes: int
+    max_offset: int | None
+    min_one_batch: bool
+    include_aborted_txns: bool
+    length: int
+    cold: bool = True
+
+    def __len__(self) -> int:
+        return self.length
+
+    def resolve(self) -> FetchDataInfo:
+        """The read itself (blocking: call it in a worker thread).
+
+        Nothing (not an error) if the offset left the log meanwhile (retention,
+        truncation): the consumer's next fetch gets OFFSET_OUT_OF_RANGE then.
+        """
+        try:
+            return self.log.read(self.offset, self.max_bytes, self.max_offset, min_one_batch=self.min_one_batch,
+                                 include_aborted_txns=self.include_aborted_txns)
+        except OffsetOutOfRangeError:
+            return FetchDataInfo(self.offset, None, [] if self.include_aborted_txns else None)
+
+    def read(self) -> bytes:
+        return self.resolve().read()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +184,8 @@ class Log:
         self._max_batch = config.max_message_bytes
         #: The log that replaced this one (a replica moved to another log dir), or None.
         self._successor: Log | None = None
+        #: Where this log's cold segments live (``mafka.cold.log.dirs``), or None; see ``tiering``.
+        self.cold_directory: Path | None = None
 
     # ================================================================== opening
 
@@ -158,6 +200,7 @@ class Log:
         recovery_point: int = 0,
         had_clean_shutdown: bool = True,
         epoch_cache: LeaderEpochCache | None = None,
+        cold_directory: Path | None = None,
     ) -> Log:
         """Opens (or creates) the log in *directory*, recovering it if needed.
 
@@ -167,14 +210,25 @@ class Log:
                 segment from the one holding it onwards is re-read and its
                 batches' CRCs checked unless the shutdown was clean.
             had_clean_shutdown: whether the log dir held ``.kafka_cleanshutdown``.
+            cold_directory: this partition's dir in a cold log dir (it may not
+                exist); segments found there are part of the log, and a move
+                interrupted by a crash is completed or undone (``tiering``).
         """
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config, clock, epoch_cache)
+        self.cold_directory = cold_directory
         now = clock()
         swapped = self._clean_leftovers()
-        bases = sorted(int(m.group(1)) for p in directory.iterdir() if (m := _SEGMENT_FILE.match(p.name)))
-        for base in bases:
-            self.segments.append(LogSegment.open(directory, base, config, now))
+        hot, cold_list = resolve_tiers(directory, cold_directory)
+        cold = set(cold_list)
+        for base in sorted([*hot, *cold]):
+            if base in cold:
+                assert cold_directory is not None
+                seg = LogSegment.open(cold_directory, base, config, now)
+                seg.cold = True
+            else:
+                seg = LogSegment.open(directory, base, config, now)
+            self.segments.append(seg)
         self._drop_segments_replaced_by_swaps(swapped)
         self._bases = [s.base_offset for s in self.segments]
         if not had_clean_shutdown:
@@ -383,7 +437,7 @@ class Log:
         if not batches:
             raise InvalidRecordError("no record batch in the append")
         for _, h in batches:
-            if h.size > self.config.max_message_bytes:
+            if h.size > size_limit(h, self.config.max_message_bytes):
                 raise MessageTooLargeError(f"batch of {h.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}")
             if h.last_offset_delta < 0:
                 raise InvalidRecordError(f"negative lastOffsetDelta {h.last_offset_delta}")
@@ -437,6 +491,7 @@ class Log:
         *,
         min_one_batch: bool = True,
         include_aborted_txns: bool = False,
+        defer_cold: bool = False,
     ) -> FetchDataInfo:
         """The bytes from the batch holding *offset*, up to *max_bytes* and below *max_offset*.
 
@@ -452,6 +507,9 @@ class Log:
                 the offset of the first ``.index`` entry at or past the end of
                 the returned bytes, else the next segment's base, else the log
                 end offset (Kafka's ``addAbortedTransactions``).
+            defer_cold: a read starting in a cold segment answers a
+                :class:`ColdRead` to resolve in a worker (aborted transactions
+                then come with its resolution: here an empty list or None).
 
         Raises:
             OffsetOutOfRangeError: *offset* is below the log start or above the log end.
@@ -459,7 +517,8 @@ class Log:
         with self._lock:
             if self._successor is not None:
                 return self._successor.read(
-                    offset, max_bytes, max_offset, min_one_batch=min_one_batch, include_aborted_txns=include_aborted_txns
+                    offset, max_bytes, max_offset, min_one_batch=min_one_batch, include_aborted_txns=include_aborted_txns,
+                    defer_cold=defer_cold,
                 )
             start, end = self.log_start_offset, self.next_offset
             if offset < start or offset > end:
@@ -470,6 +529,10 @@ class Log:
                 return nothing
             i = max(0, bisect.bisect_right(self._bases, offset) - 1)
             segments = self.segments[i:]
+            if defer_cold and segments[0].cold:
+                estimate = max(1, min(max_bytes, segments[0].size))
+                lazy = ColdRead(self, offset, max_bytes, max_offset, min_one_batch, include_aborted_txns, estimate)
+                return FetchDataInfo(offset, lazy, [] if include_aborted_txns else None)
         for k, seg in enumerate(segments):
             max_position = None
             if upper < seg.next_offset:
@@ -486,6 +549,22 @@ class Log:
             if upper <= seg.next_offset:
                 break
         return nothing
+
+    def headers_from(self, start: int) -> Iterator[tuple[LogSegment, BatchPosition, BatchHeader]]:
+        """Every batch ending at or past *start*, with its segment, position and header (torn ones skipped).
+
+        For replays at load (producer state, the delayed-message index); the
+        segments are those of the moment of the call.
+        """
+        for seg in list(self.segments):
+            if seg.next_offset <= start:
+                continue
+            for bp in seg.batches():
+                if bp.last_offset < start:
+                    continue
+                h = seg.header_at(bp.position)
+                if h is not None:
+                    yield seg, bp, h
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [*start_offset*, *upper_bound_offset*).
@@ -740,7 +819,8 @@ class Log:
         for seg in segments:
             seg.change_suffix("", ".deleted")
             self._pending_deletes.append((due, seg))
-        fsync_dir(self.directory)
+        for d in {seg.directory for seg in segments}:
+            fsync_dir(d)
 
     def delete_pending(self, force: bool = False) -> int:
         """Closes and removes segments deleted ``file.delete.delay.ms`` ago (all if *force*)."""
@@ -750,8 +830,8 @@ class Log:
             self._pending_deletes = [(due, seg) for due, seg in self._pending_deletes if not (force or due <= now)]
         for seg in ready:
             seg.delete_files()
-        if ready:
-            fsync_dir(self.directory)
+        for d in {seg.directory for seg in ready}:
+            fsync_dir(d)
         return len(ready)
 
     def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
@@ -827,6 +907,12 @@ class Log:
                 path.unlink()
             self.directory.rmdir()
             fsync_dir(self.directory.parent)
+            cold = self.cold_directory
+            if cold is not None and cold.is_dir():
+                for path in cold.iterdir():
+                    path.unlink()
+                cold.rmdir()
+                fsync_dir(cold.parent)
 
     # ================================================================== moving between log dirs
 
@@ -881,12 +967,24 @@ class Log:
             old = self.directory
             os.rename(old, directory)
             self.directory = directory
+            moves = {old: directory}
+            cold = self.cold_directory
+            if cold is not None:
+                # The cold part follows under the same name (a "-delete" dir is
+                # then never mistaken for a live partition's cold part).
+                renamed = cold.parent / directory.name
+                if cold.is_dir():
+                    os.rename(cold, renamed)
+                    fsync_dir(cold.parent)
+                moves[cold] = renamed
+                self.cold_directory = renamed
             for seg in [*self.segments, *(s for _, s in self._pending_deletes)]:
-                seg.directory = directory
-                seg.log_path = directory / seg.log_path.name
-                seg.index.path = directory / seg.index.path.name
-                seg.time_index.path = directory / seg.time_index.path.name
-                seg.txn_index.path = directory / seg.txn_index.path.name
+                target = moves.get(seg.directory, directory)
+                seg.directory = target
+                seg.log_path = target / seg.log_path.name
+                seg.index.path = target / seg.index.path.name
+                seg.time_index.path = target / seg.time_index.path.name
+                seg.txn_index.path = target / seg.txn_index.path.name
             checkpoint = self.epoch_cache.checkpoint
             if checkpoint is not None and hasattr(checkpoint, "path"):
                 checkpoint.path = directory / Path(checkpoint.path).name
@@ -898,8 +996,30 @@ class Log:
     def size(self) -> int:
         return sum(s.size for s in self.segments)
 
+    @property
+    def hot_size(self) -> int:
+        """Bytes in the log's own (hot) dir: :attr:`size` less the cold segments'."""
+        return sum(s.size for s in self.segments if not s.cold)
+
     def __repr__(self) -> str:
         return f"Log({self.directory.name}, start={self.log_start_offset}, end={self.next_offset}, segments={len(self.segments)})"
+
+
+#: what a Mafka delayed-message envelope (a non-transactional control batch) may add to the batch it wraps:
+#: its own framing, and at most 12 bytes per record for the due times (``mafka.delayed.envelope``)
+ENVELOPE_FRAMING = 256
+ENVELOPE_PER_RECORD = 12
+
+
+def size_limit(h: BatchHeader, max_message_bytes: int) -> int:
+    """The largest size a batch may have: ``max.message.bytes``, plus an envelope's allowance.
+
+    The produce path checked the wrapped batch against ``max.message.bytes``
+    already; the envelope must not push a batch that fit over the limit.
+    """
+    if h.is_control and not h.is_transactional:
+        return max_message_bytes + ENVELOPE_FRAMING + ENVELOPE_PER_RECORD * (h.last_offset_delta + 1)
+    return max_message_bytes
 
 
 def _collect_aborted(segments: list[LogSegment], fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:

@@ -95,10 +95,8 @@ import contextlib
 import fcntl
 import logging
 import os
-import re
 import shutil
 import threading
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +125,19 @@ from .checkpoint import (
     fsync_dir,
     write_meta_properties,
 )
+from .cold_tier import ColdTierMixin
 from .config import LogConfig
+from .dir_names import (
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    MAX_DIR_NAME,
+    InvalidLogDirectoryError,
+    TopicPartition,
+    log_delete_dir_name,
+    log_dir_name,
+    log_future_dir_name,
+    parse_log_dir_name,
+)
 from .epoch_cache import LeaderEpochCache
 from .log import Log
 
@@ -149,96 +159,18 @@ __all__ = [
 
 logger = logging.getLogger("mafka.log.manager")
 
-TopicPartition = tuple[str, int]
-
-#: Kafka's ``Log.CleanShutdownFile``, ``LogManager.LockFile`` and directory suffixes.
+#: Kafka's ``Log.CleanShutdownFile`` and ``LogManager.LockFile``.
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 LOCK_FILE: Final = ".lock"
-DELETE_DIR_SUFFIX: Final = "-delete"
-FUTURE_DIR_SUFFIX: Final = "-future"
 #: Written into a future log's directory once it holds everything the current log had,
 #: just before the swap renames anything (Mafka's: it lets startup finish a torn swap).
 FUTURE_COMPLETE_MARKER: Final = ".mafka-future-complete"
 
-_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
-_MAX_DIR_NAME = 255
-# Log.DeleteDirPattern / FutureDirPattern (Java's \S is ASCII non-whitespace).
-_DELETE_DIR = re.compile(r"(\S+)-(\S+)\.(\S+)-delete\Z", re.ASCII)
-_FUTURE_DIR = re.compile(r"(\S+)-(\S+)\.(\S+)-future\Z", re.ASCII)
-_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
-
-
-class InvalidLogDirectoryError(RuntimeError):
-    """A log dir holds something Kafka refuses to start with.
-
-    A child directory that is not ``topic-partition`` (or its ``-delete`` /
-    ``-future`` form), or one partition in two directories.
-    """
+_INT32_MAX = 2**31 - 1
 
 
 class LogDirLockedError(RuntimeError):
     """Another broker (process, or manager in this process) holds the dir's ``.lock``."""
-
-
-# ====================================================================== names
-
-
-def log_dir_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>`` (Kafka's ``Log.logDirName``)."""
-    return f"{topic}-{partition}"
-
-
-def log_delete_dir_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>.<uuid hex>-delete``, the topic cut so the name fits 255 characters.
-
-    Kafka's ``Log.logDeleteDirName`` (``logDirNameWithSuffixCappedLength``).
-    """
-    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
-    return topic[: max(0, min(len(topic), _MAX_DIR_NAME - len(suffix)))] + suffix
-
-
-def log_future_dir_name(topic: str, partition: int) -> str:
-    """``<topic>-<partition>.<uuid hex>-future`` (Kafka's ``Log.logFutureDirName``).
-
-    Never shortened, since startup reads the partition from it: Kafka refuses
-    to move a replica whose name would exceed 255 characters.
-    """
-    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
-
-
-def parse_log_dir_name(name: str) -> TopicPartition:
-    """The (topic, partition) of a log directory name (Kafka's ``Log.parseTopicPartitionName``).
-
-    Accepts ``topic-partition`` and the ``topic-partition.<id>-delete`` /
-    ``topic-partition.<id>-future`` forms; the partition follows the *last*
-    ``-`` and must be a Java int.
-
-    Raises:
-        InvalidLogDirectoryError: the name is not in one of those forms.
-    """
-
-    def invalid() -> InvalidLogDirectoryError:
-        return InvalidLogDirectoryError(
-            f"found directory {name!r}, which is not in the form of topic-partition or "
-            "topic-partition.uniqueId-delete (if marked for deletion); Kafka's log directories "
-            "(and children) should only contain Kafka topic data"
-        )
-
-    if not name or "-" not in name:
-        raise invalid()
-    stem = name
-    if name.endswith(DELETE_DIR_SUFFIX) or name.endswith(FUTURE_DIR_SUFFIX):
-        pattern = _DELETE_DIR if name.endswith(DELETE_DIR_SUFFIX) else _FUTURE_DIR
-        if not pattern.match(name):
-            raise invalid()
-        stem = name[: name.rindex(".")]
-    topic, _, partition_text = stem.rpartition("-")
-    if not topic or not _JAVA_INT.match(partition_text):
-        raise invalid()
-    partition = int(partition_text)
-    if not _INT32_MIN <= partition <= _INT32_MAX:
-        raise invalid()
-    return topic, partition
 
 
 def _validate_partition_name(topic: str, partition: int) -> None:
@@ -294,7 +226,7 @@ def _file_exists(path: Path) -> bool:
     return True
 
 
-class LogManager:
+class LogManager(ColdTierMixin):
     """Every partition log of a broker, across its ``log.dirs``.  See the module docstring."""
 
     def __init__(
@@ -307,6 +239,7 @@ class LogManager:
         cluster_id: str | None = None,
         topic_config: Callable[[str], LogConfig] | None = None,
         on_dir_failure: Callable[[Path, BaseException], None] | None = None,
+        cold_dirs: Sequence[Path] = (),
     ) -> None:
         """Set up the manager; nothing touches the disk before :meth:`startup`.
 
@@ -321,6 +254,8 @@ class LogManager:
             topic_config: a topic's effective log config (default: ``default_config``).
             on_dir_failure: called with the dir and the error when a dir goes
                 offline (outside the manager's state lock; exceptions are logged).
+            cold_dirs: ``mafka.cold.log.dirs``: where old segments are moved
+                (:meth:`tier_pass`, ``mafka.log.tiering``); none disables it.
 
         Raises:
             ValueError: no dir, or one dir listed twice (Kafka: "Duplicate log directory").
@@ -362,6 +297,16 @@ class LogManager:
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         self._move_locks: dict[TopicPartition, threading.Lock] = {}
         self._found_futures: list[tuple[TopicPartition, Path, Path, bool]] = []
+        self.cold_dirs: tuple[Path, ...] = tuple(Path(os.path.abspath(d)) for d in cold_dirs)
+        if set(map(os.path.realpath, self.cold_dirs)) & set(real):
+            raise ValueError("a directory cannot be both a log dir and a cold log dir")
+        self._cold_found: dict[str, Path] = {}  # partition dir name -> the cold dir holding it
+        #: cold dirs the mover stopped using: "full" (it retries each pass) or the I/O error
+        self.cold_dir_problems: dict[Path, str] = {}
+        #: cold dirs that failed (I/O error): unused until restart, their partitions offline
+        self._failed_cold_dirs: set[Path] = set()
+        #: segments moved hot -> cold since startup
+        self.segments_moved_cold = 0
 
     def __repr__(self) -> str:
         return f"LogManager({len(self._logs)} logs, online={self.online_dirs}, offline={self.offline_dirs})"
@@ -467,10 +412,12 @@ class LogManager:
             self._state = "starting"
         try:
             self._prepare_dirs()
+            self._scan_cold_dirs()
             for d in self.log_dirs:
                 if d not in self._offline:
                     self._load_dir(d)
             self._load_futures()
+            self._remove_orphan_cold_parts()
             if not self.online_dirs:
                 raise KafkaStorageError(
                     f"none of the log dirs {', '.join(map(str, self.log_dirs))} can be used: "
@@ -606,6 +553,7 @@ class LogManager:
                     recovery_point=recovery_points.get(tp, 0),
                     had_clean_shutdown=clean,
                     epoch_cache=LeaderEpochCache.in_dir(child),
+                    cold_directory=self.cold_dir_for(tp),
                 )
                 with self._lock:
                     self._logs[tp] = log
@@ -646,12 +594,7 @@ class LogManager:
                 return False
             self._offline[d] = exc
             tps = sorted(tp for tp, dd in self._dir_of.items() if dd == d)
-            for tp in tps:
-                log = self._logs.pop(tp)
-                del self._dir_of[tp]
-                self._offline_partitions[tp] = d
-                self._uncleanable.discard(tp)
-                to_close.append((log, _close_quietly))
+            self._take_offline_locked(tps, d, to_close)
             for pending in [p for p in self._pending if p.log_dir == d]:
                 self._pending.remove(pending)
                 to_close.append((pending.log, _close_segments))
@@ -660,12 +603,7 @@ class LogManager:
             for tp in [tp for tp, fd in self._future_dir_of.items() if fd == d or tp in tps]:
                 to_close.append((self._futures.pop(tp), _close_quietly))
                 del self._future_dir_of[tp]
-            closing_now = []
-            for log, close in to_close:
-                if self._in_use.get(log):
-                    self._close_when_idle[log] = close
-                else:
-                    closing_now.append((log, close))
+            closing_now = self._close_now_or_when_idle_locked(to_close)
             lock_file = self._dir_locks.pop(d, None)
             left = [dd for dd in self.log_dirs if dd not in self._offline]
         logger.error(
@@ -681,12 +619,44 @@ class LogManager:
         if lock_file is not None:
             with contextlib.suppress(OSError):
                 lock_file.close()
+        self._notify_dir_failure(d, exc)
+        return True
+
+    def _notify_dir_failure(self, d: Path, exc: BaseException) -> None:
+        """Calls ``on_dir_failure`` (if any) for a dir just taken offline; its own errors are logged."""
         if self._on_dir_failure is not None:
             try:
                 self._on_dir_failure(d, exc)
             except Exception:
                 logger.exception("on_dir_failure callback failed for %s", d)
-        return True
+
+    def _take_offline_locked(self, tps: list[TopicPartition], d: Path,
+                             to_close: list[tuple[Log, Callable[[Log], None]]]) -> None:
+        """With the lock held: *tps*' logs are forgotten, marked offline because of *d*, and queued to close."""
+        for tp in tps:
+            log = self._logs.pop(tp)
+            del self._dir_of[tp]
+            self._offline_partitions[tp] = d
+            self._uncleanable.discard(tp)
+            to_close.append((log, _close_quietly))
+
+    def _close_now_or_when_idle_locked(
+        self, to_close: list[tuple[Log, Callable[[Log], None]]]
+    ) -> list[tuple[Log, Callable[[Log], None]]]:
+        """With the lock held: a log in use closes when given back; returns those to close now (unlocked)."""
+        closing_now = []
+        for log, close in to_close:
+            if self._in_use.get(log):
+                self._close_when_idle[log] = close
+            else:
+                closing_now.append((log, close))
+        return closing_now
+
+    def offline_partitions_in(self, log_dir: Path) -> list[TopicPartition]:
+        """The partitions taken offline with *log_dir* (a hot dir, or a cold dir holding their cold part)."""
+        d = Path(os.path.abspath(log_dir))
+        with self._lock:
+            return sorted(tp for tp, dd in self._offline_partitions.items() if dd == d)
 
     def _raise_if_offline(self, tp: TopicPartition) -> None:
         """Called with the lock held, for a partition without an online log."""
@@ -826,7 +796,8 @@ class LogManager:
                     continue
                 try:
                     log = Log.open(
-                        path, config, self.clock, epoch_cache=LeaderEpochCache.in_dir(path)
+                        path, config, self.clock, epoch_cache=LeaderEpochCache.in_dir(path),
+                        cold_directory=self.cold_dir_for(tp),
                     )
                 except (OSError, CorruptCheckpointError) as exc:
                     self.handle_dir_failure(d, exc)
@@ -886,6 +857,7 @@ class LogManager:
                 target = d / log_delete_dir_name(topic, partition)
                 os.rename(log.directory, target)
                 fsync_dir(d)
+                self._retire_cold_part(log, target.name)
             except OSError as exc:
                 self.handle_dir_failure(d, exc)
                 raise KafkaStorageError(
@@ -931,6 +903,9 @@ class LogManager:
             try:
                 shutil.rmtree(p.path)
                 fsync_dir(p.log_dir)
+                cold = p.log.cold_directory
+                if cold is not None and cold.name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(cold, ignore_errors=True)
             except OSError as exc:
                 logger.error("error while deleting %s: %s", p.path, exc)
                 self.handle_dir_failure(p.log_dir, exc)
@@ -1021,7 +996,7 @@ class LogManager:
         """
         d = self._known_dir(log_dir)
         topic, partition = tp
-        if len(log_future_dir_name(topic, partition)) > _MAX_DIR_NAME:
+        if len(log_future_dir_name(topic, partition)) > MAX_DIR_NAME:
             raise InvalidTopicError(f"the topic name {topic!r} is too long to move its replicas")
         with self._move_lock(tp), self._creation_lock:
             current = self.require_log(tp)
@@ -1254,12 +1229,18 @@ class LogManager:
                     for entry in current.epoch_cache.entries:
                         future.epoch_cache.assign(entry.epoch, entry.start_offset)
                     future.update_config(current.config)
+                    # Side directories travel with the log (Mafka's delayed-message index,
+                    # ``delayed/``): copied whole; their owner re-reads the log past their checkpoint.
+                    for child in current.directory.iterdir():
+                        if child.is_dir():
+                            shutil.copytree(child, future.directory / child.name, dirs_exist_ok=True)
                     future.flush()
                     atomic_write(future.directory / FUTURE_COMPLETE_MARKER, b"")
                     current.delete_pending(force=True)
                     retired = src / log_delete_dir_name(topic, partition)
                     os.rename(current.directory, retired)
                     fsync_dir(src)
+                    self._retire_cold_part(current, retired.name)
                     try:
                         future.rename_dir(dst / log_dir_name(topic, partition))
                     except OSError:

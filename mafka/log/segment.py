@@ -75,6 +75,8 @@ class FileRegion:
     fd: int
     position: int
     length: int
+    #: in a cold (slow-device) segment: read it off the reactor, see ``mafka.broker.cold_reads``
+    cold: bool = False
 
     def __len__(self) -> int:
         return self.length
@@ -116,6 +118,8 @@ class LogSegment:
         )
         self.txn_index = TransactionIndex(directory / (log_file_name(base_offset, ".txnindex") + suffix), base_offset)
         self.next_offset = base_offset  # one past the last offset held
+        #: whether the segment lives in a cold dir (``mafka.cold.log.dirs``; see ``tiering``)
+        self.cold = False
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self.rolling_based_timestamp: int | None = None  # first batch's max timestamp
@@ -372,7 +376,7 @@ class LogSegment:
             length = min(bp.size, limit - bp.position)
         if length <= 0:
             return None
-        return FileRegion(self._fd, bp.position, length)
+        return FileRegion(self._fd, bp.position, length, self.cold)
 
     def fetch_upper_bound_offset(self, end_position: int) -> int | None:
         """Kafka's ``fetchUpperBoundOffset``: the offset of the first ``.index`` entry at or after *end_position*.

@@ -44,6 +44,15 @@ class ApiSpec:
     def supports(self, version: int) -> bool:
         return self.decode[0] <= version <= self.decode[1]
 
+    def compile(self) -> None:
+        """Compiles the request and response structs of every decode version now.
+
+        Each struct is otherwise compiled on its first use; a broker compiles
+        all of them at start-up so that no request waits for it.
+        """
+        self.request.compile_all(*self.decode)
+        self.response.compile_all(*self.decode)
+
     def request_header_version(self, version: int) -> int:
         """Request header v2 for flexible versions, else v1 (v0 only for ControlledShutdown v0)."""
         if self.request.is_flexible(version):
@@ -69,7 +78,7 @@ def api(
     request: list[Field],
     response: list[Field],
 ) -> ApiSpec:
-    """Builds an :class:`ApiSpec` and compiles every decode version now.
+    """Builds an :class:`ApiSpec`; its structs are compiled on first use (or by :meth:`ApiSpec.compile`).
 
     Args:
         flexible: Kafka's flexible range, e.g. ``"9+"`` (``"none"`` if never).
@@ -80,6 +89,4 @@ def api(
     valid = f"{lo}-{hi}"
     req = Message(f"{name}Request", request, valid=valid, flexible=flexible)
     resp = Message(f"{name}Response", response, valid=valid, flexible=flexible)
-    req.compile_all(lo, hi)
-    resp.compile_all(lo, hi)
     return ApiSpec(key, name, advertised, decode, req, resp)

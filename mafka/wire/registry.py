@@ -1,7 +1,9 @@
 """The registry: api key → :class:`~mafka.wire.api.ApiSpec`, and ApiVersions derived from it.
 
-The modules of :mod:`mafka.wire.apis` are discovered and imported here, which
-compiles every (api, version) struct once, at import.  There is no second
+The modules of :mod:`mafka.wire.apis` are discovered and imported here.  Their
+(api, version) structs are compiled on first use, which keeps a command-line
+tool's start quick (compiling all of them takes a few hundred milliseconds);
+a broker calls :func:`compile_all` as it starts.  There is no second
 hand-kept table of versions: the ApiVersions response body is computed from
 the specs' ``advertised`` ranges.
 """
@@ -16,7 +18,15 @@ from . import apis
 from .api import ApiSpec
 from .errors import UnknownApi, UnsupportedVersion
 
-__all__ = ["API_SPECS", "spec_for", "api_versions_entries", "API_VERSIONS_KEY"]
+__all__ = [
+    "API_SPECS",
+    "MAFKA_API_KEYS_START",
+    "spec_for",
+    "api_versions_entries",
+    "API_VERSIONS_KEY",
+    "is_mafka_api",
+    "compile_all",
+]
 
 API_VERSIONS_KEY = 18
 
@@ -34,6 +44,12 @@ def _discover() -> dict[int, ApiSpec]:
 
 #: Every API Mafka speaks, by api key.
 API_SPECS: MappingProxyType[int, ApiSpec] = MappingProxyType(_discover())
+
+
+def compile_all() -> None:
+    """Compiles every struct of every API now (a broker's start-up; idempotent)."""
+    for spec in API_SPECS.values():
+        spec.compile()
 
 
 def spec_for(api_key: int, version: int | None = None) -> ApiSpec:
@@ -59,3 +75,13 @@ def api_versions_entries() -> list[dict[str, int]]:
         for spec in API_SPECS.values()
         if spec.advertised is not None
     ]
+
+
+#: Mafka's own APIs (MafkaDescribeDelayed, MafkaEndHalf, …) take keys from here up: far from Kafka's,
+#: never advertised, with no Kafka schema to conform to.
+MAFKA_API_KEYS_START = 10000
+
+
+def is_mafka_api(key: int) -> bool:
+    """True for an API key of Mafka's own (not Kafka's)."""
+    return key >= MAFKA_API_KEYS_START

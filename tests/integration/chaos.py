@@ -490,6 +490,8 @@ class ContinuousProducer:
     max_outstanding: int = 20000
     #: the producer class: confluent-kafka's, or one with its API (``mafka.client.Producer``)
     factory: Any = None
+    #: the headers of message ``n`` (None: no headers), e.g. a delayed-message header
+    headers_for: Callable[[int], list[tuple[str, bytes]] | None] | None = None
     attempts: list[Attempt] = field(default_factory=list)
     #: (monotonic time, partition, offset) of each acknowledgement, in arrival order
     acks: list[tuple[float, int, int]] = field(default_factory=list)
@@ -579,7 +581,9 @@ class ContinuousProducer:
                 partition = n % self.partitions
                 attempt = Attempt(value, partition, sent_at=time.monotonic())
                 try:
-                    producer.produce(self.topic, value=value, partition=partition, on_delivery=self._on_delivery)
+                    headers = self.headers_for(n) if self.headers_for is not None else None
+                    producer.produce(self.topic, value=value, partition=partition, on_delivery=self._on_delivery,
+                                     **({"headers": headers} if headers else {}))
                 except BufferError:
                     producer.poll(0.05)
                     continue

@@ -20,6 +20,30 @@ from typing import Any
 from mafka.cli.cluster import metadata_snapshot
 from mafka.coordination.zookeeper import free_loopback_ports
 
+#: the durable profile (RF 3, min ISR 2, unclean election off) with quick failure detection:
+#: what the delayed- and transaction-message tests run on
+DURABLE_SETTINGS = {
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "4000",
+    "min.insync.replicas": "2",
+    "default.replication.factor": "3",
+    "unclean.leader.election.enable": "false",
+    "auto.leader.rebalance.enable": "false",
+    "offsets.topic.num.partitions": "4",
+}
+
+
+def running_cluster(tmp_path_factory: Any, name: str, settings: dict[str, str] | None = None,
+                    brokers: int = 3) -> Any:
+    """A module fixture's body: a started :class:`LocalCluster`, stopped after the module's tests."""
+    c = LocalCluster(tmp_path_factory.mktemp(name) / "cluster", brokers=brokers,
+                     settings=DURABLE_SETTINGS if settings is None else settings)
+    c.start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
 
 def free_ports(n: int) -> list[int]:
     """*n* free loopback ports, below the ephemeral range (see ``free_loopback_ports``)."""

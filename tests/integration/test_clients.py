@@ -341,6 +341,11 @@ def test_confluent_admin_lists_consumer_groups_filtered_by_state(cluster):
         while listed({ConsumerGroupState.STABLE}) != {stable: ConsumerGroupState.STABLE}:
             assert time.monotonic() < deadline, listed(None)
             member.poll(0.5)
+        # Serve the assignment before close(): librdkafka serving a pending assign inside close()
+        # can hang in rd_kafka_assign forever (librdkafka #4884; seen once here, the main lane hung).
+        while not member.assignment():
+            assert time.monotonic() < deadline, "the member got no assignment"
+            member.poll(0.2)
         assert listed({ConsumerGroupState.EMPTY}) == {empty: ConsumerGroupState.EMPTY}
         assert listed({ConsumerGroupState.EMPTY, ConsumerGroupState.STABLE}) == {
             stable: ConsumerGroupState.STABLE, empty: ConsumerGroupState.EMPTY}

@@ -46,6 +46,7 @@ from twisted.internet import defer
 
 from mafka.errors import ErrorCode, KafkaError
 
+from ..cold_reads import resolve
 from ..down_conversion import down_convert, fetch_magic
 from ..fetch_session import FINAL_EPOCH, FetchSessionCache, new_context
 from ..replica_manager import FetchedPartition, FetchPartition
@@ -102,7 +103,8 @@ def handlers(broker: Any) -> dict[int, Any]:
                          whole_first_batches=True)
 
         def answer(chosen: list[FetchedPartition], error: ErrorCode, session_id: int,
-                   converted: dict[tuple[str, int], bytes | ErrorCode]) -> dict[str, Any]:
+                   converted: dict[tuple[str, int], bytes | ErrorCode],
+                   cold: dict[tuple[str, int], tuple[Any, list | None]] | None = None) -> dict[str, Any]:
             responses: list[dict[str, Any]] = []
             for r in chosen:
                 if not responses or responses[-1]["topic"] != r.topic:
@@ -113,12 +115,37 @@ def handlers(broker: Any) -> dict[int, Any]:
                 part = _partition(r)
                 if isinstance(legacy, bytes):
                     part["records"] = legacy
+                read = cold.get((r.topic, r.partition)) if cold else None
+                if read is not None:
+                    records, aborted = read
+                    part["records"] = records if records is not None else b""
+                    if records is None:  # the cold read failed (cold_reads logged why)
+                        part["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+                    if part["aborted_transactions"] is not None:
+                        part["aborted_transactions"] = [
+                            {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted or ()]
                 responses[-1]["partitions"].append(part)
             return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": responses}
 
         def respond(results: list[FetchedPartition]) -> Any:
             error, session_id, chosen = ctx.respond(results, rm.now_ms())
             if magic is None:
+                probe = getattr(broker, "page_cache", None)
+                if probe is not None and body.replica_id < 0:
+                    # one probe per response: the first hot region (an estimate, not a census)
+                    hot = next((r.result.data.region for r in chosen if r.result is not None
+                                and r.result.data.region is not None and not r.result.data.region.cold), None)
+                    if hot is not None:
+                        probe.probe(hot)
+                cold = _cold_regions(chosen)
+                if cold:
+                    reader = getattr(broker, "cold_reads", None)
+                    if reader is not None and reader.isolate:
+                        return reader.read_all(cold).addCallback(
+                            lambda read: answer(chosen, error, session_id, {}, read))
+                    if reader is not None:
+                        return answer(chosen, error, session_id, {}, reader.resolve_here(cold))
+                    return answer(chosen, error, session_id, {}, {key: resolve(region) for key, region in cold})
                 return answer(chosen, error, session_id, {})
             refused = {
                 (r.topic, r.partition): code
@@ -190,7 +217,8 @@ def _down_convert_all(
             continue
         p = wanted[tp]
         try:
-            data = down_convert(r.result.data.region, p.fetch_offset, magic, min(p.max_bytes, left),
+            region, _ = resolve(r.result.data.region) if r.result.data.region is not None else (None, None)
+            data = down_convert(region or None, p.fetch_offset, magic, min(p.max_bytes, left),
                                 keep_first_whole=keep_first_whole and first)
         except KafkaError as exc:
             out[tp] = exc.code
@@ -205,6 +233,15 @@ def _down_convert_all(
             first = False
             left = max(0, left - len(data))
     return out
+
+
+def _cold_regions(chosen: list[FetchedPartition]) -> list[tuple[tuple[str, int], Any]]:
+    """The answers whose records are in a cold segment (:mod:`mafka.broker.cold_reads`)."""
+    return [
+        ((r.topic, r.partition), region)
+        for r in chosen
+        if r.result is not None and (region := r.result.data.region) is not None and getattr(region, "cold", False)
+    ]
 
 
 def _partition(r: FetchedPartition) -> dict[str, Any]:

@@ -27,14 +27,34 @@ kill-all-brokers           ``docker kill`` of all three brokers together, then a
 kill-zookeeper-leader      ``docker kill`` of the ensemble's leader (found with ``srvr``)
 leader-deaf-to-followers   one way: the leader drops what its followers send (their fetches)
 rolling-restart            every broker restarted in turn, each healthy with full ISRs before the next
+lossy-leader               5 % of the leader's packets dropped, both ways, on every link (iptables'
+                           ``statistic`` match: this kernel has no ``sch_netem``)
+slow-leader-link           the leader's outgoing traffic shaped to 64 kbit/s with up to 400 ms of
+                           queueing (``tc`` token bucket): a slow, congested link
+zookeeper-rolling-restart  every ZooKeeper member restarted in turn; after each, all three brokers
+                           must be registered under ``/brokers/ids`` again
+kill-group-coordinator     ``docker kill`` of the consumer group's coordinator (the leader of its
+                           ``__consumer_offsets`` partition), started again after the hold
+kill-group-member          SIGKILL of one consumer group member process (its partitions must move)
 ========================== ==================================================================
 
 Each row reports what it saw: acknowledged records lost and duplicated
 (attributed to the row by acknowledgement time; the checker is
 :func:`~tests.integration.checker.check_delivery` over a final drain), per
 partition the longest time without an acknowledged write while the row ran
-(the client-visible time without a working leader), and the time from the
-heal until every ISR was full again.
+(the client-visible time without a working leader), the 99th percentile of
+send → acknowledgement over the records sent during the row, the ISR shrinks
+seen while the fault was held, and the time from the heal until every ISR was
+full again.  ISRs are read from ZooKeeper, where leaders write them, by a probe
+container no fault touches (:mod:`.zkview`): Metadata learns of ISR changes
+seconds late, and not at all on a broker cut from the controller.
+
+A consumer group (:class:`~tests.integration.group_chaos.GroupUnderChaos`:
+three confluent-kafka members on the host committing after each message)
+consumes the topic for the whole run; after the last row it must have consumed
+every acknowledged record and committed every partition's end, and its commits
+must never go below what an earlier owner committed
+(:func:`~tests.integration.group_chaos.check_group`).
 
 The **negative control** runs last on a topic of its own with
 ``unclean.leader.election.enable=true`` and ``min.insync.replicas=1``: its
@@ -48,16 +68,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..chaos import ContinuousProducer, drain, wait_until
+from ..chaos import ContinuousProducer, Drain, drain, wait_until
 from ..checker import ACKED, check_delivery
+from ..group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed
 from .compose import BROKERS, ZOOKEEPERS, ComposeCluster
 from .netfaults import NetFaults
+from .zkview import ZkView
 
 __all__ = ["ROWS", "DockerChaos", "RowResult"]
 
 TOPIC = "chaos"
+#: the slow-leader-link row's shaper: rate, and how long a packet may queue before it is dropped
+SLOW_LINK = ("64kbit", 400)
 CONTROL_TOPIC = "chaos-control"
 
 
@@ -77,6 +102,13 @@ class RowResult:
     gaps: dict[int, float] = field(default_factory=dict)
     #: seconds from the heal until every ISR was full again (None: not within the timeout)
     isr_full_after: float | None = None
+    #: partition → times its ISR shrank while the fault was held (sampled once a second)
+    isr_shrinks: dict[int, int] = field(default_factory=dict)
+    #: the most ISR shrinks per minute per partition this row allows (None: not checked)
+    max_shrinks_per_min: float | None = None
+    held: float = 0.0
+    #: the 99th percentile of send → acknowledgement over the records sent while the row ran (ms)
+    ack_p99_ms: float | None = None
     notes: list[str] = field(default_factory=list)
     #: the negative control must lose records
     must_lose: bool = False
@@ -88,7 +120,13 @@ class RowResult:
             return False
         if self.must_lose:
             return self.lost > 0
+        if self.max_shrinks_per_min is not None and self.shrinks_per_min() > self.max_shrinks_per_min:
+            return False
         return self.lost == 0 and self.duplicates == 0
+
+    def shrinks_per_min(self) -> float:
+        """The most ISR shrinks of one partition per minute of hold."""
+        return max(self.isr_shrinks.values(), default=0) * 60.0 / max(self.held, 60.0)
 
     def cells(self) -> list[str]:
         gaps = " ".join(f"{self.gaps[p]:.1f}" for p in sorted(self.gaps))
@@ -96,11 +134,20 @@ class RowResult:
         verdict = "PASS" if self.ok else "FAIL"
         if self.must_lose:
             verdict += " (loss caught)" if self.ok else " (loss NOT caught)"
-        return [self.name, self.expectation, str(self.lost), str(self.duplicates), gaps, isr, verdict]
+        shrinks = " ".join(str(self.isr_shrinks.get(p, 0)) for p in sorted(self.gaps))
+        p99 = "-" if self.ack_p99_ms is None else f"{self.ack_p99_ms:.0f}"
+        return [self.name, self.expectation, str(self.lost), str(self.duplicates), gaps, p99, shrinks, isr, verdict]
 
 
-TABLE_HEADER = ["row", "expectation", "lost", "dup", "longest without ack per partition (s)",
-                "ISR full after heal (s)", "result"]
+TABLE_HEADER = ["row", "expectation", "lost", "dup", "longest without ack per partition (s)", "ack p99 (ms)",
+                "ISR shrinks while held", "ISR full after heal (s)", "result"]
+
+
+def ack_p99_ms(attempts: list[Any], start: float, end: float) -> float | None:
+    """The 99th percentile of send → acknowledgement of the attempts sent in [start, end], in ms."""
+    waits = sorted(a.acked_at - a.sent_at for a in attempts
+                   if a.status == ACKED and a.acked_at is not None and start <= a.sent_at <= end)
+    return waits[min(len(waits) - 1, int(len(waits) * 0.99))] * 1000.0 if waits else None
 
 
 def render_table(rows: list[RowResult]) -> str:
@@ -115,9 +162,10 @@ class DockerChaos:
 
     def __init__(self, cluster: ComposeCluster, *, partitions: int = 3, hold: float = 15.0, rate: float = 100.0,
                  session_timeout_s: float = 6.0, replica_lag_s: float = 10.0,
-                 say: Callable[[str], None] = print) -> None:
+                 group_log_dir: Path | None = None, say: Callable[[str], None] = print) -> None:
         self.cluster = cluster
         self.net = NetFaults(cluster)
+        self.zk = ZkView(cluster)
         self.partitions = partitions
         self.hold = hold
         self.rate = rate
@@ -126,6 +174,10 @@ class DockerChaos:
         self.say = say
         self.results: list[RowResult] = []
         self.producer: ContinuousProducer | None = None
+        self.group_log_dir = group_log_dir
+        self.group: GroupUnderChaos | None = None
+        self.group_report: GroupReport | None = None
+        self.t0 = time.monotonic()
 
     # ------------------------------------------------------------------ cluster state
 
@@ -154,9 +206,13 @@ class DockerChaos:
 
         return wait_until(current, timeout, f"a leader for {topic}-{partition}", interval=0.5)
 
+    def isr(self, topic: str) -> dict[int, list[int]]:
+        """partition → ISR as ZooKeeper holds it ({} when it does not answer): see :mod:`.zkview`."""
+        return {p: isr for p, (_, isr) in self.zk.states(topic).items()}
+
     def full_isr(self, topic: str, partitions: int) -> bool:
-        state = self.partition_state(topic)
-        return len(state) == partitions and all(len(isr) == 3 and leader > 0 for leader, _, isr in state.values())
+        state = self.zk.states(topic)
+        return len(state) == partitions and all(len(isr) == 3 and leader > 0 for leader, isr in state.values())
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         from confluent_kafka.admin import NewTopic
@@ -176,7 +232,7 @@ class DockerChaos:
         self.say(f"--- {name}: {expectation}")
         try:
             heal = fault(row)
-            time.sleep(self.hold if hold is None else hold)
+            self.hold_sampling(row, self.hold if hold is None else hold)
             heal()
             row.healed = time.monotonic()
             try:
@@ -193,11 +249,25 @@ class DockerChaos:
         row.ended = time.monotonic()
         for p in range(self.partitions):
             row.gaps[p] = self.producer.max_gap(row.started, row.ended, p)[0]
+        row.ack_p99_ms = ack_p99_ms(self.producer.attempts, row.started, row.ended)
         self.say(f"{name}: healed after {row.healed - row.started:.1f} s; ISR full "
                  f"{'never' if row.isr_full_after is None else f'{row.isr_full_after:.1f} s'} later; "
-                 f"longest without ack {max(row.gaps.values()):.1f} s" + "".join(f"; {n}" for n in row.notes))
+                 f"longest without ack {max(row.gaps.values()):.1f} s; ack p99 "
+                 f"{'-' if row.ack_p99_ms is None else f'{row.ack_p99_ms:.0f} ms'}" + "".join(f"; {n}" for n in row.notes))
         self.results.append(row)
         return row
+
+    def hold_sampling(self, row: RowResult, seconds: float) -> None:
+        """Sleeps ``seconds`` while counting, per partition, the times its ISR got smaller."""
+        start = time.monotonic()
+        last = {p: len(isr) for p, isr in self.isr(TOPIC).items()}
+        while (left := start + seconds - time.monotonic()) > 0:
+            time.sleep(min(1.0, left))
+            for p, isr in self.isr(TOPIC).items():
+                if p in last and len(isr) < last[p]:
+                    row.isr_shrinks[p] = row.isr_shrinks.get(p, 0) + 1
+                last[p] = len(isr)
+        row.held = time.monotonic() - start
 
     def heal_everything(self) -> None:
         try:
@@ -266,7 +336,7 @@ class DockerChaos:
         self.net.isolate(service, [leader_service])
         cut_at = time.monotonic()
         try:
-            wait_until(lambda: follower not in self.partition_state(TOPIC).get(0, (0, [], [follower]))[2],
+            wait_until(lambda: follower not in self.isr(TOPIC).get(0, [follower]),
                        self.replica_lag_s * 3 + 10, f"broker {follower} out of partition 0's ISR", interval=0.5)
             row.notes.append(f"ISR shrank after {time.monotonic() - cut_at:.1f} s")
         except TimeoutError as exc:
@@ -354,6 +424,99 @@ class DockerChaos:
         row.notes.append("restarted kafka1, kafka2, kafka3 in turn")
         return lambda: None
 
+    def lossy_leader(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"{service} drops 5 % of its packets both ways")
+        row.max_shrinks_per_min = 2.0
+        self.net.lossy(service, 0.05)
+        return lambda: self.net.heal(service)
+
+    def slow_leader_link(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.leader(TOPIC))
+        row.notes.append(f"{service} sends at {SLOW_LINK[0]}, queueing up to {SLOW_LINK[1]} ms")
+        self.net.throttle(service, *SLOW_LINK)
+        return lambda: self.net.heal(service)
+
+    def registered_brokers(self) -> list[int] | None:
+        """``/brokers/ids`` as ZooKeeper holds it, read with kazoo inside a running broker container."""
+        script = ("from kazoo.client import KazooClient; import os\n"
+                  "zk = KazooClient(hosts=os.environ['KAFKA_ZOOKEEPER_CONNECT'], timeout=5)\n"
+                  "zk.start(timeout=10); print(','.join(sorted(zk.get_children('/brokers/ids')))); zk.stop()")
+        for service in BROKERS:
+            if self.cluster.state(service)[0] != "running":
+                continue
+            r = self.cluster.exec(service, "python3", "-c", script, timeout=30)
+            if r.returncode == 0:
+                return sorted(int(x) for x in r.stdout.strip().split(",") if x)
+        return None
+
+    def zookeeper_rolling_restart(self, row: RowResult) -> Callable[[], None]:
+        for service in ZOOKEEPERS:
+            restarted = time.monotonic()
+            self.cluster.docker("restart", "-t", "10", self.cluster.container(service), timeout=120)
+            self.cluster.wait_healthy(ZOOKEEPERS, timeout=120)
+            wait_until(lambda: self.registered_brokers() == [1, 2, 3], 120, "brokers 1, 2, 3 under /brokers/ids",
+                       interval=1.0)
+            row.notes.append(f"{service}: /brokers/ids = [1, 2, 3] {time.monotonic() - restarted:.1f} s "
+                             f"after its restart began")
+        return lambda: None
+
+    def group_coordinator(self) -> int:
+        """The broker leading the group's ``__consumer_offsets`` partition."""
+        from mafka.group.offsets_records import offsets_partition_for
+
+        assert self.group is not None
+        partition = offsets_partition_for(self.group.name, 50)
+        return self.leader("__consumer_offsets", partition)
+
+    def kill_group_coordinator(self, row: RowResult) -> Callable[[], None]:
+        service = self.service_of(self.group_coordinator())
+        return self._kill(row, (service,), f"the group coordinator {service}")
+
+    def kill_group_member(self, row: RowResult) -> Callable[[], None]:
+        assert self.group is not None
+        live = self.group.group.live()
+        if not live:
+            raise RuntimeError("no live group member to kill")
+        victim = live[0]
+        row.notes.append(f"SIGKILLed member {victim.name} (held {victim.assignment()})")
+        victim.kill()
+        return lambda: None
+
+    # ------------------------------------------------------------------ the consumer group
+
+    def start_group(self) -> None:
+        """Starts the group's members once its coordinator is up and they share the partitions."""
+        assert self.group_log_dir is not None
+        self.group_log_dir.mkdir(parents=True, exist_ok=True)
+        self.group = GroupUnderChaos("confluent", self.cluster.bootstrap, TOPIC, self.partitions,
+                                     self.group_log_dir, session_timeout_ms=int(self.session_timeout_s * 1000),
+                                     acks=lambda: list(self.producer.acks) if self.producer else [],
+                                     say=self.say)
+        read_committed(self.cluster.bootstrap, self.group.name, TOPIC, self.partitions, timeout=90)
+        self.group.start()
+        self.say(f"group {self.group.name}: {self.group.wait_balanced(90)}")
+
+    def finish_group(self, got: Drain) -> GroupReport:
+        assert self.group is not None and self.producer is not None
+        acked = {(a.partition, a.offset): a.value for a in self.producer.attempts if a.status == ACKED}
+        ends = dict(got.high_watermarks)
+        done = self.group.wait_done(acked, ends, 300)
+        end = time.monotonic()
+        self.say(f"group: {'caught up' if done else 'NOT caught up'}; missing {len(self.group.missing(acked))}, "
+                 f"last commits {self.group.last_committed()}, ends {ends}")
+        self.group.stop()
+        final: dict[int, int] | None = None
+        error: str | None = None
+        try:
+            final = read_committed(self.cluster.bootstrap, self.group.name, TOPIC, self.partitions, timeout=60)
+        except TimeoutError as exc:
+            error = str(exc)
+        self.group_report = check_group(self.group, self.producer.attempts, got.records, ends, final, error, done,
+                                        self.t0, end)
+        self.say(f"group: {'PASS' if self.group_report.ok else 'FAIL'}")
+        return self.group_report
+
     # ------------------------------------------------------------------ the negative control
 
     def negative_control(self) -> RowResult:
@@ -376,7 +539,7 @@ class DockerChaos:
             followers = [self.service_of(r) for r in replicas if r != leader]
             self.net.isolate(service, followers)
             cut_at = time.monotonic()
-            wait_until(lambda: self.partition_state(CONTROL_TOPIC).get(0, (0, [], []))[2] == [leader],
+            wait_until(lambda: self.isr(CONTROL_TOPIC).get(0) == [leader],
                        self.replica_lag_s * 3 + 10, "the control ISR shrunk to its leader", interval=0.5)
             shrunk = time.monotonic()
             row.notes.append(f"ISR = [{leader}] after {shrunk - cut_at:.1f} s")
@@ -422,11 +585,20 @@ class DockerChaos:
     # ------------------------------------------------------------------ the whole run
 
     def run(self, rows: list[str]) -> list[RowResult]:
+        self.zk.start()
+        try:
+            return self._run(rows)
+        finally:
+            self.zk.close()
+
+    def _run(self, rows: list[str]) -> list[RowResult]:
         self.create_topic(TOPIC, self.partitions, {"min.insync.replicas": "2"})
         self.producer = ContinuousProducer(self.cluster.bootstrap, TOPIC, partitions=self.partitions,
                                            rate=self.rate, tag="chaos").start()
         try:
             self.producer.wait_acks(100, 60)
+            if self.group_log_dir is not None:
+                self.start_group()
             for name in rows:
                 if name == "negative-control":
                     continue
@@ -434,12 +606,17 @@ class DockerChaos:
                 self.run_row(name, expectation, getattr(self, fault), None if hold is None else hold(self))
         finally:
             self.producer.stop()
-        self.attribute_violations()
+        got = self.attribute_violations()
+        if self.group is not None:
+            try:
+                self.finish_group(got)
+            finally:
+                self.group.close()
         if "negative-control" in rows:
             self.negative_control()
         return self.results
 
-    def attribute_violations(self) -> None:
+    def attribute_violations(self) -> Drain:
         """The final drain and check; each lost or duplicated value counts for the row it was acknowledged in."""
         assert self.producer is not None
         got = drain(self.cluster.bootstrap, TOPIC, self.partitions, timeout=180)
@@ -456,6 +633,7 @@ class DockerChaos:
             for r in self.results:
                 r.notes.append("final drain incomplete")
                 r.error = r.error or "final drain incomplete"
+        return got
 
     def _row_at(self, t: float | None) -> RowResult:
         if t is not None:
@@ -496,4 +674,13 @@ ROWS: dict[str, tuple[str, str, Callable[[DockerChaos], float] | None]] = {
     "leader-deaf-to-followers": ("0 lost, 0 dup; one-way cut: the ISR shrinks to the leader, acks=all "
                                  "writes wait (min ISR 2) until the heal", "leader_deaf_to_followers", _lag_hold),
     "rolling-restart": ("0 lost, 0 dup; every broker restarted under load", "rolling_restart", lambda c: 1.0),
+    "lossy-leader": ("0 lost, 0 dup; at most 2 ISR shrinks per minute per partition", "lossy_leader",
+                     lambda c: max(c.hold, 30.0)),
+    "slow-leader-link": ("0 lost, 0 dup; writes slow down but go on", "slow_leader_link",
+                         lambda c: max(c.hold, 30.0)),
+    "zookeeper-rolling-restart": ("0 lost, 0 dup; every broker registered again after each ZooKeeper restart",
+                                  "zookeeper_rolling_restart", lambda c: 1.0),
+    "kill-group-coordinator": ("0 lost, 0 dup; the group moves to a new coordinator and goes on",
+                               "kill_group_coordinator", None),
+    "kill-group-member": ("0 lost, 0 dup; the member's partitions move to the others", "kill_group_member", None),
 }

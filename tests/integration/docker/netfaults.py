@@ -26,6 +26,8 @@ class NetFaults:
     def __init__(self, cluster: ComposeCluster) -> None:
         self.cluster = cluster
         self.cut: set[str] = set()
+        #: containers with a traffic shaper (a ``tc`` root qdisc) on eth0
+        self.shaped: set[str] = set()
 
     @property
     def network(self) -> str:
@@ -61,9 +63,37 @@ class NetFaults:
         self._iptables(service, *[["-A", "INPUT", "-s", self.ip(p), "-j", "DROP"] for p in peers])
         self.cut.add(service)
 
+    def lossy(self, service: str, probability: float) -> None:
+        """Drops each packet ``service`` receives or sends with ``probability`` (iptables' statistic match).
+
+        The kernel of these machines has no ``sch_netem`` (``CONFIG_NET_SCH_NETEM``
+        is not set), so loss is done by the firewall, both ways, on every link of
+        the container: its peers' and the host's clients' alike.
+        """
+        match = ["-m", "statistic", "--mode", "random", "--probability", f"{probability:.4f}", "-j", "DROP"]
+        self._iptables(service, ["-A", "INPUT", *match], ["-A", "OUTPUT", *match])
+        self.cut.add(service)
+
+    def throttle(self, service: str, rate: str = "4mbit", latency_ms: int = 200) -> None:
+        """Shapes what ``service`` sends to ``rate`` with a token bucket whose queue holds up to ``latency_ms``.
+
+        Without netem there is no fixed added delay; a bucket slower than the
+        traffic builds a queue instead, so packets wait up to ``latency_ms``
+        (and are dropped beyond it): the slow, congested link of a busy host.
+        """
+        r = self.cluster.exec(service, "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf", "rate", rate,
+                              "burst", "32kbit", "latency", f"{latency_ms}ms")
+        if r.returncode != 0:
+            raise RuntimeError(f"tc in {service} failed: {r.stderr.strip()}")
+        self.shaped.add(service)
+        self.cut.add(service)
+
     def heal(self, service: str) -> None:
-        """Removes every rule this class put in ``service``."""
+        """Removes every rule and queue discipline this class put in ``service``."""
         self._iptables(service, ["-F", "INPUT"], ["-F", "OUTPUT"])
+        if service in self.shaped:
+            self.cluster.exec(service, "tc", "qdisc", "del", "dev", "eth0", "root")
+            self.shaped.discard(service)
         self.cut.discard(service)
 
     def heal_all(self) -> None:

@@ -109,7 +109,10 @@ def test_every_broker_serves_and_a_crashed_one_loses_nothing_and_rejoins(compose
     service = BROKERS[victim - 1]
     restarts = compose.restart_count(service)
     r = compose.exec(service, "pkill", "-9", "-f", "server-start")
-    assert r.returncode == 0, r.stderr
+    # 137: the broker's death ended the container (tini exits with its child) and the kernel
+    # SIGKILLed the rest of its PID namespace, the exec'd pkill among them, before pkill exited.
+    # Either way the broker is dead; the restart count below proves it.
+    assert r.returncode in (0, 137), (r.returncode, r.stderr)
     survivors = ",".join(compose.broker_bootstrap(b) for b in (1, 2, 3) if b != victim)
     got = consume_all(survivors, len(written), timeout=90)
     assert sorted(got) == sorted(written), f"after broker {victim} crashed: {len(got)} of {len(written)}"

@@ -285,3 +285,58 @@ def test_the_mover_stops_between_steps(env):
     assert stopped.called and env.mover.moves_completed == 0
     env.mover.kick()
     assert env.queue.items == []
+
+
+def test_a_moved_replica_keeps_its_pending_delayed_messages(env):
+    from mafka.broker.delayed_delivery import DelayedDelivery
+    from mafka.wire.records import Record, build_batch
+
+    call(env, 4, 2, leader_and_isr())
+    src = env.manager.log_dir_of(("t", 0))
+    dst = next(d for d in env.dirs if d != src)
+    now = int(env.clock.seconds() * 1000)
+    due = now + 5000
+    delayed = build_batch([Record(0, now, b"k", b"later", (("mafka.deliver.at", str(due).encode()),))])
+    resp, _ = produce(env, delayed)
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    produce(env, batch(3, value=b"plain"))
+    assert alter(env, [(dst, "t", 0)]) == {("t", 0): ErrorCode.NONE}
+    env.queue.drain()
+    partition = env.rm.partitions[("t", 0)]
+    assert env.manager.log_dir_of(("t", 0)) == dst and partition.log.directory.parent == dst
+    assert partition.delays.index.directory.parent.parent == dst
+    assert partition.delays.index.pending_records() == 1
+    env.manager.delete_pending_logs()  # the old dir, and the index files in it, are gone
+    from twisted.internet import defer
+
+    delivery = DelayedDelivery(env.rm, run_in_thread=defer.maybeDeferred)
+    env.clock.advance(6)
+    delivery.tick()
+    assert fetch_values(env) == [b"plain"] * 3 + [b"later"]
+
+
+def test_a_failed_dirs_partitions_answer_storage_error_and_so_does_leader_and_isr(env):
+    """Kafka's handleLogDirFailure: the dir's partitions are hosted no more; produce, fetch and a
+    LeaderAndIsr for them answer KAFKA_STORAGE_ERROR (the last tells the controller)."""
+    call(env, 4, 2, leader_and_isr(partitions=(0, 1, 2, 3)))
+    homes = {p: env.manager.log_dir_of(("t", p)) for p in range(4)}
+    failed = homes[0]
+    gone = env.manager.handle_dir_failure(failed, OSError("EIO"))
+    assert gone
+    offline = env.manager.offline_partitions_in(failed)
+    assert offline == sorted(("t", p) for p in range(4) if homes[p] == failed)
+    left = [("t", p) for p in range(4) if homes[p] != failed]
+    assert left, "the partitions spread over both dirs"
+    assert env.rm.handle_log_dir_failure(offline) == offline
+    assert env.rm.handle_log_dir_failure(offline) == []  # once
+    resp, _ = produce(env, batch(1), partition=offline[0][1])
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    resp, _ = call(env, 1, 11, fetch_body(0, partition=offline[0][1]))
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    resp, _ = produce(env, batch(1), partition=left[0][1])
+    assert resp.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+    body, _ = call(env, 4, 2, leader_and_isr(partitions=(0, 1, 2, 3), epoch=1))
+    codes = {e.partition_index: e.error_code for e in body.partition_errors}
+    assert {p: c for p, c in codes.items() if ("t", p) in offline} == {p: ErrorCode.KAFKA_STORAGE_ERROR
+                                                                      for _, p in offline}
+    assert all(codes[p] == ErrorCode.NONE for _, p in left)

@@ -65,6 +65,8 @@ class FakeBroker:
         self.deleted: list[tuple[str, int]] = []
         self.received: list[tuple[int, Any]] = []
         self.up = True
+        #: partitions whose log dir failed here: LeaderAndIsr answers KAFKA_STORAGE_ERROR for them
+        self.offline: set[tuple[str, int]] = set()
 
     def requests(self, api_key: int | None = None, since: int = 0) -> list[Any]:
         return [body for key, body in self.received[since:] if api_key is None or key == api_key]
@@ -89,6 +91,8 @@ class FakeBroker:
                     tp = (ts.topic_name, ps.partition_index)
                     if self.id not in ps.replicas:
                         code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    elif tp in self.offline:
+                        code = ErrorCode.KAFKA_STORAGE_ERROR
                     elif (
                         tp in self.partitions
                         and ps.leader_epoch <= self.partitions[tp].leader_epoch
@@ -100,6 +104,18 @@ class FakeBroker:
                     errors.append(
                         {"topic_name": tp[0], "partition_index": tp[1], "error_code": code}
                     )
+            # v5 answers by topic id, as handlers/controller_requests shapes it
+            ids = {ts.topic_name: ts.topic_id for ts in body.topic_states}
+            by_topic: dict[str, list[dict[str, Any]]] = {}
+            for e in errors:
+                by_topic.setdefault(e["topic_name"], []).append(
+                    {"partition_index": e["partition_index"], "error_code": e["error_code"]}
+                )
+            return {
+                "error_code": ErrorCode.NONE,
+                "partition_errors": errors,
+                "topics": [{"topic_id": ids[name], "partition_errors": es} for name, es in by_topic.items()],
+            }
         else:
             for topic in body.topics:
                 for index in topic.partition_indexes:

@@ -28,10 +28,10 @@ from mafka.wire.registry import spec_for
 VERSIONS = {LEADER_AND_ISR: 5, STOP_REPLICA: 1, UPDATE_METADATA: 7}
 
 
-def wire(api_key: int, body: Any) -> Any:
+def wire(api_key: int, body: Any, version: int | None = None) -> Any:
     """The body as a broker decodes it (fails if it does not encode)."""
-    spec = spec_for(api_key, VERSIONS[api_key])
-    version = VERSIONS[api_key]
+    version = VERSIONS[api_key] if version is None else version
+    spec = spec_for(api_key, version)
     return decode_body(spec.request, version, encode_body(spec.request, version, body))
 
 
@@ -60,6 +60,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.sent: dict[int, list[tuple[int, Any]]] = {}
+        self.versions: dict[int, list[tuple[int, int]]] = {}
         self.responses: dict[int, Any] = {}
         self.closed: set[int] = set()
         self.opened: dict[int, tuple[str, int]] = {}
@@ -70,8 +71,10 @@ class Recorder:
 
         class Conn:
             def request(self, api_key: int, version: int, body: Any) -> Deferred[Any]:
-                assert version == VERSIONS[api_key]
-                recorder.sent.setdefault(broker_id, []).append((api_key, wire(api_key, body)))
+                # LeaderAndIsr drops to v4 (topics by name) when a topic in it has no topic id
+                assert version == VERSIONS[api_key] or (api_key == LEADER_AND_ISR and version == 4)
+                recorder.versions.setdefault(broker_id, []).append((api_key, version))
+                recorder.sent.setdefault(broker_id, []).append((api_key, wire(api_key, body, version)))
                 return defer.succeed(
                     recorder.responses.get(api_key, {"error_code": 0, "partition_errors": []})
                 )
@@ -315,3 +318,25 @@ def test_leader_and_isr_v5_carries_the_topic_id_and_the_reassignment_state() -> 
         assert (ts.topic_name, ts.topic_id) == ("t", uuid_bytes(topic_id))
         ps = ts.partition_states[0]
         assert (list(ps.replicas), list(ps.adding_replicas), list(ps.removing_replicas)) == ([3, 1, 2], [1], [2])
+        assert rec.versions[b][0] == (LEADER_AND_ISR, 5)
+
+
+def test_leader_and_isr_names_topics_without_an_id_with_v4_and_its_errors_map_back_to_them() -> None:
+    from mafka.controller.channel import leader_and_isr_partition_errors
+
+    ctx, rec, _, batch = setup(1, 2, 3)
+    ctx.update_assignment(("t", 0), (2, 3))
+    ctx.put_leadership(("t", 0), STATE)
+    batch.new_batch()
+    batch.add_leader_and_isr([2], ("t", 0), STATE, (2, 3), is_new=False)
+    batch.send_requests(ctx.epoch)
+    assert rec.versions[2][0] == (LEADER_AND_ISR, 4)
+    v4 = {"error_code": 0, "partition_errors": [{"topic_name": "t", "partition_index": 0, "error_code": 56}]}
+    assert leader_and_isr_partition_errors(v4, ctx.topic_ids) == {("t", 0): 56}
+    ctx.set_topic("u", {0: (2,)}, "AAAAAAAAAAAAAAAAAAAAAQ")
+    from mafka.coordination.znodes import uuid_bytes
+
+    v5 = {"error_code": 0, "topics": [{"topic_id": uuid_bytes("AAAAAAAAAAAAAAAAAAAAAQ"),
+                                       "partition_errors": [{"partition_index": 0, "error_code": 0}]}]}
+    assert leader_and_isr_partition_errors(v5, ctx.topic_ids) == {("u", 0): 0}
+    assert leader_and_isr_partition_errors({"error_code": 41, "partition_errors": []}, ctx.topic_ids) == {}

@@ -490,6 +490,38 @@ def test_isr_change_notification_updates_metadata_everywhere() -> None:
     assert result(cluster.admin.get_isr_change_notifications()) == []
 
 
+def test_a_log_dir_failure_takes_the_replicas_answered_storage_error_offline() -> None:
+    cluster = Cluster((1, 2, 3, 4))
+    x, y, z = cluster.others()
+    cluster.create("t", {0: [x, y, z], 1: [y, x, z]})
+    marks = cluster.marks()
+    cluster.brokers[x].offline = {("t", 0)}  # x's dir holding t-0 failed; t-1 is elsewhere
+    fire(cluster, cluster.zks[x].post_log_dir_event(x))
+    for _ in range(5):
+        cluster.settle()
+    # LeaderAndIsr for every replica on x; its KAFKA_STORAGE_ERROR answer takes x's t-0 replica offline
+    asked = {(ts.topic_name, ps.partition_index) for body in cluster.brokers[x].requests(LAI, since=marks[x])
+             for ts in body.topic_states for ps in ts.partition_states}
+    assert {("t", 0), ("t", 1)} <= asked
+    s0, s1 = cluster.state("t", 0), cluster.state("t", 1)
+    assert s0.leader == y and x not in s0.isr and s0.leader_epoch >= 1
+    assert s1.leader == y and x in s1.isr  # untouched
+    assert cluster.active.context.replicas_on_offline_dirs == {x: {("t", 0)}}
+    assert result(cluster.admin.get_log_dir_event_notifications()) == []
+    for fb in cluster.brokers.values():
+        assert x in fb.metadata.partition("t", 0).offline_replicas
+        assert fb.metadata.partition("t", 0).leader == y
+    # a preferred election cannot give t-0 back to x while its replica is offline
+    assert not cluster.active._can_preferred_replica_be_leader(("t", 0))
+
+    # the broker restarts with the dir repaired: its replicas are online again
+    cluster.brokers[x].offline = set()
+    cluster.kill(x)
+    cluster.start_broker(x)
+    assert x not in cluster.active.context.replicas_on_offline_dirs
+    assert cluster.active.context.is_replica_online(x, ("t", 0))
+
+
 def test_create_partitions_adds_online_partitions() -> None:
     cluster = Cluster((1, 2, 3))
     c = cluster.active

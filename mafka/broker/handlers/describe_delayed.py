@@ -1,0 +1,49 @@
+"""MafkaDescribeDelayed (10000, v0): the delayed messages this broker's replicas hold, per due-time bucket.
+
+A partition this broker does not host → NOT_LEADER_OR_FOLLOWER (or
+UNKNOWN_TOPIC_OR_PARTITION when the topic has no such partition); a replica
+with no delay index answers zeros.  Followers answer too (their index follows
+the same log), with ``is_leader`` false.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mafka.errors import ErrorCode
+
+MAFKA_DESCRIBE_DELAYED = 10000
+
+
+def handlers(broker: Any) -> dict[int, Any]:
+    def partition_response(topic: str, index: int) -> dict[str, Any]:
+        partition = broker.replica_manager.partitions.get((topic, index))
+        out: dict[str, Any] = {"partition_index": index, "error_code": ErrorCode.NONE, "is_leader": False,
+                               "pending_groups": 0, "pending_records": 0, "buckets": []}
+        if partition is None:
+            known = broker.metadata_cache.partition(topic, index) is not None
+            out["error_code"] = ErrorCode.NOT_LEADER_OR_FOLLOWER if known else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            return out
+        out["is_leader"] = partition.is_leader
+        if partition.delays is not None:
+            idx = partition.delays.index
+            out["pending_groups"] = idx.pending_groups()
+            out["pending_records"] = idx.pending_records()
+            out["buckets"] = [{"start_ms": b.start_ms, "pending_records": b.pending_records,
+                               "delivered_records": b.delivered_records}
+                              for _, b in sorted(idx.buckets.items())]
+        return out
+
+    def describe(request: Any, connection: Any) -> dict[str, Any]:
+        delivery = broker.delayed_delivery
+        p50, p99 = delivery.lateness_percentiles(0.5, 0.99)
+        return {
+            "throttle_time_ms": 0,
+            "delivered_records": delivery.delivered_records,
+            "lateness_p50_ms": -1 if p50 is None else p50,
+            "lateness_p99_ms": -1 if p99 is None else p99,
+            "topics": [{"name": t.name, "partitions": [partition_response(t.name, i) for i in t.partition_indexes]}
+                       for t in request.body.topics],
+        }
+
+    return {MAFKA_DESCRIBE_DELAYED: describe}
