@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..chaos import wait_until
@@ -81,7 +81,10 @@ def consume_all(bootstrap: str, expected: int, timeout: float = 60.0) -> list[st
 
 
 def isrs_full(bootstrap: str) -> bool:
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10)
+    try:
+        md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(TOPIC, timeout=10)
+    except KafkaException:  # a metadata request timed out while a broker restarts: ask again
+        return False
     return all(len(p.isrs) == 3 for p in md.topics[TOPIC].partitions.values())
 
 
