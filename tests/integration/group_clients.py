@@ -413,3 +413,16 @@ def kcat_version() -> str:
                          env=dict(os.environ, **({"LD_LIBRARY_PATH": kcat_library_path()} if kcat_library_path() else {})))
     text = out.stdout + out.stderr
     return next((line.strip() for line in text.splitlines() if line.startswith("Version")), text.strip()[:200])
+
+
+def close_quietly(c: Any, timeout: float = 20.0) -> None:
+    """Closes a confluent-kafka consumer of a group: unsubscribes and serves the rebalance events
+    through poll() first. librdkafka serving a pending assign inside close() can hang in
+    rd_kafka_assign forever (librdkafka #4884); a member removed by an admin call rejoins with just
+    such an assign, and a member stopping while another leaves can be handed one."""
+    c.unsubscribe()
+    deadline = time.monotonic() + timeout
+    while c.assignment() and time.monotonic() < deadline:
+        c.poll(0.2)
+    c.poll(0.5)
+    c.close()

@@ -96,7 +96,7 @@ def run_confluent(args: argparse.Namespace) -> None:
         except Exception:  # noqa: BLE001 - not in a group yet
             return -1, None
 
-    _run_confluent_shaped(args, consumer, generation, KafkaException, TopicPartition)
+    _run_confluent_shaped(args, consumer, generation, KafkaException, TopicPartition, leave_before_close=True)
 
 
 def run_mafka(args: argparse.Namespace) -> None:
@@ -138,7 +138,12 @@ def _confluent_conf(args: argparse.Namespace, debug: dict[str, str]) -> dict[str
 
 
 def _run_confluent_shaped(args: argparse.Namespace, consumer: Any, generation: Any,
-                          KafkaException: Any, TopicPartition: Any) -> None:  # noqa: N803 - the client's classes
+                          KafkaException: Any, TopicPartition: Any,  # noqa: N803 - the client's classes
+                          leave_before_close: bool = False) -> None:
+    """The member loop; ``leave_before_close`` unsubscribes and serves the revoke through poll()
+    before close(), for librdkafka: a rebalance still pending when close() runs (another member's
+    LeaveGroup as this one is told to stop) is served inside close() and can hang in
+    rd_kafka_assign forever (librdkafka #4884)."""
     def on_assign(c: Any, partitions: list[Any]) -> None:
         gen, member = generation()
         emit("assigned", partitions=sorted(p.partition for p in partitions), generation=gen, member_id=member)
@@ -180,6 +185,12 @@ def _run_confluent_shaped(args: argparse.Namespace, consumer: Any, generation: A
                     emit("committed", offsets=offsets)
     finally:
         emit("closing")
+        if leave_before_close:
+            consumer.unsubscribe()
+            deadline = time.monotonic() + 10.0
+            while consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.1)  # records polled now are not processed: the member is stopping
+            consumer.poll(0.2)
         consumer.close()
         emit("closed")
 
@@ -214,11 +225,19 @@ def run_kafka_python(args: argparse.Namespace) -> None:
         gen = consumer._coordinator._generation
         return gen.generation_id, gen.member_id or None
 
+    # The partitions this member holds as its listener was told. aiokafka's assignment() keeps a
+    # revoked partition until the next assignment arrives, and getmany() can still return its
+    # prefetched records in between; an application honouring its revoke callback drops them.
+    held: set[Any] = set()
+
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked: Any) -> None:
+            held.difference_update(revoked)
             emit("revoked", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned: Any) -> None:
+            held.clear()
+            held.update(assigned)
             gen, member = generation()
             emit("assigned", partitions=sorted(tp.partition for tp in assigned), generation=gen, member_id=member)
 
@@ -291,11 +310,19 @@ async def _aiokafka(args: argparse.Namespace) -> None:
             return -1, None
         return coordinator.generation, coordinator.member_id or None
 
+    # The partitions this member holds as its listener was told. aiokafka's assignment() keeps a
+    # revoked partition until the next assignment arrives, and getmany() can still return its
+    # prefetched records in between; an application honouring its revoke callback drops them.
+    held: set[Any] = set()
+
     class Listener(ConsumerRebalanceListener):
         def on_partitions_revoked(self, revoked: Any) -> None:
+            held.difference_update(revoked)
             emit("revoked", partitions=sorted(tp.partition for tp in revoked))
 
         def on_partitions_assigned(self, assigned: Any) -> None:
+            held.clear()
+            held.update(assigned)
             gen, member = generation()
             emit("assigned", partitions=sorted(tp.partition for tp in assigned), generation=gen, member_id=member)
 
@@ -312,10 +339,11 @@ async def _aiokafka(args: argparse.Namespace) -> None:
                 emit("generation", generation=now[0], member_id=now[1])
             for tp, records in batches.items():
                 for r in records:
-                    # aiokafka rebalances in a background task: one can complete during the
-                    # `await commit` below, and the rest of a revoked partition's batch must then be
-                    # dropped, as an application would (its new owner reads it from the commit).
-                    if tp not in consumer.assignment():
+                    # aiokafka rebalances in a background task: one can start or complete during
+                    # `getmany` or the `await commit` below, and the rest of a revoked partition's
+                    # batch must then be dropped, as an application would (its new owner reads it
+                    # from the commit).
+                    if tp not in held or tp not in consumer.assignment():
                         break
                     emit("consumed", partition=tp.partition, offset=r.offset, value=decode(r.value))
                     if args.commit:

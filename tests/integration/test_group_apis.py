@@ -38,6 +38,7 @@ from mafka.group.offsets_records import offsets_partition_for
 
 from .chaos import create_topic
 from .cluster import LocalCluster
+from .group_clients import close_quietly
 
 pytestmark = pytest.mark.integration
 
@@ -148,16 +149,6 @@ def consumer(
     return Consumer(config)
 
 
-def close_quietly(c, timeout: float = 20.0) -> None:
-    """Unsubscribes and serves the rebalance events through poll() before close(): librdkafka serving
-    a pending assign inside close() can hang in rd_kafka_assign forever (librdkafka #4884), and a
-    member removed by an admin call rejoins with exactly such an assign."""
-    c.unsubscribe()
-    deadline = time.monotonic() + timeout
-    while c.assignment() and time.monotonic() < deadline:
-        c.poll(0.2)
-    c.poll(0.5)
-    c.close()
 
 
 def consume_some(c, count: int, timeout: float = 60.0) -> list:
