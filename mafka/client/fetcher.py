@@ -41,6 +41,7 @@ offset under read_committed.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import threading
 import time
@@ -74,6 +75,16 @@ _RESET = {
 }
 
 
+# Every PartitionState epoch in the process comes from here, so no two states (of one partition
+# across assignments, or one state across seeks) ever share one. A fetch response, a validation or
+# a reset begun under an epoch applies only while the partition's current state still has it: a
+# partition revoked and assigned again (an eager rebalance) gets a new state whose epoch no reply
+# begun for the old one can match. With per-state counters both started at 0, a fetch sent for the
+# old state, answered after the new one took its committed position, was buffered into the new
+# state from the old fetch offset; the records in between were skipped (lost to the group).
+_EPOCHS = itertools.count(1)
+
+
 class PartitionState:
     """One assigned partition (see the module docstring)."""
 
@@ -93,7 +104,7 @@ class PartitionState:
         # The offset after the chunk ``decoded`` came from (past trailing control/aborted batches).
         self.decoded_end = -1
         self.buffered = 0
-        self.epoch = 0
+        self.epoch = next(_EPOCHS)
         self.high_watermark = -1
         self.log_start = -1
         self.last_stable = -1
@@ -192,7 +203,7 @@ class Fetcher:
 
     def _seek_locked(self, tp: TP, offset: int) -> None:
         state = self.partitions[tp]
-        state.epoch += 1
+        state.epoch = next(_EPOCHS)
         state.chunks.clear()
         state.decoded.clear()
         state.buffered = 0
@@ -509,7 +520,7 @@ class Fetcher:
         ``auto.offset.reset`` decides) — or, with ``auto.offset.reset=error``,
         the partition stops with ``_LOG_TRUNCATION``.
         """
-        state.epoch += 1
+        state.epoch = next(_EPOCHS)
         state.chunks.clear()
         state.decoded.clear()
         state.buffered = 0
@@ -593,7 +604,7 @@ class Fetcher:
                                                        error=KafkaError(code)))
                             got_data = True
                         else:
-                            state.epoch += 1
+                            state.epoch = next(_EPOCHS)
                             state.chunks.clear()
                             state.decoded.clear()
                             state.buffered = 0
