@@ -42,7 +42,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from mafka.client.connection import BrokerConnection
+from mafka.interbroker.connection import BrokerConnection
 from mafka.errors import ErrorCode
 from mafka.log.epoch_cache import UNDEFINED_EPOCH
 

@@ -484,9 +484,13 @@ class KafkaServer:
 
         Kafka's ``KafkaServer.controlledShutdown``: up to
         ``controlled.shutdown.max.retries`` tries, ``controlled.shutdown.retry.backoff.ms``
-        apart after a failed one, each bounded by ``request.timeout.ms``.
+        apart after a failed one, each bounded by ``request.timeout.ms``.  Each try asks
+        ZooKeeper who the controller is now.  A try fails as soon as its connection does
+        (a controller that is itself stopping refuses or drops it), and the backoff ends
+        early once ZooKeeper names a different controller, so brokers stopping together
+        do not wait out a timeout on a controller that is gone.
         """
-        from mafka.client.connection import BrokerConnection
+        from mafka.interbroker.connection import BrokerConnection
 
         config = self.config
         backoff = config.controlled_shutdown_retry_backoff_ms / 1000
@@ -516,10 +520,25 @@ class KafkaServer:
                 finally:
                     conn.close()
             if attempt < config.controlled_shutdown_max_retries:
-                await task.deferLater(self.reactor, backoff, lambda: None)
+                await self._controller_change_or(backoff, controller_id)
         log.warning("controlled shutdown did not complete; shutting down anyway")
         return False
 
+
+    async def _controller_change_or(self, timeout_s: float, controller_id: int | None) -> None:
+        """Waits *timeout_s*, or less: until ZooKeeper names a controller other than *controller_id*."""
+        deadline = self.reactor.seconds() + timeout_s
+        while True:
+            left = deadline - self.reactor.seconds()
+            if left <= 0:
+                return
+            await task.deferLater(self.reactor, min(0.1, left), lambda: None)
+            try:
+                current = await self.zk.get_controller_id()
+            except Exception:  # noqa: BLE001 - ZooKeeper unreachable: wait out the backoff
+                continue
+            if current is not None and current != controller_id:
+                return
 
     def _successor_possible(self, partitions: list[tuple[str, int]]) -> bool:
         """Whether some partition has another live ISR member (as the last UpdateMetadata said)."""

@@ -134,7 +134,7 @@ class TransactionService:
             return None if info is None else info.leader
 
         def connect(broker_id: int, host: str, port: int) -> Any:
-            from mafka.client.connection import BrokerConnection
+            from mafka.interbroker.connection import BrokerConnection
 
             return BrokerConnection(broker.reactor, host, port, f"broker-{broker.broker_id}-txn-markers")
 

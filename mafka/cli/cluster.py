@@ -5,7 +5,8 @@ Starts a local ZooKeeper and brokers 1..N as child processes (ports
 all N brokers and a controller, writes ``DIR/cluster.json`` and prints the
 bootstrap servers.  Ctrl-C / SIGTERM stops the brokers (gracefully) and then
 ZooKeeper.  Brokers that die are not restarted (tests kill them on purpose;
-``cluster.json`` holds each broker's ``argv`` to restart it alone).
+``cluster.json`` holds each broker's ``argv`` to restart it alone).  Brokers stop one
+after another, the controller last, so each controlled shutdown finds a live controller.
 
 ``cluster.json``::
 
@@ -28,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_parser", "run", "broker_properties", "metadata_snapshot"]
+__all__ = ["add_parser", "run", "broker_properties", "metadata_snapshot", "stop_brokers", "stop_order"]
 
 HOST = "127.0.0.1"
 
@@ -89,6 +90,45 @@ def _recv(sock: socket.socket, n: int) -> bytes:
             raise OSError("connection closed")
         out += chunk
     return bytes(out)
+
+
+def stop_order(brokers: list[dict[str, Any]], controller_id: int | None) -> list[int]:
+    """Indexes of *brokers* in the order to stop them: the controller last.
+
+    Stopping brokers together makes those that are not the controller ask a
+    controller that is itself going for their controlled shutdown; one after
+    another, the controller last, each finds a controller that answers, and the
+    controller moves only once.
+    """
+    order = [i for i, b in enumerate(brokers) if b["id"] != controller_id]
+    return order + [i for i, b in enumerate(brokers) if b["id"] == controller_id]
+
+
+def stop_brokers(brokers: list[dict[str, Any]], procs: list[subprocess.Popen], timeout_s: float = 30.0) -> None:
+    """Stops the brokers gracefully (SIGTERM), one after another with the controller last;
+    a broker not gone within *timeout_s* is killed."""
+    controller_id = None
+    for b, proc in zip(brokers, procs, strict=True):
+        if proc.poll() is None:
+            snapshot = metadata_snapshot(b["host"], b["port"], timeout=1.0)
+            if snapshot is not None and snapshot[1] >= 0:
+                controller_id = snapshot[1]
+                break
+    for i in stop_order(brokers, controller_id):
+        proc = procs[i]
+        if proc.poll() is not None:
+            continue
+        started = time.monotonic()
+        print(f"stopping broker {brokers[i]['id']}" + (" (the controller)" if brokers[i]["id"] == controller_id else ""),
+              end="", flush=True)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout_s)
+            print(f": stopped in {time.monotonic() - started:.1f} s", flush=True)
+        except subprocess.TimeoutExpired:
+            print(f": not stopped in {timeout_s:.0f} s, killed", flush=True)
+            proc.kill()
+            proc.wait()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -157,14 +197,7 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.2)
         return 0
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_brokers(brokers, procs)
         zk.stop()
         try:
             os.unlink(base / "cluster.json")

@@ -2,8 +2,8 @@
 API) and, in :mod:`mafka.client.aio`, ``AIOProducer`` / ``AIOConsumer`` for asyncio.
 
 Pure Python on :mod:`mafka.wire`; works against Mafka and Apache Kafka alike.  Names
-are loaded lazily so that the broker, which imports :mod:`mafka.client.connection`
-for inter-broker traffic, does not load the client library.
+are loaded lazily, so importing :mod:`mafka.client` alone loads nothing heavy.  (The broker's
+own inter-broker connection lives in :mod:`mafka.interbroker`.)
 
 Example::
 

@@ -78,7 +78,7 @@ _API_NAMES = {
 
 
 class BrokerClient(Protocol):
-    """What the channel needs of a connection (``mafka.client.connection.BrokerConnection``)."""
+    """What the channel needs of a connection (``mafka.interbroker.connection.BrokerConnection``)."""
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred[Any]:
         """Sends a request; fires with the decoded response body."""
@@ -332,6 +332,7 @@ class _BrokerQueue:
         self.closed = False
         self.enqueued = 0  # requests ever queued to this broker
         self.answered = 0  # of which answered
+        self.failures = 0  # sends failed in a row
 
     def enqueue(
         self, api_key: int, version: int, body: Any, callback: ResponseCallback | None
@@ -350,6 +351,7 @@ class _BrokerQueue:
 
     def _answered(self, response: Any) -> None:
         self.in_flight = False
+        self.failures = 0
         if self.closed or not self.queue:
             return
         api_key, _, _, callback = self.queue.popleft()
@@ -370,11 +372,16 @@ class _BrokerQueue:
         if self.closed or not self.queue:
             return
         api_key = self.queue[0][0]
-        log.warning(
-            "%s to broker %d failed (%s); retrying in %.1fs",
+        self.failures += 1
+        # A broker that died is retried until its registration goes (its session
+        # expires): say so on the first failure and then now and again, not every time.
+        log.log(
+            logging.WARNING if self.failures == 1 or self.failures % 50 == 0 else logging.DEBUG,
+            "%s to broker %d failed (%s, %d in a row); retrying in %.1fs",
             _API_NAMES.get(api_key, api_key),
             self.broker_id,
             failure.getErrorMessage(),
+            self.failures,
             self.channel.retry_backoff_s,
         )
         self.retry_call = self.channel.reactor.callLater(self.channel.retry_backoff_s, self._retry)
@@ -402,7 +409,7 @@ class ControllerChannelManager:
         reactor: ``IReactorTime`` (retry backoff) and, for the default factory, ``IReactorTCP``.
         controller_id: This broker's id (used in the client id).
         connection_factory: ``factory(broker_id, host, port)`` → connection;
-            by default a :class:`mafka.client.connection.BrokerConnection`.
+            by default a :class:`mafka.interbroker.connection.BrokerConnection`.
         listener_name: The inter-broker listener to connect to (see :func:`broker_endpoint`).
         retry_backoff_s: Delay before re-sending a request whose connection failed.
     """
@@ -424,7 +431,7 @@ class ControllerChannelManager:
         self._brokers: dict[int, _BrokerQueue] = {}
 
     def _default_factory(self, broker_id: int, host: str, port: int) -> BrokerClient:
-        from mafka.client.connection import BrokerConnection
+        from mafka.interbroker.connection import BrokerConnection
 
         return BrokerConnection(self.reactor, host, port, f"controller-{self.controller_id}")
 

@@ -22,7 +22,7 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 from mafka.broker.metadata_cache import MetadataCache
-from mafka.client.connection import ConnectionLostError
+from mafka.interbroker.connection import ConnectionLostError
 from mafka.controller.channel import ControllerChannelManager
 from mafka.controller.controller import (
     Controller,

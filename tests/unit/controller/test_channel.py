@@ -9,7 +9,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 
-from mafka.client.connection import ConnectionLostError
+from mafka.interbroker.connection import ConnectionLostError
 from mafka.controller.channel import (
     LEADER_AND_ISR,
     STOP_REPLICA,

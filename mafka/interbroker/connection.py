@@ -1,12 +1,20 @@
 """A Kafka-protocol client connection on the Twisted reactor (inter-broker use).
 
-The controller talks to brokers (LeaderAndIsr, UpdateMetadata, StopReplica)
-and, later, followers fetch from leaders through this.  Requests are
-pipelined; responses are matched by correlation id in order (brokers answer
-in request order).  :class:`BrokerConnection` reconnects with backoff and
-queues requests while disconnected; a request outstanding when the
-connection drops fails with :class:`ConnectionLostError` (the caller
-decides whether to resend, as Kafka's controller does).
+The controller talks to brokers (LeaderAndIsr, UpdateMetadata, StopReplica),
+followers fetch from leaders, coordinators send transaction markers and a
+stopping broker asks the controller for a controlled shutdown through this.
+Requests are pipelined; responses are matched by correlation id in order
+(brokers answer in request order).
+
+Requests fail with their connection, as in Kafka's ``NetworkClient``: a
+request outstanding when the connection drops, or waiting for a connection
+attempt that fails (refused, unreachable, timed out), fails at once with
+:class:`ConnectionLostError`; it never waits out its own timeout on a peer
+that is known to be gone.  The caller decides whether to resend, and to whom
+(Kafka's controller resends to the same broker; a controlled shutdown asks
+ZooKeeper who the controller is now).  The next request connects again, no
+sooner than ``backoff_s`` after the last failed attempt
+(``reconnect.backoff.ms``).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
 
 __all__ = ["KafkaClientProtocol", "BrokerConnection", "ConnectionLostError"]
 
-log = logging.getLogger("mafka.client.connection")
+log = logging.getLogger("mafka.interbroker.connection")
 
 
 class ConnectionLostError(Exception):
@@ -85,26 +93,36 @@ class KafkaClientProtocol(protocol.Protocol):
 
 
 class BrokerConnection:
-    """A connection to one broker that reconnects and queues while down.
+    """A connection to one broker, opened on demand and again after it drops.
+
+    Requests made while no connection is open wait for one connection attempt;
+    if that attempt fails they fail with :class:`ConnectionLostError`.  An
+    attempt starts no sooner than ``backoff_s`` after the previous failed one.
 
     Args:
-        reactor: the reactor.
+        reactor: the reactor (``IReactorTCP`` and ``IReactorTime``).
         host, port: the broker's endpoint.
         client_id: request header client id.
-        backoff_s: delay between reconnection attempts.
+        backoff_s: least delay between a failed connection attempt and the next.
+        connect_timeout_s: a connection attempt not established within this fails.
     """
 
-    def __init__(self, reactor: Any, host: str, port: int, client_id: str, *, backoff_s: float = 0.5) -> None:
+    def __init__(
+        self, reactor: Any, host: str, port: int, client_id: str, *,
+        backoff_s: float = 0.5, connect_timeout_s: float = 5.0,
+    ) -> None:
         self.reactor = reactor
         self.host = host
         self.port = port
         self.client_id = client_id
         self.backoff_s = backoff_s
+        self.connect_timeout_s = connect_timeout_s
         self.protocol: KafkaClientProtocol | None = None
         self._waiters: list[defer.Deferred] = []
         self._attempting = False
         self._closed = False
         self._retry_call: Any = None
+        self._last_failure_at: float | None = None
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
         """Sends once connected; fires with the response body or fails (ConnectionLostError)."""
@@ -119,34 +137,49 @@ class BrokerConnection:
         self._waiters.append(d)
         if not self._attempting:
             self._attempting = True
-            self._attempt()
+            wait = 0.0
+            if self._last_failure_at is not None:
+                wait = self._last_failure_at + self.backoff_s - self.reactor.seconds()
+            if wait > 0:
+                self._retry_call = self.reactor.callLater(wait, self._attempt)
+            else:
+                self._attempt()
         return d
 
     def _attempt(self) -> None:
         self._retry_call = None
         if self._closed:
             return
-        endpoint = TCP4ClientEndpoint(self.reactor, self.host, self.port, timeout=5)
+        endpoint = TCP4ClientEndpoint(self.reactor, self.host, self.port, timeout=self.connect_timeout_s)
         d = connectProtocol(endpoint, KafkaClientProtocol(self.client_id))
         d.addCallbacks(self._connected, self._failed)
 
     def _connected(self, proto: KafkaClientProtocol) -> None:
-        self.protocol = proto
         self._attempting = False
+        if self._closed:
+            proto.transport.loseConnection()
+            return
+        self.protocol = proto
+        self._last_failure_at = None
         waiters, self._waiters = self._waiters, []
         for d in waiters:
             d.callback(proto)
 
     def _failed(self, failure: Any) -> None:
-        log.debug("connecting to %s:%d failed: %s", self.host, self.port, failure.getErrorMessage())
-        if not self._closed:
-            self._retry_call = self.reactor.callLater(self.backoff_s, self._attempt)
+        self._attempting = False
+        self._last_failure_at = self.reactor.seconds()
+        reason = failure.getErrorMessage()
+        log.debug("connecting to %s:%d failed: %s", self.host, self.port, reason)
+        waiters, self._waiters = self._waiters, []
+        for d in waiters:
+            d.errback(ConnectionLostError(f"connecting to {self.host}:{self.port} failed: {reason}"))
 
     def close(self) -> None:
         """Closes the connection; queued requests fail with ConnectionLostError."""
         self._closed = True
         if self._retry_call is not None and self._retry_call.active():
             self._retry_call.cancel()
+        self._retry_call = None
         if self.protocol is not None and not self.protocol.lost:
             self.protocol.transport.loseConnection()
         waiters, self._waiters = self._waiters, []
