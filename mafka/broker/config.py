@@ -90,6 +90,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
+from mafka import properties
 from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, InvalidConfig, LogConfig
 
 from .replica_selector import UnknownReplicaSelectorError, replica_selector_for
@@ -369,132 +370,21 @@ def _parse_csv_map(text: str) -> dict[str, str]:
 
 # =================================================================== Java properties files
 
-_BLANK: Final = " \t\f"
-_ESCAPES: Final = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    """``Properties.LineReader``: logical lines, comments and blank lines dropped.
-
-    Leading blanks of every natural line are skipped; a line ending in an odd
-    number of backslashes continues on the next one (whose leading blanks are
-    skipped, and which is never a comment); ``\\n``, ``\\r`` and ``\\r\\n`` end lines.
-    """
-    buf: list[str] = []
-    skip_blank = True  # skipping the leading blanks of a natural line
-    new_line = True  # the next non-blank char starts a logical line (may open a comment)
-    continued = False  # the current natural line continues a logical line
-    comment = False
-    backslash = False  # an odd run of backslashes precedes
-    skip_lf = False
-    for c in text:
-        if skip_lf:
-            skip_lf = False
-            if c == "\n":
-                continue
-        if skip_blank:
-            if c in _BLANK:
-                continue
-            if not continued and c in "\r\n":
-                continue
-            skip_blank = False
-            continued = False
-        if new_line:
-            new_line = False
-            if c in "#!":
-                comment = True
-                continue
-        if c != "\n" and c != "\r":
-            if not comment:
-                buf.append(c)
-                backslash = not backslash if c == "\\" else False
-            continue
-        # End of a natural line.
-        if comment or not buf:
-            comment = False
-            new_line = skip_blank = True
-            buf, backslash = [], False
-            continue
-        if backslash:
-            buf.pop()
-            skip_blank = continued = True
-            backslash = False
-            skip_lf = c == "\r"
-            continue
-        yield "".join(buf)
-        buf = []
-        new_line = skip_blank = True
-    if buf and not comment:
-        if backslash:
-            buf.pop()
-        yield "".join(buf)
-
-
-def _unescape(text: str) -> str:
-    """``Properties.loadConvert``: ``\\uXXXX``, ``\\t \\n \\r \\f``, and ``\\c`` → ``c``."""
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        i += 1
-        if c != "\\":
-            out.append(c)
-            continue
-        if i == n:  # a lone trailing backslash is dropped
-            break
-        c = text[i]
-        i += 1
-        if c == "u":
-            digits = text[i : i + 4]
-            if len(digits) != 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise ValueError("Malformed \\uxxxx encoding.")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_ESCAPES.get(c, c))
-    # \uD83D\uDE00-style surrogate pairs become one code point.
-    return "".join(out).encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
-
-
 def parse_properties(text: str) -> dict[str, str]:
     """Parse Java ``.properties`` text exactly as ``java.util.Properties.load(Reader)``.
 
-    The key ends at the first unescaped ``=``, ``:`` or blank; blanks and one
-    ``=``/``:`` after it are skipped; the rest of the logical line (trailing
-    blanks included) is the value.  A later duplicate key wins.
+    See :mod:`mafka.properties`: the key ends at the first unescaped ``=``,
+    ``:`` or blank; blanks and one ``=``/``:`` after it are skipped; the rest of
+    the logical line (trailing blanks included) is the value.  A later duplicate
+    key wins.
 
     Raises:
         ConfigError: a malformed ``\\uXXXX`` escape.
     """
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        n = len(line)
-        key_end, value_start, has_sep, backslash = 0, n, False, False
-        while key_end < n:
-            c = line[key_end]
-            if c in "=:" and not backslash:
-                value_start, has_sep = key_end + 1, True
-                break
-            if c in _BLANK and not backslash:
-                value_start = key_end + 1
-                break
-            backslash = not backslash if c == "\\" else False
-            key_end += 1
-        while value_start < n:
-            c = line[value_start]
-            if c not in _BLANK:
-                if not has_sep and c in "=:":
-                    has_sep = True
-                else:
-                    break
-            value_start += 1
-        try:
-            props[_unescape(line[:key_end])] = _unescape(line[value_start:])
-        except ValueError as exc:
-            raise ConfigError(None, f"{exc} in line {line!r}") from None
-    return props
+    try:
+        return properties.loads(text)
+    except properties.MalformedEscapeError as exc:
+        raise ConfigError(None, f"{exc} (line {exc.line})") from None
 
 
 def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -506,7 +396,7 @@ def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     """
     data = Path(path).read_bytes()
     try:
-        return parse_properties(data.decode("latin-1"))
+        return parse_properties(data.decode("iso-8859-1"))
     except ConfigError as exc:
         raise ConfigError(None, f"{path}: {exc}") from None
 

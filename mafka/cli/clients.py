@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from mafka import properties
 from mafka.client.config import PROPERTIES
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.errors import ErrorCode
@@ -89,34 +90,16 @@ def parse_properties(entries: Iterable[str]) -> dict[str, str]:
 
 
 def load_properties(path: str) -> dict[str, str]:
-    """A Java ``.properties`` file (``Utils.loadProps``): ``key=value`` or ``key: value`` lines,
-    ``#``/``!`` comments, a trailing ``\\`` continues a line.
+    """A Java ``.properties`` file as Kafka's ``Utils.loadProps`` reads it (``Properties.load(InputStream)``,
+    see :mod:`mafka.properties`): ISO-8859-1 bytes, ``key=value`` / ``key: value`` / ``key value``
+    lines, ``#``/``!`` comments, backslash escapes and continuations; values keep trailing blanks.
 
     Raises:
         OSError: the file cannot be read.
+        ValueError: a malformed ``\\uXXXX`` escape (:class:`mafka.properties.MalformedEscapeError`;
+            Kafka's tools die of ``IllegalArgumentException: Malformed \\uxxxx encoding.``).
     """
-    out: dict[str, str] = {}
-    with open(path, encoding="utf-8") as f:
-        pending = ""
-        for raw in f:
-            line = raw.rstrip("\r\n")
-            if not pending and line.lstrip().startswith(("#", "!")):
-                continue
-            if line.endswith("\\") and not line.endswith("\\\\"):
-                pending += line[:-1].lstrip() if pending else line[:-1]
-                continue
-            line = (pending + line.lstrip()) if pending else line
-            pending = ""
-            line = line.strip()
-            if not line:
-                continue
-            cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-            if cut < 0:
-                key, value = line, ""
-            else:
-                key, value = line[:cut].strip(), line[cut + 1:].strip()
-            out[key] = value
-    return out
+    return properties.load_file(path)
 
 
 def known_config(key: str) -> bool:

@@ -334,6 +334,8 @@ def _configs_to_add(args: argparse.Namespace) -> dict[str, str]:
     if args.add_config_file is not None:
         try:
             props.update(load_properties(args.add_config_file))
+        except ValueError as exc:  # a malformed \uxxxx escape, as Java's Properties.load
+            raise ConfigCommandError(f"{args.add_config_file}: {exc}") from None
         except OSError as exc:
             raise ConfigCommandError(f"{args.add_config_file} ({exc.strerror or exc})",
                                      "java.nio.file.NoSuchFileException" if isinstance(exc, FileNotFoundError)

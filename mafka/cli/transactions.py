@@ -438,7 +438,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         props = load_properties(args.command_config) if getattr(args, "command_config", None) else {}
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a malformed \uxxxx escape
         print(f"Failed to load admin client properties: {exc}.{DEBUG_HINT}", file=sys.stderr)
         return 1
     # Kafka's bound on each admin call; Mafka's client has no such key, --timeout wins.

@@ -12,7 +12,9 @@ Configuration, lowest precedence first:
    use ``ruok`` / ``srvr``), ``quorumListenOnAllIPs=true`` (a member's own
    ``server.N`` host may resolve to one interface of several);
 2. the properties file (ZooKeeper's own ``zoo.cfg`` syntax, as Kafka's
-   ``config/zookeeper.properties``);
+   ``config/zookeeper.properties``): Java properties read as ISO-8859-1 by
+   :mod:`mafka.properties`, keys and values trimmed as ZooKeeper trims them, and a
+   line holding a bare key refused;
 3. the cp-zookeeper image's environment variables (:data:`ENV_KEYS`):
    ``ZOOKEEPER_CLIENT_PORT``, ``ZOOKEEPER_TICK_TIME``, ``ZOOKEEPER_INIT_LIMIT``,
    ``ZOOKEEPER_SYNC_LIMIT``, ``ZOOKEEPER_DATA_DIR`` …, plus
@@ -36,6 +38,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from mafka import properties as javaprops
 
 __all__ = ["ENV_KEYS", "ZooKeeperConfigError", "add_parser", "render", "zookeeper_config", "run"]
 
@@ -76,17 +80,26 @@ class ZooKeeperConfigError(ValueError):
     """The configuration cannot start a server; the message says which setting and why."""
 
 
+def _java_trim(text: str) -> str:
+    """Java's ``String.trim``: strip every character up to U+0020 from both ends."""
+    return text.strip("".join(map(chr, range(0x21))))
+
+
 def _parse_properties(text: str) -> dict[str, str]:
-    """``key=value`` lines; ``#``/``!`` comments and blank lines skipped (zoo.cfg needs no more)."""
+    """zoo.cfg as ZooKeeper's ``QuorumPeerConfig`` reads it: ``Properties.load``
+    (:mod:`mafka.properties`), then keys and values trimmed as ``parseProperties`` does.
+
+    A line holding only a key (no ``=``, ``:`` or value) is refused: ZooKeeper would
+    quietly make it a ``zookeeper.<key>`` system property, which is never what was meant.
+    """
     out: dict[str, str] = {}
-    for n, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise ZooKeeperConfigError(f"line {n}: expected key=value, got {raw!r}")
-        out[key.strip()] = value.strip()
+    try:
+        for prop in javaprops.entries(text):
+            if not prop.has_separator and not prop.value:
+                raise ZooKeeperConfigError(f"line {prop.line}: expected key=value, got {prop.key!r}")
+            out[_java_trim(prop.key)] = _java_trim(prop.value)
+    except javaprops.MalformedEscapeError as exc:
+        raise ZooKeeperConfigError(f"line {exc.line}: {exc}") from None
     return out
 
 
@@ -139,10 +152,15 @@ def zookeeper_config(env: Mapping[str, str], properties: str | None = None) -> t
 
 
 def render(config: Mapping[str, str]) -> str:
-    """zoo.cfg text: every key but the ``server.N`` lines, sorted, then those in id order."""
+    """zoo.cfg text: every key but the ``server.N`` lines, sorted, then those in id order.
+
+    Keys and values are escaped for ``Properties.load`` (:func:`mafka.properties.dumps`
+    with ``minimal``: backslashes, line ends, leading blanks, non-ASCII as ``\\uXXXX``),
+    so ZooKeeper reads back exactly ``config``; the text is ASCII.
+    """
     plain = sorted(k for k in config if not k.startswith("server."))
     servers = sorted((k for k in config if k.startswith("server.")), key=lambda k: int(k.split(".", 1)[1]))
-    return "".join(f"{k}={config[k]}\n" for k in [*plain, *servers])
+    return javaprops.dumps({k: config[k] for k in [*plain, *servers]}, minimal=True)
 
 
 def add_parser(sub: Any) -> None:
@@ -157,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
     from mafka.coordination.zookeeper import MAIN_CLASS, ZooKeeperError, find_classpath, find_java
 
     try:
-        text = Path(args.config).read_text() if args.config else None
+        # ZooKeeper reads zoo.cfg with Properties.load(InputStream): ISO-8859-1.
+        text = Path(args.config).read_bytes().decode("iso-8859-1") if args.config else None
         config, server_id = zookeeper_config(os.environ, text)
     except (ZooKeeperConfigError, OSError) as exc:
         print(f"mafka zookeeper-server-start: {exc}", file=sys.stderr)

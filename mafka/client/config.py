@@ -433,7 +433,7 @@ def _parse_float(prop: Prop, raw: Any, scale: int) -> float:
 
 def _parse_str(prop: Prop, raw: Any, scale: int) -> str:
     if isinstance(raw, str):
-        return raw
+        return raw.strip()  # Kafka's ConfigDef.parseType trims STRING values
     if isinstance(raw, int) and not isinstance(raw, bool):
         return str(raw)  # confluent-kafka would pass str(value)
     raise _Rejected("expected a string")

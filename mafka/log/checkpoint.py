@@ -31,7 +31,8 @@ Contract:
   number of entry lines, a line with the wrong number of fields, a number that
   is not a decimal integer of the right width, bytes that are not UTF-8)
   raises :class:`CorruptCheckpointError` naming the file and the line.
-* ``meta.properties`` is a Java properties file (ISO-8859-1, ``\\uXXXX`` escapes)
+* ``meta.properties`` is a Java properties file (ISO-8859-1, ``\\uXXXX`` escapes;
+  read and written by :mod:`mafka.properties`, as ``Properties.load`` / ``store``)
   holding ``version=0``, ``broker.id`` and ``cluster.id`` for ZooKeeper-mode
   brokers.  :func:`check_broker_metadata` refuses a directory whose file
   disagrees with the broker's configuration, as ``KafkaServer.startup`` does.
@@ -56,11 +57,12 @@ import contextlib
 import errno
 import os
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
+
+from mafka import properties
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -403,116 +405,6 @@ _VERSION_KEY: Final = "version"
 _BROKER_ID_KEY: Final = "broker.id"
 _CLUSTER_ID_KEY: Final = "cluster.id"
 
-_JAVA_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-_JAVA_ESCAPES_OUT = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}
-_PROPS_BLANK = " \t\f"  # Properties.load's whitespace
-
-
-def _java_unescape(text: str) -> str:
-    r"""Undo Properties.load escapes: ``\uXXXX``, ``\t \n \r \f``, and ``\c`` -> ``c``."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        i += 1
-        if ch != "\\" or i == len(text):
-            out.append(ch)
-            continue
-        ch = text[i]
-        i += 1
-        if ch == "u":
-            digits = text[i : i + 4]
-            if len(digits) != 4 or not all(c in "0123456789abcdefABCDEF" for c in digits):
-                raise ValueError(f"malformed \\uxxxx encoding: \\u{digits}")
-            out.append(chr(int(digits, 16)))
-            i += 4
-        else:
-            out.append(_JAVA_ESCAPES.get(ch, ch))
-    return "".join(out)
-
-
-def _logical_lines(text: str) -> Iterable[str]:
-    """Properties.load's LineReader: join continuation lines, drop comments and blank lines."""
-    pending: str | None = None
-    for natural in _LINE_END.split(text):
-        stripped = natural.lstrip(_PROPS_BLANK)
-        if pending is None and (not stripped or stripped[0] in "#!"):
-            continue
-        # An odd number of trailing backslashes continues the line onto the next one.
-        backslashes = len(stripped) - len(stripped.rstrip("\\"))
-        if backslashes % 2:
-            pending = (pending or "") + stripped[:-1]
-            continue
-        yield (pending or "") + stripped
-        pending = None
-    if pending:
-        yield pending
-
-
-def _parse_java_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (the subset Properties.load defines; good enough for
-    anything Kafka or a human writes into meta.properties)."""
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        i, n = 0, len(line)
-        # The key ends at the first unescaped '=', ':' or blank.
-        while i < n:
-            ch = line[i]
-            if ch == "\\":
-                i += 2
-                continue
-            if ch in "=:" or ch in _PROPS_BLANK:
-                break
-            i += 1
-        key = line[:i]
-        while i < n and line[i] in _PROPS_BLANK:
-            i += 1
-        if i < n and line[i] in "=:":
-            i += 1
-            while i < n and line[i] in _PROPS_BLANK:
-                i += 1
-        props[_java_unescape(key)] = _java_unescape(line[i:])
-    return props
-
-
-def _java_escape(text: str, *, is_key: bool) -> str:
-    """Properties.store's ``saveConvert`` with unicode escaping (the file is ISO-8859-1)."""
-    out: list[str] = []
-    for index, ch in enumerate(text):
-        if ch == " ":
-            out.append("\\ " if is_key or index == 0 else " ")
-        elif ch in _JAVA_ESCAPES_OUT:
-            out.append(_JAVA_ESCAPES_OUT[ch])
-        elif ch in "=:#!\\":
-            out.append("\\" + ch)
-        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
-            # Outside the BMP: Java escapes each UTF-16 code unit.
-            units = ch.encode("utf-16-be")
-            out.extend(
-                f"\\u{int.from_bytes(units[k : k + 2], 'big'):04X}" for k in range(0, len(units), 2)
-            )
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def _join_surrogates(text: str) -> str:
-    """Recombine UTF-16 surrogate pairs produced by ``\\uD83D\\uDE00``-style escapes."""
-    return text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "replace")
-
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def _java_date(now: float) -> str:
-    """``java.util.Date.toString()`` in UTC, independent of the C locale."""
-    t = time.gmtime(now)
-    return (
-        f"{_DAYS[t.tm_wday]} {_MONTHS[t.tm_mon - 1]} {t.tm_mday:02d} "
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} UTC {t.tm_year}"
-    )
-
 
 def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
     """Return the key/value pairs of ``log_dir/meta.properties``, or ``None`` if it is missing.
@@ -531,10 +423,9 @@ def read_meta_properties(log_dir: Path) -> dict[str, str] | None:
     except FileNotFoundError:
         return None
     try:
-        props = _parse_java_properties(raw.decode("latin-1"))
-    except ValueError as exc:
-        raise CorruptCheckpointError(path, str(exc)) from None
-    return {_join_surrogates(k): _join_surrogates(v) for k, v in props.items()}
+        return properties.loads(raw.decode("iso-8859-1"))
+    except properties.MalformedEscapeError as exc:
+        raise CorruptCheckpointError(path, str(exc), line_number=exc.line) from None
 
 
 def write_meta_properties(
@@ -557,12 +448,7 @@ def write_meta_properties(
         _BROKER_ID_KEY: str(int(broker_id)),
         _CLUSTER_ID_KEY: cluster_id,
     }
-    lines = ["#", f"#{_java_date(time.time())}"]
-    lines += [
-        f"{_java_escape(k, is_key=True)}={_java_escape(v, is_key=False)}" for k, v in props.items()
-    ]
-    data = "".join(f"{line}\n" for line in lines).encode("latin-1")
-    atomic_write(Path(log_dir) / META_PROPERTIES, data, fsync=fsync)
+    atomic_write(Path(log_dir) / META_PROPERTIES, properties.store(props, ""), fsync=fsync)
 
 
 @dataclass(frozen=True)
