@@ -42,8 +42,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from mafka.interbroker.connection import BrokerConnection
 from mafka.errors import ErrorCode
+from mafka.interbroker.connection import BrokerConnection
 from mafka.log.epoch_cache import UNDEFINED_EPOCH
 
 from .fetch_session_handler import FetchSessionHandler, PartitionFetchState

@@ -22,7 +22,6 @@ from twisted.internet.task import Clock
 from twisted.python.failure import Failure
 
 from mafka.broker.metadata_cache import MetadataCache
-from mafka.interbroker.connection import ConnectionLostError
 from mafka.controller.channel import ControllerChannelManager
 from mafka.controller.controller import (
     Controller,
@@ -34,6 +33,7 @@ from mafka.coordination.znodes import (
     LeaderIsrAndControllerEpoch,
 )
 from mafka.errors import ErrorCode
+from mafka.interbroker.connection import ConnectionLostError
 from mafka.wire.codec import decode_body, encode_body
 from mafka.wire.registry import spec_for
 

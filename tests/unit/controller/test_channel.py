@@ -9,7 +9,6 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.internet.task import Clock
 
-from mafka.interbroker.connection import ConnectionLostError
 from mafka.controller.channel import (
     LEADER_AND_ISR,
     STOP_REPLICA,
@@ -22,6 +21,7 @@ from mafka.controller.channel import (
 from mafka.controller.context import ControllerContext
 from mafka.coordination.znodes import BrokerRegistration, LeaderIsrAndControllerEpoch
 from mafka.errors import ErrorCode
+from mafka.interbroker.connection import ConnectionLostError
 from mafka.wire.codec import decode_body, encode_body
 from mafka.wire.registry import spec_for
 
