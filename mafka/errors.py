@@ -28,6 +28,22 @@ Contract:
   ``UNKNOWN_SERVER_ERROR``.
 * :func:`raise_for_code` raises the matching exception and does nothing for
   ``NONE`` (0).
+* Two exceptions carry no error code and so are not :class:`KafkaError` s;
+  they are defined here once for broker, tools and client:
+  :class:`ConfigError` (Kafka's ``org.apache.kafka.common.config.ConfigException``,
+  a :class:`ValueError`: a configuration Kafka would refuse, the broker's
+  ``server.properties`` as much as a client's settings) and
+  :class:`IllegalStateError` (``java.lang.IllegalStateException``: a state
+  machine asked for a transition it does not allow, a bug rather than a
+  client error).
+* The client library's :class:`mafka.client.KafkaError` is a different thing
+  with the same name, kept for confluent-kafka compatibility: an error *value*
+  (``msg.error()``, ``KafkaException.args[0]``) holding a code, a message and
+  flags.  Its broker codes, names, descriptions and retriable flags come from
+  :class:`ErrorCode` here; it adds librdkafka's local (negative) codes.  A
+  :class:`KafkaError` exception raised inside the client reaches applications
+  as a ``KafkaException`` wrapping such a value
+  (:func:`mafka.client.kafka_error.error_for`).
 
 Example:
     >>> raise_for_code(0)
@@ -49,7 +65,9 @@ from typing import Any, ClassVar, Final, TypeVar
 
 __all__ = [
     "ERROR_CLASSES",
+    "ConfigError",
     "ErrorCode",
+    "IllegalStateError",
     "InvalidMetadataError",
     "KafkaError",
     "RetriableError",
@@ -696,3 +714,49 @@ def raise_for_code(code: int, message: str | None = None) -> None:
     """
     if code != ErrorCode.NONE:
         raise KafkaError.for_code(code)(message)
+
+
+# --------------------------------------------------------------------------- exceptions without a code
+
+
+class ConfigError(ValueError):
+    """A configuration Kafka would refuse: Kafka's ``ConfigException``.
+
+    The one class for the broker's configuration (:mod:`mafka.broker.config`)
+    and the client's (:mod:`mafka.client.config`, public there as
+    ``mafka.client.ConfigError``); each words its messages as its Kafka
+    counterpart does.
+
+    Attributes:
+        key: The configuration key at fault as the user spelled it (None for
+            problems of the whole file or dict).
+        value: The offending value (None when not about one value).
+        source: Where the value was set (a file, an environment variable, an
+            override), if known; the message ends with ``(set by <source>)``.
+    """
+
+    def __init__(self, message: str, key: str | None = None, value: Any = None, *, source: str | None = None) -> None:
+        if source:
+            message += f" (set by {source})"
+        super().__init__(message)
+        self.key = key
+        self.value = value
+        self.source = source
+
+    @classmethod
+    def for_key(cls, key: str | None, reason: str, *, value: Any = None, source: str | None = None) -> ConfigError:
+        """Kafka's ``ConfigException(name, value, message)``.
+
+        The message is ``Invalid value <value> for configuration <key>: <reason>``
+        when there is a value, else just ``reason``.
+        """
+        message = reason if value is None else f"Invalid value {value} for configuration {key}: {reason}"
+        return cls(message, key, value, source=source)
+
+
+class IllegalStateError(Exception):
+    """An operation or transition the current state does not allow (Kafka's ``IllegalStateException``).
+
+    Raised by the group and transaction state machines (:mod:`mafka.group.state`,
+    :mod:`mafka.transaction.metadata`): a bug, not a client error.
+    """

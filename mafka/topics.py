@@ -1,4 +1,12 @@
-"""Kafka's topic-name rules and internal topics (``org.apache.kafka.common.internals.Topic``)."""
+"""Topic-level things broker, controller, tools and client share.
+
+* Kafka's topic-name rules and internal topics (``org.apache.kafka.common.internals.Topic``).
+* :data:`TopicPartitionTuple`: a partition named by ``(topic, partition index)``, the
+  hashable key every broker, controller and client module uses for a partition.  It is
+  deliberately not called ``TopicPartition``: that is the public client class
+  :class:`mafka.client.TopicPartition` (confluent-kafka's, which also carries an offset,
+  metadata, a leader epoch and an error), and several modules use both.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,17 @@ import re
 
 from mafka.errors import InvalidTopicError
 
-__all__ = ["INTERNAL_TOPICS", "GROUP_METADATA_TOPIC", "TRANSACTION_STATE_TOPIC", "validate_topic_name", "is_valid_topic_name"]
+__all__ = [
+    "GROUP_METADATA_TOPIC",
+    "INTERNAL_TOPICS",
+    "TRANSACTION_STATE_TOPIC",
+    "TopicPartitionTuple",
+    "is_valid_topic_name",
+    "validate_topic_name",
+]
+
+#: A partition as ``(topic, partition index)`` (Kafka's ``TopicPartition`` as a plain tuple).
+TopicPartitionTuple = tuple[str, int]
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"

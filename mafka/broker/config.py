@@ -48,10 +48,11 @@ Contract:
   constructing :class:`BrokerConfig` directly does not, so tests can use
   ``BrokerConfig(broker_id=1)``.  Every other check runs on construction,
   including :func:`dataclasses.replace`.
-* Listeners (:attr:`BrokerConfig.listener_endpoints`) follow
-  ``EndPoint.createEndPoint``: ``NAME://host:port`` or ``NAME://[ipv6]:port``,
-  names upper-cased and mapped to a security protocol through
-  ``listener.security.protocol.map``; an empty host binds every interface.
+* Listeners (:attr:`BrokerConfig.listener_endpoints`, each a
+  :class:`mafka.endpoint.Endpoint`) follow ``EndPoint.createEndPoint``:
+  ``NAME://host:port`` or ``NAME://[ipv6]:port``, names upper-cased and
+  mapped to a security protocol through ``listener.security.protocol.map``;
+  an empty host (``host`` None) binds every interface.
   ``listeners`` defaults to ``PLAINTEXT://:9092`` (from the deprecated
   ``host.name``/``port``), ``advertised.listeners`` to ``listeners``.
 * Kafka advertises an empty host as ``InetAddress.getLocalHost
@@ -71,7 +72,7 @@ Example:
     >>> cfg = BrokerConfig.from_properties(
     ...     {"zookeeper.connect": "zk:2181", "log.retention.minutes": "5"})
     >>> cfg.effective_log_retention_ms, cfg.listener_endpoints[0]
-    (300000, Endpoint(name='PLAINTEXT', security_protocol='PLAINTEXT', host='', port=9092))
+    (300000, Endpoint(name='PLAINTEXT', security_protocol='PLAINTEXT', host=None, port=9092))
     >>> cfg.advertised_endpoints[0].connection_string
     'PLAINTEXT://localhost:9092'
     >>> env_var_to_key("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR")
@@ -88,30 +89,28 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from mafka import properties
-from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, InvalidConfig, LogConfig
+from mafka.endpoint import SECURITY_PROTOCOLS, Endpoint, parse_endpoint
+from mafka.errors import ConfigError
+from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, LogConfig
 
 from .replica_selector import UnknownReplicaSelectorError, replica_selector_for
 
 __all__ = [
     "BrokerConfig",
     "CONFIG_KEYS",
-    "ConfigError",
     "ConfigKey",
     "DEFAULT_ADVERTISED_HOST",
     "DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP",
-    "Endpoint",
     "LOG_CONFIG_SYNONYMS",
     "NON_CONFIG_ENV_VARS",
     "PASSTHROUGH_PREFIXES",
-    "SECURITY_PROTOCOLS",
     "env_overrides",
     "env_var_to_key",
     "key_to_env_var",
     "load_properties",
-    "parse_endpoint",
     "parse_listeners",
     "parse_override",
     "parse_properties",
@@ -125,8 +124,6 @@ _DOUBLE_MAX: Final = sys.float_info.max  # Java's Double.MAX_VALUE
 
 #: Where an empty listener host is advertised (Kafka: the canonical host name); see the module docstring.
 DEFAULT_ADVERTISED_HOST: Final = "localhost"
-#: Kafka's ``SecurityProtocol`` names.
-SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Kafka's default ``listener.security.protocol.map`` (every protocol maps to a listener of its own name).
 DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP: Final = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 #: ``compression.type`` values a broker accepts (``BrokerCompressionCodec``).
@@ -181,31 +178,6 @@ _JAVA_INT: Final = re.compile(r"[+-]?[0-9]+\Z")
 _JAVA_DOUBLE: Final = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?\Z")
 
 
-class ConfigError(ValueError):
-    """A broker config Kafka would refuse (Kafka's ``ConfigException`` / failed ``require``).
-
-    ``key`` is the Kafka key at fault (``None`` for file-level problems),
-    ``value`` the offending value (``None`` when not about one value) and
-    ``source`` where the value was set (a file, an environment variable, an
-    override), if known.
-    """
-
-    def __init__(
-        self, key: str | None, reason: str, *, value: Any = None, source: str | None = None
-    ) -> None:
-        if value is not None:
-            text = f"Invalid value {value} for configuration {key}: {reason}"
-        else:
-            text = reason
-        if source:
-            text += f" (set by {source})"
-        super().__init__(text)
-        self.key = key
-        self.reason = reason
-        self.value = value
-        self.source = source
-
-
 @dataclass(frozen=True, slots=True)
 class ConfigKey:
     """One broker config: Kafka name, attribute, ``ConfigDef`` type and default, validator."""
@@ -235,15 +207,15 @@ class ConfigKey:
         if kind in _RANGES:
             lo, hi = _RANGES[kind]
             if not _JAVA_INT.match(text) or not lo <= int(text) <= hi:
-                raise ConfigError(self.name, f"Not a number of type {kind}", value=raw, source=source)
+                raise ConfigError.for_key(self.name, f"Not a number of type {kind}", value=raw, source=source)
             return int(text)
         if kind == "BOOLEAN":
             if text.lower() not in ("true", "false"):
-                raise ConfigError(self.name, "Expected value to be either true or false", value=raw, source=source)
+                raise ConfigError.for_key(self.name, "Expected value to be either true or false", value=raw, source=source)
             return text.lower() == "true"
         if kind == "DOUBLE":
             if not _JAVA_DOUBLE.match(text):
-                raise ConfigError(self.name, "Not a number of type DOUBLE", value=raw, source=source)
+                raise ConfigError.for_key(self.name, "Not a number of type DOUBLE", value=raw, source=source)
             return float(text.rstrip("fFdD").replace("Infinity", "inf"))
         if kind == "LIST":
             return () if not text else tuple(_LIST_SPLIT.split(text))
@@ -260,13 +232,13 @@ class ConfigKey:
         if value is None:
             return
         if self.at_least is not None and value < self.at_least:
-            raise ConfigError(self.name, f"Value must be at least {self.at_least}", value=value, source=source)
+            raise ConfigError.for_key(self.name, f"Value must be at least {self.at_least}", value=value, source=source)
         if self.one_of is not None:
             items = value if isinstance(value, tuple) else (value,)
             bad = [v for v in items if v not in self.one_of]
             if bad:
                 shown = ",".join(items) if isinstance(value, tuple) else value
-                raise ConfigError(
+                raise ConfigError.for_key(
                     self.name, f"String must be one of: {', '.join(self.one_of)}", value=shown, source=source
                 )
 
@@ -294,42 +266,12 @@ def _key(
     return field(default=default, metadata=MappingProxyType(meta))
 
 
-class Endpoint(NamedTuple):
-    """A parsed listener: ``name://host:port`` (``host`` ``""`` = every interface)."""
-
-    name: str
-    security_protocol: str
-    host: str
-    port: int
-
-    @property
-    def connection_string(self) -> str:
-        """``NAME://host:port``, IPv6 hosts in brackets (Kafka's ``EndPoint.connectionString``)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-_ENDPOINT: Final = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
-
-
-def parse_endpoint(text: str, protocol_map: Mapping[str, str]) -> Endpoint:
-    """Parse one listener as ``EndPoint.createEndPoint`` does.
-
-    Raises:
-        ValueError: the text is not ``NAME://host:port``, the port is not in
-            0..65535, or the listener name has no security protocol.
-    """
-    m = _ENDPOINT.fullmatch(text)
-    if m is None:
-        raise ValueError(f"Unable to parse {text} to a broker endpoint")
-    name, host, port_text = m.group(1).upper(), m.group(2), m.group(3)
-    port = int(port_text)
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} of {text} is not within 0..65535")
-    protocol = protocol_map.get(name)
-    if protocol is None:
-        raise ValueError(f"No security protocol defined for listener {name}")
-    return Endpoint(name, protocol, host, port)
+def _listener(text: str, protocol_map: Mapping[str, str]) -> Endpoint:
+    """One listener: :func:`~mafka.endpoint.parse_endpoint`, its port within 0..65535."""
+    endpoint = parse_endpoint(text, protocol_map)
+    if not 0 <= endpoint.port <= 65535:
+        raise ValueError(f"port {endpoint.port} of {text} is not within 0..65535")
+    return endpoint
 
 
 def parse_listeners(
@@ -343,7 +285,7 @@ def parse_listeners(
     """
     items = [s for s in _LIST_SPLIT.split(text) if s] if text else []
     try:
-        endpoints = tuple(parse_endpoint(s, protocol_map) for s in items)
+        endpoints = tuple(_listener(s, protocol_map) for s in items)
     except ValueError as exc:
         raise ValueError(f"Error creating broker listeners from '{text}': {exc}") from None
     names = [e.name for e in endpoints]
@@ -384,7 +326,7 @@ def parse_properties(text: str) -> dict[str, str]:
     try:
         return properties.loads(text)
     except properties.MalformedEscapeError as exc:
-        raise ConfigError(None, f"{exc} (line {exc.line})") from None
+        raise ConfigError(f"{exc} (line {exc.line})") from None
 
 
 def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
@@ -398,7 +340,7 @@ def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     try:
         return parse_properties(data.decode("iso-8859-1"))
     except ConfigError as exc:
-        raise ConfigError(None, f"{path}: {exc}") from None
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 # =================================================================== environment and overrides
@@ -464,7 +406,7 @@ def parse_override(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise ConfigError(None, f"override {text!r} is not of the form key=value")
+        raise ConfigError(f"override {text!r} is not of the form key=value")
     return key, value
 
 
@@ -773,7 +715,7 @@ class BrokerConfig:
         explicit = frozenset(k for k in props if k in CONFIG_KEYS)
         config = cls(**values, unknown=unknown, explicit_keys=explicit, sources=sources)
         if require_zookeeper and not config.zookeeper_connect:
-            raise ConfigError(
+            raise ConfigError.for_key(
                 "zookeeper.connect", 'Missing required configuration "zookeeper.connect" which has no default value.'
             )
         return config
@@ -873,7 +815,7 @@ class BrokerConfig:
         try:
             return {k: int(v) for k, v in _parse_csv_map(self.max_connections_per_ip_overrides).items()}
         except ValueError as exc:
-            raise ConfigError(
+            raise ConfigError.for_key(
                 "max.connections.per.ip.overrides",
                 str(exc),
                 value=self.max_connections_per_ip_overrides,
@@ -887,13 +829,13 @@ class BrokerConfig:
         try:
             raw = _parse_csv_map(self.listener_security_protocol_map)
         except ValueError as exc:
-            raise ConfigError(
+            raise ConfigError.for_key(
                 key, str(exc), value=self.listener_security_protocol_map, source=self.sources.get(key)
             ) from None
         out = {}
         for name, protocol in raw.items():
             if protocol.upper() not in SECURITY_PROTOCOLS:
-                raise ConfigError(
+                raise ConfigError.for_key(
                     key, f"Invalid security protocol `{protocol}` defined in {key}", source=self.sources.get(key)
                 )
             out[name.upper()] = protocol.upper()
@@ -909,7 +851,7 @@ class BrokerConfig:
         try:
             return parse_listeners(text, self.security_protocol_map)
         except ValueError as exc:
-            raise ConfigError(key, str(exc), source=self.sources.get(key)) from None
+            raise ConfigError.for_key(key, str(exc), source=self.sources.get(key)) from None
 
     @property
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
@@ -924,7 +866,7 @@ class BrokerConfig:
             try:
                 endpoints = parse_listeners(text, self.security_protocol_map, require_distinct_ports=False)
             except ValueError as exc:
-                raise ConfigError(key, str(exc), source=self.sources.get(key)) from None
+                raise ConfigError.for_key(key, str(exc), source=self.sources.get(key)) from None
         elif self.advertised_host_name is not None or self.advertised_port is not None:
             host = self.advertised_host_name if self.advertised_host_name is not None else self.host_name
             port = self.advertised_port if self.advertised_port is not None else self.port
@@ -933,7 +875,7 @@ class BrokerConfig:
                     f"PLAINTEXT://{host}:{port}", self.security_protocol_map, require_distinct_ports=False
                 )
             except ValueError as exc:
-                raise ConfigError("advertised.host.name", str(exc)) from None
+                raise ConfigError.for_key("advertised.host.name", str(exc)) from None
         else:
             endpoints = self.listener_endpoints
         return tuple(e._replace(host=DEFAULT_ADVERTISED_HOST) if not e.host else e for e in endpoints)
@@ -956,7 +898,7 @@ class BrokerConfig:
         for endpoint in self.advertised_endpoints:
             if endpoint.name == name:
                 return endpoint
-        raise ConfigError("inter.broker.listener.name", f"no advertised listener named {name}")
+        raise ConfigError.for_key("inter.broker.listener.name", f"no advertised listener named {name}")
 
     def get(self, key: str) -> Any:
         """The value of a Kafka key (typed for known keys, the raw string for kept unknown ones).
@@ -1018,9 +960,9 @@ class BrokerConfig:
         props = {k: v for k, v in candidates.items() if k in TOPIC_CONFIG_NAMES}
         try:
             return LogConfig.from_properties(props)
-        except InvalidConfig as exc:
+        except ConfigError as exc:
             culprit = next((LOG_CONFIG_SYNONYMS[k] for k in props if k in str(exc)), None)
-            raise ConfigError(culprit, f"not a valid log default: {exc}") from None
+            raise ConfigError.for_key(culprit, f"not a valid log default: {exc}") from None
 
     # ================================================================ display
 
@@ -1051,7 +993,7 @@ class BrokerConfig:
     # ================================================================ Kafka's validateValues
 
     def _fail(self, key: str, reason: str, value: Any = None) -> ConfigError:
-        return ConfigError(key, reason, value=value, source=self.sources.get(key))
+        return ConfigError.for_key(key, reason, value=value, source=self.sources.get(key))
 
     def _cross_check(self) -> None:
         if self.broker_id_generation_enable:

@@ -81,26 +81,33 @@ class DelayedDelivery:
     def tick(self) -> None:
         now = self.rm.now_ms()
         for tp, partition in list(self.rm.partitions.items()):
-            replica = partition.delays
-            if replica is None:
-                continue
-            idx = replica.index
-            if not partition.is_leader:
-                if idx.loaded:
-                    idx.unload()
-                continue
-            idx.half_check_ms = partition.log.config.mafka_txn_check_interval_ms
-            nxt = idx.next_load_ms()
-            if nxt is not None and nxt < now + LOOKAHEAD_MS:
-                self._load(tp, idx, now + LOOKAHEAD_MS)
-            for p in idx.due(now):
-                if p.half:
-                    self._check_back(tp, partition, p, now)
-                elif not self._deliver(tp, partition, p, now):
-                    break
+            # One partition that raises must not keep the others' messages from delivery.
+            try:
+                self._tick_partition(tp, partition, now)
+            except Exception:
+                log.exception("%s-%d: delayed delivery failed; the other partitions go on", *tp)
         if now - self._last_checkpoint >= CHECKPOINT_MS and not self._checkpointing:
             self._last_checkpoint = now
             self._checkpoint()
+
+    def _tick_partition(self, tp: tuple[str, int], partition: Any, now: int) -> None:
+        replica = partition.delays
+        if replica is None:
+            return
+        idx = replica.index
+        if not partition.is_leader:
+            if idx.loaded:
+                idx.unload()
+            return
+        idx.half_check_ms = partition.log.config.mafka_txn_check_interval_ms
+        nxt = idx.next_load_ms()
+        if nxt is not None and nxt < now + LOOKAHEAD_MS:
+            self._load(tp, idx, now + LOOKAHEAD_MS)
+        for p in idx.due(now):
+            if p.half:
+                self._check_back(tp, partition, p, now)
+            elif not self._deliver(tp, partition, p, now):
+                break
 
     def _load(self, tp: tuple[str, int], idx: DelayIndex, until_ms: int) -> None:
         """Loads the buckets starting before ``until_ms``: files read in a thread, the wheel filled here."""

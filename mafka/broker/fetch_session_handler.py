@@ -18,12 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 from .fetch_session import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 
 __all__ = ["PartitionFetchState", "FetchRequestData", "FetchSessionHandler"]
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +39,8 @@ class PartitionFetchState:
 class FetchRequestData:
     session_id: int
     session_epoch: int
-    to_send: dict[TopicPartition, PartitionFetchState]
-    to_forget: list[TopicPartition]
+    to_send: dict[TopicPartitionTuple, PartitionFetchState]
+    to_forget: list[TopicPartitionTuple]
 
     @property
     def is_full(self) -> bool:
@@ -54,10 +53,10 @@ class FetchSessionHandler:
     def __init__(self) -> None:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
-        self.partitions: dict[TopicPartition, PartitionFetchState] = {}
+        self.partitions: dict[TopicPartitionTuple, PartitionFetchState] = {}
         self._last: FetchRequestData | None = None
 
-    def build(self, wanted: Mapping[TopicPartition, PartitionFetchState]) -> FetchRequestData:
+    def build(self, wanted: Mapping[TopicPartitionTuple, PartitionFetchState]) -> FetchRequestData:
         """The request for fetching *wanted* (insertion order is kept)."""
         if self.epoch == INITIAL_EPOCH:
             self.partitions = dict(wanted)

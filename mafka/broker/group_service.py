@@ -40,6 +40,7 @@ from mafka.wire.records import ControlRecordType, Record, build_batch
 from .internal_topics import (
     InternalTopic,
     ReactorTimers,
+    StallGuard,
     append_coordinator_batch,
     load_on_leadership,
     scan_log,
@@ -143,10 +144,8 @@ class GroupService:
         )
         self._topic = InternalTopic(broker, GROUP_METADATA_TOPIC, log)
         # Stall guard (see :meth:`checked_coordinator`).
-        self._last_tick: float | None = None
-        self._suspect: set[int] = set()
-        self._stall_broker_epoch: int | None = None
-        self._recheck_call: Any = None
+        self._stall = StallGuard(broker, self.coordinator, GROUP_METADATA_TOPIC, self.on_leadership, log,
+                                 "group coordinator")
 
     # ------------------------------------------------------------------ stalls
 
@@ -171,7 +170,7 @@ class GroupService:
         partition is resigned (NOT_COORDINATOR) until the broker has
         registered again and the controller's metadata still names it leader
         (or, if its session survived, until twice the session timeout passed).
-        Kafka 2.8 has no such check.
+        Kafka 2.8 has no such check (:class:`~mafka.broker.internal_topics.StallGuard`).
         """
         self._check_stall()
         return self.coordinator
@@ -179,41 +178,11 @@ class GroupService:
     def _check_stall(self) -> None:
         """Resigns every offsets partition if the reactor did not run for longer than the
         ZooKeeper session since the last tick or check (see :meth:`checked_coordinator`)."""
-        reactor = self.broker.reactor
-        now = reactor.seconds()
-        session_s = self.broker.config.zookeeper_session_timeout_ms / 1000
-        if self._last_tick is not None and now - self._last_tick > session_s:
-            owned = self.coordinator.owned_partitions() | self.coordinator.loading_partitions()
-            log.warning(
-                "the broker did not run for %.1f s (longer than zookeeper.session.timeout.ms): "
-                "resigning as group coordinator of %d __consumer_offsets partitions until the controller confirms",
-                now - self._last_tick, len(owned),
-            )
-            for partition in owned:
-                self.coordinator.on_resigned(partition)
-            self._suspect |= owned
-            self._stall_broker_epoch = self.broker.broker_epoch
-            if self._recheck_call is not None and self._recheck_call.active():
-                self._recheck_call.cancel()
-            self._recheck_call = reactor.callLater(2 * session_s, self._recheck, False)
-        self._last_tick = now
+        self._stall.check()
 
     def on_metadata_update(self) -> None:
         """The controller's metadata arrived: partitions resigned after a stall may be taken back."""
-        if self._suspect:
-            self._recheck(True)
-
-    def _recheck(self, require_new_registration: bool) -> None:
-        if require_new_registration and self.broker.broker_epoch == self._stall_broker_epoch:
-            return  # metadata from before this broker registered again: not evidence
-        cache = self.broker.metadata_cache
-        for index in sorted(self._suspect):
-            info = cache.partition(GROUP_METADATA_TOPIC, index)
-            partition = self.broker.replica_manager.partitions.get((GROUP_METADATA_TOPIC, index))
-            if info is not None and info.leader == self.broker.broker_id and partition is not None and partition.is_leader:
-                log.info("still leader of %s-%d after the stall: loading its groups again", GROUP_METADATA_TOPIC, index)
-                self.on_leadership(GROUP_METADATA_TOPIC, index, True, partition.leader_epoch)
-        self._suspect.clear()
+        self._stall.on_metadata_update()
 
     # ------------------------------------------------------------------ leadership
 
@@ -240,6 +209,5 @@ class GroupService:
         self.coordinator.expire_offsets(_subscribed_topics)
 
     def shutdown(self) -> None:
-        if self._recheck_call is not None and self._recheck_call.active():
-            self._recheck_call.cancel()
+        self._stall.shutdown()
         self.coordinator.shutdown()

@@ -15,7 +15,10 @@ things from the broker, which this module gives them once:
   creation at a time, and :func:`load_on_leadership`: the partition read in a
   worker thread when this broker becomes its leader and replayed on the
   reactor (Kafka's ``scheduleLoadGroupAndOffsets`` /
-  ``loadTransactionsForTxnTopicPartition``).
+  ``loadTransactionsForTxnTopicPartition``);
+* :class:`StallGuard`: no answers from state a freeze made stale (a broker
+  that did not run for longer than its ZooKeeper session resigns until the
+  controller confirms it still leads).
 
 The coordinators' side is the small protocol each one already has:
 ``on_elected(index, epoch) -> bool``, ``complete_load(index, epoch, records)
@@ -35,14 +38,15 @@ from mafka.errors import ErrorCode
 from mafka.wire.batch import BatchHeader, iter_batches
 from mafka.wire.records import DecodedBatch, decode_batch
 
-__all__ = ["InternalTopic", "ReactorTimers", "append_coordinator_batch", "load_on_leadership", "scan_log"]
+__all__ = ["InternalTopic", "ReactorTimers", "StallGuard", "append_coordinator_batch", "load_on_leadership",
+           "scan_log"]
 
 #: Produce version whose validation rules the coordinators' own batches pass.
 PRODUCE_VERSION = 7
 
 
 class ReactorTimers:
-    """:class:`~mafka.group.coordinator.Timers` over a Twisted reactor."""
+    """:class:`~mafka.timers.Timers` over a Twisted reactor."""
 
     def __init__(self, reactor: Any) -> None:
         self.reactor = reactor
@@ -76,9 +80,19 @@ def append_coordinator_batch(
     ``done(error_code, base_offset)`` is called exactly once, on the reactor:
     base_offset is the batch's offset when error_code is NONE, else None.
     ``origin`` is passed on to the replica manager (``"coordinator"``: the
-    producer sequence of a transactional batch is not checked).
+    producer sequence of a transactional batch is not checked).  An
+    exception raised by ``done`` is logged with its traceback, never left
+    in a Deferred (where it would be an unhandled error and the coordinator's
+    continuation would silently stop).
     """
     extra = {} if origin is None else {"origin": origin}
+
+    def report(error: ErrorCode, base_offset: int | None) -> None:
+        try:
+            done(error, base_offset)
+        except Exception:
+            logger.exception("%s-%d: handling the outcome (%s) of a coordinator append failed",
+                             topic, partition, getattr(error, "name", error))
     try:
         d = broker.replica_manager.append_records(
             [(topic, partition, batch)],
@@ -90,16 +104,21 @@ def append_coordinator_batch(
         )
     except Exception as exc:  # noqa: BLE001 - reported to the coordinator as an error code
         logger.warning("append to %s-%d failed: %s", topic, partition, exc)
-        done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        report(ErrorCode.UNKNOWN_SERVER_ERROR, None)
         return
 
     def appended(results: dict) -> None:
-        r = results[(topic, partition)]
-        done(r.error, r.base_offset if r.error == ErrorCode.NONE else None)
+        try:
+            r = results[(topic, partition)]
+            error, base_offset = r.error, (r.base_offset if r.error == ErrorCode.NONE else None)
+        except Exception:
+            logger.exception("append to %s-%d: unreadable result %r", topic, partition, results)
+            error, base_offset = ErrorCode.UNKNOWN_SERVER_ERROR, None
+        report(error, base_offset)
 
     def failed(failure: Any) -> None:
         logger.warning("append to %s-%d failed: %s", topic, partition, failure.getErrorMessage())
-        done(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+        report(ErrorCode.UNKNOWN_SERVER_ERROR, None)
 
     d.addCallbacks(appended, failed)
 
@@ -196,7 +215,98 @@ def load_on_leadership(
                         (time.monotonic() - started) * 1000, leader_epoch)
 
     def failed(failure: Any) -> None:
-        logger.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage())
-        coordinator.fail_load(index, leader_epoch)
+        logger.error("loading %s-%d failed: %s", topic, index, failure.getErrorMessage(),
+                     exc_info=(failure.type, failure.value, failure.getTracebackObject()))
+        try:
+            # The read, or the replay (complete_load raised): the partition must not stay loading.
+            coordinator.fail_load(index, leader_epoch)
+        except Exception:
+            logger.exception("giving up the load of %s-%d failed", topic, index)
 
-    d.addCallbacks(loaded, failed)
+    d.addCallback(loaded)
+    d.addErrback(failed)
+
+
+class StallGuard:
+    """Resigns a coordinator's partitions after a freeze, until the controller confirms them.
+
+    A process frozen (SIGSTOP, a VM pause) for longer than its ZooKeeper
+    session has lost its leaderships to other brokers, but its memory still
+    says it coordinates: without this check the first requests read after it
+    wakes — before the controller's LeaderAndIsr arrives — would be answered
+    from stale state (offsets; transaction states and epochs).  :meth:`check`
+    is called by the broker's 100 ms tick and before the coordinator is used:
+    a gap since the previous call longer than ``zookeeper.session.timeout.ms``
+    is such a freeze, and every partition the coordinator owns or loads is
+    resigned (``on_resigned(partition)``: NOT_COORDINATOR) until the broker
+    has registered again and the controller's metadata still names it leader
+    (:meth:`on_metadata_update`), or, if its session survived, until twice the
+    session timeout has passed; a partition confirmed then is loaded again
+    through ``reload(topic, index, True, leader_epoch)``.  Kafka 2.8 has no
+    such check.
+
+    Args:
+        broker: ``reactor``, ``config.zookeeper_session_timeout_ms``,
+            ``broker_epoch``, ``broker_id``, ``metadata_cache`` and ``replica_manager``.
+        coordinator: ``owned_partitions()``, ``loading_partitions()``, ``on_resigned(partition)``.
+        topic: the coordinator's internal topic.
+        reload: the service's ``on_leadership``.
+        role: what the log says this broker resigns as ("group coordinator").
+    """
+
+    def __init__(self, broker: Any, coordinator: Any, topic: str, reload: Callable[[str, int, bool, int | None], None],
+                 logger: logging.Logger, role: str) -> None:
+        self.broker = broker
+        self.coordinator = coordinator
+        self.topic = topic
+        self.reload = reload
+        self.log = logger
+        self.role = role
+        self._last_tick: float | None = None
+        self._suspect: set[int] = set()
+        self._stall_broker_epoch: int | None = None
+        self._recheck_call: Any = None
+
+    def check(self) -> None:
+        """Resigns every partition if the reactor did not run for longer than the
+        ZooKeeper session since the last check."""
+        reactor = self.broker.reactor
+        now = reactor.seconds()
+        session_s = self.broker.config.zookeeper_session_timeout_ms / 1000
+        if self._last_tick is not None and now - self._last_tick > session_s:
+            owned = set(self.coordinator.owned_partitions()) | set(self.coordinator.loading_partitions())
+            self.log.warning(
+                "the broker did not run for %.1f s (longer than zookeeper.session.timeout.ms): "
+                "resigning as %s of %d %s partitions until the controller confirms",
+                now - self._last_tick, self.role, len(owned), self.topic,
+            )
+            for partition in owned:
+                self.coordinator.on_resigned(partition)
+            self._suspect |= owned
+            self._stall_broker_epoch = self.broker.broker_epoch
+            if self._recheck_call is not None and self._recheck_call.active():
+                self._recheck_call.cancel()
+            self._recheck_call = reactor.callLater(2 * session_s, self._recheck, False)
+        self._last_tick = now
+
+    def on_metadata_update(self) -> None:
+        """The controller's metadata arrived: partitions resigned after a stall may be taken back."""
+        if self._suspect:
+            self._recheck(True)
+
+    def _recheck(self, require_new_registration: bool) -> None:
+        if require_new_registration and self.broker.broker_epoch == self._stall_broker_epoch:
+            return  # metadata from before this broker registered again: not evidence
+        cache = self.broker.metadata_cache
+        for index in sorted(self._suspect):
+            info = cache.partition(self.topic, index)
+            partition = self.broker.replica_manager.partitions.get((self.topic, index))
+            if info is not None and info.leader == self.broker.broker_id and partition is not None and partition.is_leader:
+                self.log.info("still leader of %s-%d after the stall: loading it again", self.topic, index)
+                self.reload(self.topic, index, True, partition.leader_epoch)
+        self._suspect.clear()
+
+    def shutdown(self) -> None:
+        if self._recheck_call is not None and self._recheck_call.active():
+            self._recheck_call.cancel()
+        self._recheck_call = None

@@ -42,12 +42,12 @@ from twisted.python.failure import Failure
 
 from mafka.errors import ErrorCode, KafkaError
 from mafka.log.manager import log_future_dir_name
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["LogDirMover", "describe_log_dirs"]
 
 log = logging.getLogger("mafka.broker.log_dir_mover")
 
-TopicPartition = tuple[str, int]
 
 _MAX_DIR_NAME = 255
 _LONG_MAX = 2**63 - 1
@@ -63,6 +63,10 @@ class LogDirMover:
         run_blocking: ``(fn, *args) -> Deferred`` running *fn* in a worker thread.
         chunk_bytes: the most copied per step.
         pass_bytes: the most copied by one pass before it yields.
+        on_failure: called with the Failure of a copy pass that raised (the
+            broker's :meth:`~mafka.background.BackgroundPasses.report_failure`:
+            logged with its traceback and counted); logged with its traceback
+            by default.  Either way the next pass starts a second later.
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class LogDirMover:
         *,
         chunk_bytes: int = 1 << 20,
         pass_bytes: int = 64 << 20,
+        on_failure: Callable[[Failure], None] | None = None,
     ) -> None:
         self.log_manager = log_manager
         self.replica_manager = replica_manager
@@ -81,6 +86,7 @@ class LogDirMover:
         self.run_blocking = run_blocking
         self.chunk_bytes = chunk_bytes
         self.pass_bytes = pass_bytes
+        self.on_failure = on_failure
         self.moves_completed = 0
         self._running: defer.Deferred | None = None
         self._timer: Any = None
@@ -90,8 +96,8 @@ class LogDirMover:
 
     def alter_replica_log_dirs(
         self,
-        assignments: Mapping[TopicPartition, str],
-        partition_known: Callable[[TopicPartition], bool],
+        assignments: Mapping[TopicPartitionTuple, str],
+        partition_known: Callable[[TopicPartitionTuple], bool],
     ) -> defer.Deferred:
         """Fires with ``{(topic, partition): ErrorCode}`` for each requested destination dir.
 
@@ -100,8 +106,8 @@ class LogDirMover:
         for a partition not hosted here).
         """
         lm = self.log_manager
-        errors: dict[TopicPartition, ErrorCode] = {}
-        work: list[tuple[TopicPartition, Path, bool, bool]] = []
+        errors: dict[TopicPartitionTuple, ErrorCode] = {}
+        work: list[tuple[TopicPartitionTuple, Path, bool, bool]] = []
         offline = set(lm.offline_dirs)
         for tp, path in assignments.items():
             d = lm.known_log_dir(path) if os.path.isabs(path) else None
@@ -117,7 +123,7 @@ class LogDirMover:
             return defer.succeed(errors)
         d = self.run_blocking(self._alter_all, work)
 
-        def done(results: dict[TopicPartition, ErrorCode]) -> dict[TopicPartition, ErrorCode]:
+        def done(results: dict[TopicPartitionTuple, ErrorCode]) -> dict[TopicPartitionTuple, ErrorCode]:
             errors.update(results)
             self.kick()
             return errors
@@ -125,8 +131,8 @@ class LogDirMover:
         return d.addCallback(done)
 
     def _alter_all(
-        self, work: Iterable[tuple[TopicPartition, Path, bool, bool]]
-    ) -> dict[TopicPartition, ErrorCode]:
+        self, work: Iterable[tuple[TopicPartitionTuple, Path, bool, bool]]
+    ) -> dict[TopicPartitionTuple, ErrorCode]:
         out = {}
         for tp, d, hosted, known in work:
             try:
@@ -139,7 +145,7 @@ class LogDirMover:
                 out[tp] = ErrorCode.UNKNOWN_SERVER_ERROR
         return out
 
-    def _alter_one(self, tp: TopicPartition, d: Path, hosted: bool, known: bool) -> ErrorCode:
+    def _alter_one(self, tp: TopicPartitionTuple, d: Path, hosted: bool, known: bool) -> ErrorCode:
         lm = self.log_manager
         if tp in lm.offline_partitions:
             return ErrorCode.KAFKA_STORAGE_ERROR
@@ -179,7 +185,11 @@ class LogDirMover:
         if self._stopped:
             return
         if isinstance(result, Failure):
-            log.error("replica move pass failed: %s", result.getErrorMessage())
+            if self.on_failure is not None:
+                self.on_failure(result)
+            else:
+                log.error("replica move pass failed", exc_info=(result.type, result.value,
+                                                               result.getTracebackObject()))
             delay = 1.0
         elif result:
             delay = 0.0
@@ -208,7 +218,7 @@ class LogDirMover:
                 return True
         return False
 
-    def _switcher(self, tp: TopicPartition) -> Callable[[Any, Any], None]:
+    def _switcher(self, tp: TopicPartitionTuple) -> Callable[[Any, Any], None]:
         """Called by the log manager with both logs locked: the hosted partition takes the new log."""
 
         def switch(old: Any, new: Any) -> None:
@@ -244,8 +254,8 @@ def _space(d: Path) -> tuple[int, int]:
 
 def describe_log_dirs(
     log_manager: Any,
-    wanted: set[TopicPartition] | None,
-    high_watermarks: Mapping[TopicPartition, int],
+    wanted: set[TopicPartitionTuple] | None,
+    high_watermarks: Mapping[TopicPartitionTuple, int],
 ) -> list[dict[str, Any]]:
     """DescribeLogDirs results, one per ``log.dirs`` entry (blocking: run it in a worker thread).
 

@@ -15,12 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mafka.controller.election import LEADER_DURING_DELETE
 from mafka.errors import ErrorCode
 
-__all__ = ["MetadataCache", "PartitionInfo", "BrokerEndpoints", "LEADER_DURING_DELETE"]
-
-#: Kafka's marker leader for a partition whose topic is being deleted.
-LEADER_DURING_DELETE = -2
+__all__ = ["MetadataCache", "PartitionInfo", "BrokerEndpoints"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,10 @@ when scraped, on the reactor (one pass over the partitions):
   requests at least) is above ``mafka.slow.node.threshold.ms`` (Meituan's rule);
 * with ``mafka.cold.log.dirs``: ``mafka_cold_segments_moved_total``,
   ``mafka_cold_dir_unusable{dir,reason}`` (1 while the mover stops using a
-  cold dir: ``full`` or ``io_error``) and ``mafka_cold_reads_total``.
+  cold dir: ``full`` or ``io_error``) and ``mafka_cold_reads_total``;
+* ``mafka_background_pass_failures_total{pass}`` — failed runs of each
+  periodic background pass of the broker, its controller and coordinators
+  (:mod:`mafka.background`; the pass ran again at its next interval).
 
 ``/health`` answers 200 ``ok`` once the broker serves clients, 503 before.
 """
@@ -154,6 +157,10 @@ def metrics_site(broker: Any) -> Site:
     """The HTTP site serving ``/metrics`` and ``/health`` for ``broker``."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(BrokerCollector(broker))
+    background = getattr(broker, "background", None)
+    if background is not None:
+        # the broker's own Counter, in the broker's own registry: no clash between brokers of one process
+        registry.register(background.failures)
     root = Resource()
     root.putChild(b"metrics", _Metrics(registry))
     root.putChild(b"health", _Health(broker))

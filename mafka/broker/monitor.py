@@ -18,7 +18,8 @@ ephemeral znode (gone with its ZooKeeper session), JSON with:
   acks=all produce to a partition whose followers are still starting).
 
 :func:`build_report` is plain Python (inputs in, dict out); :class:`Monitor`
-gathers the inputs (off the reactor) and writes the znode.  The rebalancer and
+copies the inputs on the reactor, computes the report off it (disk space,
+percentiles) and writes the znode.  The rebalancer and
 ``mafka cluster-status`` read these reports; a missing, stale or malformed
 one is ignored by them, never acted on.
 """
@@ -30,11 +31,12 @@ import logging
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from .request_latency import SLOW_MIN_SAMPLES, is_slow
+from .request_latency import SLOW_MIN_SAMPLES, is_slow, percentiles_of
 
-__all__ = ["MONITOR_PATH", "Monitor", "PartitionSample", "build_report", "parse_report"]
+__all__ = ["MONITOR_PATH", "Monitor", "MonitorInputs", "PartitionSample", "build_report"]
 
 log = logging.getLogger(__name__)
 
@@ -95,23 +97,43 @@ def build_report(broker_id: int, now_ms: int, log_dirs: Iterable[tuple[str, tupl
     }
 
 
-def parse_report(data: bytes, now_ms: int, max_age_ms: int) -> dict[str, Any] | None:
-    """A report read back, or None if malformed or older than ``max_age_ms`` (never acted on)."""
+def _usage(d: Path) -> tuple[int, int, int] | None:
+    """(total, used, free) bytes of the volume holding *d*; None if it cannot be read."""
     try:
-        report = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        usage = shutil.disk_usage(d)
+    except OSError:
         return None
-    if not isinstance(report, dict) or report.get("version") != 1 or not isinstance(report.get("broker"), int):
-        return None
-    if not isinstance(report.get("timestamp"), int) or now_ms - report["timestamp"] > max_age_ms:
-        return None
-    if not isinstance(report.get("logDirs"), list) or not isinstance(report.get("partitions"), list):
-        return None
-    return report
+    return usage.total, usage.used, usage.free
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorInputs:
+    """What a report needs of the broker's live state, copied on the reactor (:meth:`Monitor.snapshot`)."""
+
+    now_ms: int
+    #: (log dir, whether it is offline)
+    log_dirs: tuple[tuple[Path, bool], ...]
+    #: ``mafka.disk.capacity.bytes`` (-1: the volumes' own figures)
+    capacity: int
+    cold_dirs: tuple[Path, ...]
+    partitions: tuple[PartitionSample, ...]
+    #: request (or ``write:<dir>`` / ``read:<dir>``) name → its latencies in the window
+    latency_samples: Mapping[str, list[float]]
+    #: names whose p50 / p99 are reported even when they have no samples (the requests)
+    always_reported: tuple[str, ...]
+    produce_samples: int
+    storage: Mapping[str, Any]
 
 
 class Monitor:
-    """Gathers and writes this broker's report (call :meth:`report` every ``mafka.monitor.interval.ms``)."""
+    """Gathers and writes this broker's report (every ``mafka.monitor.interval.ms``).
+
+    :meth:`snapshot` copies the broker's state it needs on the reactor (the
+    request latencies are appended to by the reactor on every request, the
+    partitions change with every LeaderAndIsr); :meth:`compute` turns such a
+    snapshot into the report in a worker thread (``statvfs`` on every dir,
+    the percentiles) and touches nothing the reactor changes.
+    """
 
     def __init__(self, broker: Any) -> None:
         self.broker = broker
@@ -119,54 +141,66 @@ class Monitor:
         self._probed = (0, 0)
 
     def gather(self) -> dict[str, Any]:
-        """The report now (in a worker thread: ``statvfs`` on every dir)."""
+        """:meth:`compute` of a :meth:`snapshot`, in one go (tests; both halves on one thread)."""
+        return self.compute(self.snapshot())
+
+    def snapshot(self) -> MonitorInputs:
+        """The report's inputs, copied (on the reactor)."""
         b = self.broker
         lm, rm = b.log_manager, b.replica_manager
         now = int(b.reactor.seconds() * 1000)
-        dirs = []
         offline = set(lm.offline_dirs)
-        capacity = getattr(b.config, "mafka_disk_capacity_bytes", -1)
-        for d in lm.log_dirs:
-            if d in offline:
-                dirs.append((str(d), None))
-                continue
-            if capacity >= 0:
-                # a configured capacity (brokers sharing a disk, tests): used = this dir's logs
-                used = sum(log.hot_size for log in lm.logs_in_dir(d).values())
-                dirs.append((str(d), (capacity, used, max(0, capacity - used))))
-                continue
-            try:
-                usage = shutil.disk_usage(d)
-                dirs.append((str(d), (usage.total, usage.used, usage.free)))
-            except OSError:
-                dirs.append((str(d), None))
-        samples = []
-        for (topic, index), p in list(rm.partitions.items()):
-            samples.append(PartitionSample(topic, index, str(p.log.directory.parent), p.log.size, p.bytes_in,
-                                           p.bytes_out))
-        latencies = {name: tuple(b.request_latencies.percentiles(name, now, 0.5, 0.99)) for name in REQUESTS}
-        cold_dirs = []
-        for d in lm.cold_dirs:
-            try:
-                usage = shutil.disk_usage(d)
-                cold_dirs.append((str(d), (usage.total, usage.used, usage.free)))
-            except OSError:
-                cold_dirs.append((str(d), None))
+        samples = tuple(
+            PartitionSample(topic, index, str(p.log.directory.parent), p.log.size, p.bytes_in, p.bytes_out)
+            for (topic, index), p in list(rm.partitions.items())
+        )
+        latencies = {name: b.request_latencies.snapshot(name, now) for name in REQUESTS}
         dir_lat = getattr(b, "dir_latencies", None)
         if dir_lat is not None:
             # the window's clock: the reactor's (appends) and the wall clock (cold reads) agree in a broker
             for name in [f"write:{d}" for d in lm.log_dirs] + [f"read:{d}" for d in lm.cold_dirs]:
-                p50, p99 = dir_lat.percentiles(name, now, 0.5, 0.99)
-                if p50 is not None:
-                    latencies[name] = (p50, p99)
-        report = build_report(b.broker_id, now, dirs, samples, self.last, latencies,
-                              b.config.mafka_slow_node_threshold_ms, b.request_latencies.samples("Produce", now),
-                              cold_dirs, self._storage())
+                latencies[name] = dir_lat.snapshot(name, now)
+        return MonitorInputs(
+            now_ms=now,
+            log_dirs=tuple((d, d in offline) for d in lm.log_dirs),
+            capacity=getattr(b.config, "mafka_disk_capacity_bytes", -1),
+            cold_dirs=tuple(lm.cold_dirs),
+            partitions=samples,
+            latency_samples=latencies,
+            always_reported=REQUESTS,
+            produce_samples=len(latencies["Produce"]),
+            storage=self._storage(),
+        )
+
+    def compute(self, inputs: MonitorInputs) -> dict[str, Any]:
+        """The report of *inputs* (in a worker thread: ``statvfs`` on every dir)."""
+        b = self.broker
+        lm = b.log_manager
+        dirs = []
+        for d, is_offline in inputs.log_dirs:
+            if is_offline:
+                dirs.append((str(d), None))
+                continue
+            if inputs.capacity >= 0:
+                # a configured capacity (brokers sharing a disk, tests): used = this dir's logs
+                used = sum(log.hot_size for log in lm.logs_in_dir(d).values())
+                dirs.append((str(d), (inputs.capacity, used, max(0, inputs.capacity - used))))
+                continue
+            dirs.append((str(d), _usage(d)))
+        cold_dirs = [(str(d), _usage(d)) for d in inputs.cold_dirs]
+        latencies: dict[str, tuple[float | None, float | None]] = {}
+        for name, values in inputs.latency_samples.items():
+            p50, p99 = percentiles_of(values, 0.5, 0.99)
+            if p50 is not None or name in inputs.always_reported:
+                latencies[name] = (p50, p99)
+        report = build_report(b.broker_id, inputs.now_ms, dirs, inputs.partitions, self.last, latencies,
+                              b.config.mafka_slow_node_threshold_ms, inputs.produce_samples,
+                              cold_dirs, inputs.storage)
         self.last = report
         return report
 
     def _storage(self) -> dict[str, Any]:
-        """Tiering and page-cache figures; the page-cache ones since the previous report."""
+        """Tiering and page-cache figures; the page-cache ones since the previous report (on the reactor)."""
         b = self.broker
         lm = b.log_manager
         probe = getattr(b, "page_cache", None)
@@ -178,10 +212,11 @@ class Monitor:
                                     "missRatio": round(misses / probes, 4) if probes else None}
         if lm.cold_dirs:
             storage["segmentsMovedCold"] = lm.segments_moved_cold
-            storage["coldDirProblems"] = {str(d): why for d, why in lm.cold_dir_problems.items()}
+            # a copy first: the cold tier's threads change this dict
+            storage["coldDirProblems"] = {str(d): why for d, why in dict(lm.cold_dir_problems).items()}
         reader = getattr(b, "cold_reads", None)
         if reader is not None:
-            p50, p99 = reader.latency_ms()
+            p50, p99 = reader.latency_ms()  # its last 1024 reads, copied under its lock
             storage["coldReads"] = {"count": reader.reads, "bytes": reader.bytes, "isolated": reader.isolate,
                                     "latencyMs": {"p50": p50, "p99": p99}}
         return storage

@@ -254,6 +254,7 @@ class KafkaProtocol(Protocol):
             return None
         done: defer.Deferred = defer.Deferred()
         done.addCallback(self._done)
+        done.addErrback(self._after_write_failed)
         writer = _ResponseWriter(self.transport, list(chunks), done)
         self.transport.registerProducer(writer, False)
         return None
@@ -262,6 +263,16 @@ class KafkaProtocol(Protocol):
         self.busy = False
         self._touch()
         self._next()
+
+    def _after_write_failed(self, failure: Any) -> None:
+        """Going on after a written response (to the next request) raised: close, never hang."""
+        log.error(
+            "serving %s after a response failed; closing the connection",
+            self.connection.peer if self.connection else "?",
+            exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+        )
+        self.busy = False
+        self.close()
 
     def _failed(self, failure: Any, request: Request) -> None:
         log.error(

@@ -119,13 +119,10 @@ from crc32c import crc32c
 
 from mafka.errors import ErrorCode
 from mafka.log.checkpoint import atomic_write
+from mafka.wire.batch import NO_PRODUCER_EPOCH, NO_SEQUENCE, NO_TIMESTAMP
 
 __all__ = [
     "INT32_MAX",
-    "NO_PRODUCER_EPOCH",
-    "NO_PRODUCER_ID",
-    "NO_SEQUENCE",
-    "NO_TIMESTAMP",
     "NUM_BATCHES_TO_RETAIN",
     "SNAPSHOT_SUFFIX",
     "SNAPSHOT_VERSION",
@@ -150,10 +147,6 @@ log = logging.getLogger("mafka.broker.producer_state")
 #: ``ProducerStateEntry.NumBatchesToRetain``: batches remembered per producer for de-duplication.
 NUM_BATCHES_TO_RETAIN: Final = 5
 INT32_MAX: Final = 2**31 - 1
-NO_PRODUCER_ID: Final = -1  # RecordBatch.NO_PRODUCER_ID
-NO_PRODUCER_EPOCH: Final = -1  # RecordBatch.NO_PRODUCER_EPOCH
-NO_SEQUENCE: Final = -1  # RecordBatch.NO_SEQUENCE
-NO_TIMESTAMP: Final = -1  # RecordBatch.NO_TIMESTAMP
 
 SNAPSHOT_VERSION: Final = 1
 SNAPSHOT_SUFFIX: Final = ".snapshot"

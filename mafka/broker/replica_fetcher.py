@@ -43,7 +43,7 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
-from mafka.interbroker.connection import BrokerConnection
+from mafka.interbroker.connection import InterBrokerConnection
 from mafka.log.epoch_cache import UNDEFINED_EPOCH
 
 from .fetch_session_handler import FetchSessionHandler, PartitionFetchState
@@ -168,7 +168,7 @@ class ReplicaFetcher:
         self.config = config
         self.throttle = throttle
         self.name = f"ReplicaFetcher-{index}-{leader_id}"
-        self.conn = BrokerConnection(reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000)
+        self.conn = InterBrokerConnection(reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000)
         self.partitions: dict[tuple[str, int], _PartitionFetch] = {}
         self.running = True
         self._wakeup: defer.Deferred | None = None

@@ -59,18 +59,18 @@ from mafka.errors import (
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
-from mafka.wire.batch import BatchHeader
-from mafka.wire.legacy_records import is_legacy_message_set
-
-from .partition import LeaderState, Partition, ReadResult
-from .replica_selector import NO_NODE, ClientMetadata, PartitionView, ReplicaSelector, ReplicaView
-from .validation import (
+from mafka.log.validation import (
     RecordValidationError,
     needs_record_checks,
     up_convert_legacy,
     validate_produce_batch,
     validate_records,
 )
+from mafka.wire.batch import BatchHeader
+from mafka.wire.legacy_records import is_legacy_message_set
+
+from .partition import LeaderState, Partition, ReadResult
+from .replica_selector import NO_NODE, ClientMetadata, PartitionView, ReplicaSelector, ReplicaView
 
 #: Kafka 2.6 ``ReplicaManager``: ISR changes are announced when none happened for this long …
 ISR_CHANGE_BLACKOUT_MS = 5000
@@ -237,6 +237,8 @@ class ReplicaManager:
         #: per log dir append latencies (``write:<dir>``), a ``RequestLatencies`` the broker sets
         self.dir_latencies: Any = None
         self.isr_shrinks = 0
+        #: partitions whose shrink check raised (each logged with its traceback; the others went on)
+        self.isr_shrink_failures = 0
         self.isr_expands = 0
         #: Called as ``(topic, index, is_leader, leader_epoch or None)`` after each applied
         #: role change (the group coordinator follows ``__consumer_offsets`` leadership).
@@ -770,10 +772,15 @@ class ReplicaManager:
         now = self.now_ms()
         started = 0
         for partition in list(self.partitions.values()):
-            new_isr = partition.isr_to_shrink(now)
-            if new_isr is not None:
-                self._write_isr(partition, new_isr, "shrink")
-                started += 1
+            # One partition that raises must not keep the others from shrinking.
+            try:
+                new_isr = partition.isr_to_shrink(now)
+                if new_isr is not None:
+                    self._write_isr(partition, new_isr, "shrink")
+                    started += 1
+            except Exception:
+                log.exception("%s-%d: ISR shrink check failed", *partition.tp)
+                self.isr_shrink_failures += 1
         return started
 
     def _write_isr(self, partition: Partition, new_isr: tuple[int, ...], kind: str) -> None:
@@ -804,7 +811,18 @@ class ReplicaManager:
             log.warning("%s-%d: ISR %s failed: %s", tp[0], tp[1], kind, failure.getErrorMessage())
             partition.complete_isr_change(new_isr, epoch, None)
 
+        def crashed(failure: Any) -> None:
+            # Applying the outcome raised: log it, and never leave the change pending (a pending
+            # ISR change blocks every later shrink and expand of the partition).
+            log.error("%s-%d: applying the ISR %s to %s failed", tp[0], tp[1], kind, list(new_isr),
+                      exc_info=(failure.type, failure.value, failure.getTracebackObject()))
+            try:
+                partition.complete_isr_change(new_isr, epoch, None)  # a no-op if it was applied
+            except Exception:
+                log.exception("%s-%d: clearing the pending ISR change failed", tp[0], tp[1])
+
         d.addCallbacks(written, failed)
+        d.addErrback(crashed)
 
     def isr_changes_to_propagate(self) -> list[tuple[str, int]]:
         """The ISR changes to announce now, if any (Kafka 2.6 ``maybePropagateIsrChanges``, every 2.5 s).

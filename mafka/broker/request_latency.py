@@ -6,13 +6,22 @@ receiving the request to its response being ready — Kafka's TotalTimeMs, long
 polls and acks=all waits included (so a fetch that waited ``fetch.max.wait.ms``
 for data counts that wait; the slow-node flag therefore looks at Produce).
 Memory is bounded: at most ``max_samples`` per API, the oldest dropped first.
+
+Thread-safe: the reactor records request latencies, the cold-read pool
+threads record ``read:<dir>`` ones, and readers may be anywhere; a window's
+samples are only ever iterated under its lock (:meth:`LatencyWindow.snapshot`
+copies them), and the sorting for percentiles works on such a copy
+(:func:`percentiles_of`) — e.g. the monitor copies on the reactor and
+computes in a worker thread.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import deque
+from collections.abc import Sequence
 
-__all__ = ["LatencyWindow", "RequestLatencies", "SLOW_MIN_SAMPLES", "is_slow"]
+__all__ = ["LatencyWindow", "RequestLatencies", "SLOW_MIN_SAMPLES", "is_slow", "percentiles_of"]
 
 #: a TP99 over fewer requests than this is one unlucky request, not a slow node
 SLOW_MIN_SAMPLES = 100
@@ -23,36 +32,48 @@ def is_slow(p99: float | None, samples: int, threshold_ms: int) -> bool:
     return p99 is not None and samples >= SLOW_MIN_SAMPLES and p99 > threshold_ms
 
 
+def percentiles_of(latencies: Sequence[float], *qs: float) -> list[float | None]:
+    """The ``qs`` quantiles (0–1) of *latencies* (any order; not changed); None each when empty."""
+    data = sorted(latencies)
+    if not data:
+        return [None for _ in qs]
+    return [data[min(len(data) - 1, int(q * len(data)))] for q in qs]
+
+
 class LatencyWindow:
-    """The latencies recorded within the last ``window_ms``."""
+    """The latencies recorded within the last ``window_ms`` (thread-safe)."""
 
     def __init__(self, window_ms: int = 60_000, max_samples: int = 20_000) -> None:
         self.window_ms = window_ms
         self._samples: deque[tuple[int, float]] = deque(maxlen=max_samples)
+        self._lock = threading.Lock()
         self.count = 0
 
     def record(self, now_ms: int, latency_ms: float) -> None:
-        self._samples.append((now_ms, latency_ms))
-        self.count += 1
+        with self._lock:
+            self._samples.append((now_ms, latency_ms))
+            self.count += 1
 
     def samples(self, now_ms: int) -> int:
         """How many latencies the window holds now."""
-        self._expire(now_ms)
-        return len(self._samples)
+        with self._lock:
+            self._expire(now_ms)
+            return len(self._samples)
 
     def _expire(self, now_ms: int) -> None:
         samples = self._samples
         while samples and samples[0][0] < now_ms - self.window_ms:
             samples.popleft()
 
+    def snapshot(self, now_ms: int) -> list[float]:
+        """A copy of the window's latencies now, in recording order."""
+        with self._lock:
+            self._expire(now_ms)
+            return [latency for _, latency in self._samples]
+
     def percentiles(self, now_ms: int, *qs: float) -> list[float | None]:
         """The ``qs`` quantiles (0–1) of the window's latencies; None each when it is empty."""
-        self._expire(now_ms)
-        samples = self._samples
-        data = sorted(latency for _, latency in samples)
-        if not data:
-            return [None for _ in qs]
-        return [data[min(len(data) - 1, int(q * len(data)))] for q in qs]
+        return percentiles_of(self.snapshot(now_ms), *qs)
 
 
 class RequestLatencies:
@@ -61,12 +82,21 @@ class RequestLatencies:
     def __init__(self, window_ms: int = 60_000) -> None:
         self.window_ms = window_ms
         self.windows: dict[str, LatencyWindow] = {}
+        self._lock = threading.Lock()
 
     def record(self, name: str, now_ms: int, latency_ms: float) -> None:
         window = self.windows.get(name)
         if window is None:
-            window = self.windows[name] = LatencyWindow(self.window_ms)
+            with self._lock:  # two threads' first samples of one name: one window
+                window = self.windows.get(name)
+                if window is None:
+                    window = self.windows[name] = LatencyWindow(self.window_ms)
         window.record(now_ms, latency_ms)
+
+    def snapshot(self, name: str, now_ms: int) -> list[float]:
+        """A copy of ``name``'s latencies in the window now (empty if none were recorded)."""
+        window = self.windows.get(name)
+        return window.snapshot(now_ms) if window is not None else []
 
     def percentiles(self, name: str, now_ms: int, *qs: float) -> list[float | None]:
         window = self.windows.get(name)

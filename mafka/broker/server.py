@@ -10,8 +10,13 @@ Startup follows Kafka's ``KafkaServer.startup``:
 
 Background work (retention, flush, checkpoints, cleaning, delayed file
 deletion) runs on timers, each pass in a worker thread so the reactor never
-blocks on disk; the ISR shrink check and ISR change announcements run on the
-reactor (memory and asynchronous ZooKeeper writes only).
+blocks on disk (what such a pass needs of the reactor's state is copied on
+the reactor first); the ISR shrink check and ISR change announcements run on
+the reactor (memory and asynchronous ZooKeeper writes only).  Every periodic
+pass — these, the coordinators' and the controller's — is a supervised
+:class:`mafka.background.BackgroundPasses` pass: a failure is logged with its
+traceback, counted (``mafka_background_pass_failures_total{pass=...}``) and
+the pass runs again at its next interval.
 
 :meth:`KafkaServer.shutdown` first asks the controller to move leadership
 off this broker (ControlledShutdown, ``controlled.shutdown.enable``, at most
@@ -31,6 +36,7 @@ from typing import Any
 
 from twisted.internet import defer, task, threads
 
+from mafka.background import BackgroundPasses
 from mafka.coordination.kafka_zk import BrokerIdAlreadyRegisteredError, KafkaZkClient
 from mafka.coordination.znodes import BrokerRegistration
 from mafka.log.config import LogConfig
@@ -111,7 +117,8 @@ class KafkaServer:
         self.request_latencies = RequestLatencies()
         self.ports: list[Any] = []
         self.bound: dict[str, int] = {}
-        self._loops: list[task.LoopingCall] = []
+        #: every periodic background pass of this broker (its controller's and coordinators' too)
+        self.background = BackgroundPasses(reactor, run_in_thread=lambda fn, *args: self.run_blocking(fn, *args))
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.group_service: GroupService | None = None
@@ -161,6 +168,8 @@ class KafkaServer:
         self._open_to_clients("metadata received")
         if self.group_service is not None:
             self.group_service.on_metadata_update()
+        if self.transaction_service is not None:
+            self.transaction_service.on_metadata_update()
 
     def auto_create_topic(self, name: str) -> None:
         """Writes a new topic's znodes (Kafka 2.8 ZK mode: any broker may); the controller does the rest."""
@@ -246,7 +255,11 @@ class KafkaServer:
             self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config),
             throttle=_FollowerThrottle(self),
         )
-        self.log_dir_mover = LogDirMover(self.log_manager, self.replica_manager, self.reactor, self.run_blocking)
+        self.log_dir_mover = LogDirMover(
+            self.log_manager, self.replica_manager, self.reactor, self.run_blocking,
+            on_failure=lambda failure: self.background.report_failure(
+                "log-dir-mover", failure, "(a replica move pass); the next one starts in 1 s"),
+        )
         self.producer_ids = ProducerIdManager(self.broker_id, self.zk.claim_producer_id_block)
         self.group_service = GroupService(self)
         self.delayed_delivery = DelayedDelivery(self.replica_manager)
@@ -291,7 +304,7 @@ class KafkaServer:
         registration = BrokerRegistration(
             id=self.broker_id,
             endpoints={
-                e.name: (e.security_protocol, e.host, self.bound.get(e.name, e.port) if e.port == 0 else e.port)
+                e.name: e._replace(port=self.bound.get(e.name, e.port)) if e.port == 0 else e
                 for e in config.advertised_endpoints
             },
             rack=config.broker_rack,
@@ -353,21 +366,27 @@ class KafkaServer:
         config = self.config
         lm = self.log_manager
         rm = self.replica_manager
+        bg = self.background
 
-        def high_watermarks() -> dict[tuple[str, int], int]:
-            return {tp: p.high_watermark for tp, p in list(rm.partitions.items())}
+        # Taken on the reactor before each pass: the worker thread never reads the partitions.
+        def high_watermarks() -> tuple[dict[tuple[str, int], int]]:
+            return ({tp: p.high_watermark for tp, p in list(rm.partitions.items())},)
 
-        def retention_bounds() -> dict[tuple[str, int], int]:
-            return {tp: retention_bound(p) for tp, p in list(rm.partitions.items())}
+        def retention_bounds() -> tuple[dict[tuple[str, int], int]]:
+            return ({tp: retention_bound(p) for tp, p in list(rm.partitions.items())},)
 
-        passes = [
-            (config.log_retention_check_interval_ms, lambda: lm.retention_pass(retention_bounds())),
-            (max(1000, min(config.effective_log_flush_interval_ms, 60000)), lm.flush_pass),
-            (config.replica_high_watermark_checkpoint_interval_ms, lambda: lm.write_high_watermarks(high_watermarks())),
-            (config.log_flush_offset_checkpoint_interval_ms, lm.checkpoint_recovery_points),
-            (config.log_flush_start_offset_checkpoint_interval_ms, lm.checkpoint_log_start_offsets),
-            (15000, lm.cleaner_pass),
-            (1000, lm.delete_pending_logs),
+        # (name, interval ms, work in a worker thread, its snapshot taken on the reactor)
+        passes: list[tuple[str, int, Any, Any]] = [
+            ("log-retention", config.log_retention_check_interval_ms, lm.retention_pass, retention_bounds),
+            ("log-flush", max(1000, min(config.effective_log_flush_interval_ms, 60000)), lm.flush_pass, None),
+            ("high-watermark-checkpoint", config.replica_high_watermark_checkpoint_interval_ms,
+             lm.write_high_watermarks, high_watermarks),
+            ("recovery-point-checkpoint", config.log_flush_offset_checkpoint_interval_ms,
+             lm.checkpoint_recovery_points, None),
+            ("log-start-offset-checkpoint", config.log_flush_start_offset_checkpoint_interval_ms,
+             lm.checkpoint_log_start_offsets, None),
+            ("log-cleaner", 15000, lm.cleaner_pass, None),
+            ("delete-pending-logs", 1000, lm.delete_pending_logs, None),
         ]
         if lm.cold_dirs:
             crash_at = os.environ.get("MAFKA_TEST_CRASH_AFTER_MOVE_STEP")
@@ -378,55 +397,51 @@ class KafkaServer:
                     log.warning("MAFKA_TEST_CRASH_AFTER_MOVE_STEP=%s: exiting now", step)
                     os._exit(70)
 
-            passes.append((config.mafka_cold_mover_interval_ms,
+            passes.append(("cold-tier-mover", config.mafka_cold_mover_interval_ms,
                            lambda: lm.tier_pass(config.mafka_hot_retention_ms, config.mafka_hot_retention_bytes,
-                                                crash_test_hook if crash_at else None)))
-        for interval_ms, work in passes:
-            self._every(interval_ms, self._in_thread, work)
-        self._every(max(50, config.replica_lag_time_max_ms // 2), rm.maybe_shrink_isr)
-        self._every(1000, self.log_dir_mover.kick)  # resumes moves found at startup
-        self._every(2500, self._propagate_isr_changes)
-        self._every(config.offsets_retention_check_interval_ms, self.group_service.expire_offsets)
-        self._every(100, self.group_service.tick)
-        self._every(TICK_MS, self.delayed_delivery.tick)
+                                                crash_test_hook if crash_at else None), None))
+        for name, interval_ms, work, snapshot in passes:
+            bg.every_in_thread(name, interval_ms / 1000, work, snapshot=snapshot)
+        bg.every("isr-shrink", max(50, config.replica_lag_time_max_ms // 2) / 1000, rm.maybe_shrink_isr)
+        bg.every("log-dir-mover", 1.0, self.log_dir_mover.kick)  # resumes moves found at startup
+        bg.every("isr-change-propagation", 2.5, self._propagate_isr_changes)
+        bg.every("offsets-expiration", config.offsets_retention_check_interval_ms / 1000,
+                 self.group_service.expire_offsets)
+        bg.every("group-coordinator-tick", 0.1, self.group_service.tick)
+        bg.every("transaction-coordinator-tick", 0.1, self.transaction_service.tick)
+        bg.every("delayed-delivery", TICK_MS / 1000, self.delayed_delivery.tick)
         rm.dir_latencies = self.dir_latencies
         if self.cold_reads is not None:
             self.cold_reads.dir_latencies = self.dir_latencies
         self.monitor = Monitor(self)
-        self._every(config.mafka_monitor_interval_ms, self._monitor_pass)
+        bg.every("monitor", config.mafka_monitor_interval_ms / 1000, self._monitor_pass)
         self.rebalancer = RebalancerService(self)
-        self._every(1000, self._rebalancer_tick)
-        self.transaction_service.startup()
-
-    def _every(self, interval_ms: int, fn: Any, *args: Any) -> None:
-        loop = task.LoopingCall(fn, *args)
-        loop.clock = self.reactor
-        loop.start(interval_ms / 1000.0, now=False).addErrback(lambda f: log.error("background pass: %s", f.getErrorMessage()))
-        self._loops.append(loop)
+        bg.every("rebalancer", 1.0, self._rebalancer_tick)
+        self.transaction_service.startup()  # its coordinator's passes (timed-out aborts, id expiration)
 
     def _monitor_pass(self) -> defer.Deferred:
-        """Gathers this broker's slow-node report off the reactor, then writes it to ZooKeeper."""
-        d = threads.deferToThread(self.monitor.gather)
+        """The slow-node report: inputs copied on the reactor, computed off it, written to ZooKeeper."""
+        inputs = self.monitor.snapshot()
+        d = self.run_blocking(self.monitor.compute, inputs)
         d.addCallback(lambda report: defer.ensureDeferred(self.monitor.write(report)))
-        d.addErrback(lambda f: log.warning("monitor report not written: %s", f.getErrorMessage()))
         return d
 
     def _rebalancer_tick(self) -> defer.Deferred:
-        d = defer.ensureDeferred(self.rebalancer.tick())
-        d.addErrback(lambda f: log.warning("rebalancer: %s", f.getErrorMessage()))
-        return d
+        return defer.ensureDeferred(self.rebalancer.tick())
 
-    def _propagate_isr_changes(self) -> None:
-        changed = self.replica_manager.isr_changes_to_propagate()
-        if changed and self.zk is not None:
-            d = self.zk.post_isr_change_notification(changed)
-            d.addErrback(lambda f: log.warning("posting an ISR change notification failed: %s", f.getErrorMessage()))
+    def _propagate_isr_changes(self) -> defer.Deferred | None:
+        rm = self.replica_manager
+        changed = rm.isr_changes_to_propagate()
+        if not changed or self.zk is None:
+            return None
+        d = self.zk.post_isr_change_notification(changed)
 
-    @staticmethod
-    def _in_thread(work: Any) -> defer.Deferred:
-        d = threads.deferToThread(work)
-        d.addErrback(lambda f: log.warning("background pass failed: %s", f.getErrorMessage()))
-        return d
+        def failed(failure: Any) -> Any:
+            # Announced next time (the set was emptied for this one): the controller must hear of them.
+            rm.isr_change_set.update(changed)
+            return failure
+
+        return d.addErrback(failed)
 
     @defer.inlineCallbacks
     def shutdown(self) -> Any:
@@ -453,9 +468,8 @@ class KafkaServer:
                     log.info("controller requests still queued at shutdown; the next controller resends the state")
         if self._open_timer is not None and self._open_timer.active():
             self._open_timer.cancel()
-        for loop in self._loops:
-            if loop.running:
-                loop.stop()
+        # Runs in progress finish by themselves; none is started again.
+        self.background.stop_all()
         for port in self.ports:
             yield port.stopListening()
         if self.group_service is not None:
@@ -490,7 +504,7 @@ class KafkaServer:
         early once ZooKeeper names a different controller, so brokers stopping together
         do not wait out a timeout on a controller that is gone.
         """
-        from mafka.interbroker.connection import BrokerConnection
+        from mafka.interbroker.connection import InterBrokerConnection
 
         config = self.config
         backoff = config.controlled_shutdown_retry_backoff_ms / 1000
@@ -502,7 +516,7 @@ class KafkaServer:
             if endpoint is None:
                 log.info("controlled shutdown: no controller known (try %d)", attempt)
             else:
-                conn = BrokerConnection(self.reactor, endpoint[0], endpoint[1], f"broker-{self.broker_id}-shutdown")
+                conn = InterBrokerConnection(self.reactor, endpoint[0], endpoint[1], f"broker-{self.broker_id}-shutdown")
                 try:
                     d = conn.request(7, 2, {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
                     d.addTimeout(config.request_timeout_ms / 1000, self.reactor)

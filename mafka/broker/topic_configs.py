@@ -22,7 +22,8 @@ from twisted.internet import defer
 
 from mafka.broker.config import CONFIG_KEYS, LOG_CONFIG_SYNONYMS
 from mafka.coordination.znodes import ConfigChangeNotificationZNode
-from mafka.log.config import TOPIC_CONFIG_NAMES, InvalidConfig, LogConfig
+from mafka.errors import ConfigError
+from mafka.log.config import TOPIC_CONFIG_NAMES, LogConfig
 
 __all__ = [
     "ALL_TOPIC_CONFIG_NAMES",
@@ -133,7 +134,7 @@ class TopicConfigManager:
         props = log_properties(self.overrides.get(topic, {}))
         try:
             config = LogConfig.from_properties(props, self.base) if props else self.base
-        except InvalidConfig as exc:
+        except ConfigError as exc:
             log.warning("ignoring invalid config of topic %s: %s", topic, exc)
             config = self.base
         self._cache[topic] = config

@@ -25,7 +25,17 @@ Python; this module gives it what a broker has, as
 * timers: timed-out transactions are aborted every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, expired
   transactional ids removed every
-  ``transaction.remove.expired.transaction.cleanup.interval.ms``.
+  ``transaction.remove.expired.transaction.cleanup.interval.ms`` — supervised
+  passes of the broker's :class:`~mafka.background.BackgroundPasses`
+  (``transaction-abort``, ``transactionalId-expiration``);
+* the stall guard the group service has (:class:`~mafka.broker.internal_topics.StallGuard`):
+  after a freeze longer than the ZooKeeper session (seen by the broker's
+  100 ms :meth:`TransactionService.tick`, by :meth:`TransactionService.checked_coordinator`
+  — what the request handlers use — and before each background pass) every
+  ``__transaction_state`` partition is resigned until the controller confirms
+  this broker still leads it, so no request is answered, and no timed-out
+  transaction aborted, from transaction state that another coordinator may
+  have moved on since.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from mafka.wire.records import Record, build_batch
 from .internal_topics import (
     InternalTopic,
     ReactorTimers,
+    StallGuard,
     append_coordinator_batch,
     load_on_leadership,
     scan_log,
@@ -91,7 +102,14 @@ class _ProducerIds:
             log.warning("claiming a producer id block failed: %s", failure.getErrorMessage())
             done(ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
 
-        self.broker.producer_ids.generate().addCallbacks(lambda pid: done(ErrorCode.NONE, pid), failed)
+        def crashed(failure: Any) -> None:
+            # ``done`` itself raised (the coordinator's continuation): not an unhandled Deferred error
+            log.error("handling a new producer id failed", exc_info=(failure.type, failure.value,
+                                                                     failure.getTracebackObject()))
+
+        d = self.broker.producer_ids.generate()
+        d.addCallbacks(lambda pid: done(ErrorCode.NONE, pid), failed)
+        d.addErrback(crashed)
 
 
 class _MarkerSink:
@@ -134,9 +152,9 @@ class TransactionService:
             return None if info is None else info.leader
 
         def connect(broker_id: int, host: str, port: int) -> Any:
-            from mafka.interbroker.connection import BrokerConnection
+            from mafka.interbroker.connection import InterBrokerConnection
 
-            return BrokerConnection(broker.reactor, host, port, f"broker-{broker.broker_id}-txn-markers")
+            return InterBrokerConnection(broker.reactor, host, port, f"broker-{broker.broker_id}-txn-markers")
 
         self.channel = TxnMarkerChannel(
             broker.reactor, leader_of, lambda b: cache.endpoint(b, listener), connect,
@@ -155,12 +173,52 @@ class TransactionService:
             TransactionStateLog(broker),
             _ProducerIds(broker),
             _MarkerSink(self.channel, lambda tid, epoch: self.coordinator.should_send_markers(tid, epoch)),
+            periodic=self._periodic if getattr(broker, "background", None) is not None else None,
         )
         self._topic = InternalTopic(broker, TRANSACTION_STATE_TOPIC, log)
+        # Stall guard (see :meth:`checked_coordinator`).
+        self._stall = StallGuard(broker, self.coordinator, TRANSACTION_STATE_TOPIC, self.on_leadership, log,
+                                 "transaction coordinator")
 
     def startup(self) -> None:
-        """Starts the timed-out abort and the transactional-id expiration timers."""
+        """Starts the timed-out abort and the transactional-id expiration passes."""
         self.coordinator.startup()
+
+    def _periodic(self, name: str, period_ms: int, fn: Any) -> Any:
+        """The coordinator's periodic work as supervised broker passes, each after a stall check."""
+
+        def run() -> None:
+            self._stall.check()
+            fn()
+
+        return self.broker.background.every(name, period_ms / 1000, run)
+
+    # ------------------------------------------------------------------ stalls
+
+    def tick(self) -> None:
+        """Called every 100 ms by the broker: the reactor is running (see :meth:`checked_coordinator`).
+
+        The overdue tick after SIGCONT may run before the requests that queued
+        during the freeze are read: it checks for a stall too, so it does not hide the gap.
+        """
+        self._stall.check()
+
+    def checked_coordinator(self) -> Any:
+        """The coordinator, once this broker is known not to be a zombie.
+
+        As :meth:`GroupService.checked_coordinator <mafka.broker.group_service.GroupService.checked_coordinator>`:
+        a broker frozen for longer than its ZooKeeper session lost its
+        ``__transaction_state`` leaderships, but its memory still holds those
+        partitions' transactions; every one is resigned (NOT_COORDINATOR) until
+        the broker registered again and the controller's metadata still names it
+        leader (or, with its session intact, until twice the session timeout).
+        """
+        self._stall.check()
+        return self.coordinator
+
+    def on_metadata_update(self) -> None:
+        """The controller's metadata arrived: partitions resigned after a stall may be taken back."""
+        self._stall.on_metadata_update()
 
     # ------------------------------------------------------------------ leadership
 
@@ -188,5 +246,6 @@ class TransactionService:
         )
 
     def shutdown(self) -> None:
+        self._stall.shutdown()
         self.coordinator.shutdown()
         self.channel.shutdown()

@@ -42,6 +42,7 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["WRITE_TXN_MARKERS", "TxnMarkerChannel"]
 
@@ -54,8 +55,6 @@ WRITE_TXN_MARKERS_VERSION = 1
 _SKIP = frozenset({ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT})
 _ABANDON = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
-TopicPartition = tuple[str, int]
-
 
 @dataclass(eq=False)
 class _Delivery:
@@ -66,10 +65,10 @@ class _Delivery:
     producer_id: int
     producer_epoch: int
     commit: bool
-    remaining: set[TopicPartition]
+    remaining: set[TopicPartitionTuple]
     on_complete: Callable[[], None]
     is_current: Callable[[], bool]
-    in_flight: set[TopicPartition] = field(default_factory=set)
+    in_flight: set[TopicPartitionTuple] = field(default_factory=set)
     retry_call: Any = None
     done: bool = False
 
@@ -122,7 +121,7 @@ class TxnMarkerChannel:
         producer_id: int,
         producer_epoch: int,
         commit: bool,
-        partitions: Iterable[TopicPartition],
+        partitions: Iterable[TopicPartitionTuple],
         on_complete: Callable[[], None],
         is_current: Callable[[], bool] = lambda: True,
     ) -> None:
@@ -151,7 +150,7 @@ class TxnMarkerChannel:
         if self._closed or not delivery.is_current():
             self._abandon(delivery, "the coordinator no longer owns the transaction")
             return
-        by_leader: dict[int, list[TopicPartition]] = {}
+        by_leader: dict[int, list[TopicPartitionTuple]] = {}
         waiting = False
         for tp in sorted(delivery.remaining - delivery.in_flight):
             leader = self.leader_of(*tp)
@@ -172,7 +171,7 @@ class TxnMarkerChannel:
         elif waiting:
             self._retry_later(delivery)
 
-    def _send_to(self, broker_id: int, delivery: _Delivery, tps: list[TopicPartition]) -> None:
+    def _send_to(self, broker_id: int, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
         conn = self._connection(broker_id)
         if conn is None:
             self._retry_later(delivery)
@@ -198,6 +197,7 @@ class TxnMarkerChannel:
             self._answered, self._failed,
             callbackArgs=(broker_id, delivery, tps), errbackArgs=(broker_id, conn, delivery, tps),
         )
+        d.addErrback(self._crashed, delivery, tps)
 
     def _connection(self, broker_id: int) -> Any:
         conn = self._connections.get(broker_id)
@@ -210,11 +210,11 @@ class TxnMarkerChannel:
 
     # ------------------------------------------------------------------ answers
 
-    def _answered(self, response: Any, broker_id: int, delivery: _Delivery, tps: list[TopicPartition]) -> None:
+    def _answered(self, response: Any, broker_id: int, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
         delivery.in_flight.difference_update(tps)
         if delivery.done:
             return
-        errors: dict[TopicPartition, ErrorCode] = {}
+        errors: dict[TopicPartitionTuple, ErrorCode] = {}
         for marker in response.markers:
             if marker.producer_id != delivery.producer_id:
                 continue
@@ -240,7 +240,7 @@ class TxnMarkerChannel:
         elif retry or delivery.remaining - delivery.in_flight:
             self._retry_later(delivery)
 
-    def _failed(self, failure: Any, broker_id: int, conn: Any, delivery: _Delivery, tps: list[TopicPartition]) -> None:
+    def _failed(self, failure: Any, broker_id: int, conn: Any, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
         delivery.in_flight.difference_update(tps)
         log.info(
             "WriteTxnMarkers to broker %d failed (%s); retrying", broker_id, failure.getErrorMessage()
@@ -248,6 +248,15 @@ class TxnMarkerChannel:
         if self._connections.get(broker_id) is conn:
             del self._connections[broker_id]
             conn.close()
+        if not delivery.done:
+            self._retry_later(delivery)
+
+    def _crashed(self, failure: Any, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
+        """Handling an answer raised (e.g. an error code this broker does not know): log it and
+        retry, never leave the delivery waiting for an answer that was already consumed."""
+        log.error("handling the WriteTxnMarkers answer for %s failed; retrying",
+                  delivery.transactional_id, exc_info=(failure.type, failure.value, failure.getTracebackObject()))
+        delivery.in_flight.difference_update(tps)
         if not delivery.done:
             self._retry_later(delivery)
 

@@ -23,8 +23,8 @@ import sys
 import time
 from typing import Any, TextIO
 
-from mafka.broker.monitor import parse_report
 from mafka.cli.zk_session import ZkSession
+from mafka.monitoring.report import parse_report
 
 __all__ = ["add_parser", "run", "format_status"]
 
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             brokers = {}
             for b, (registration, _) in zk.call(c.get_all_brokers).items():
                 endpoints = list(registration.endpoints.values())
-                brokers[b] = f"{endpoints[0][1]}:{endpoints[0][2]}" if endpoints else "?"
+                brokers[b] = f"{endpoints[0].host}:{endpoints[0].port}" if endpoints else "?"
             now = int(time.time() * 1000)
             reports = {b: parse_report(raw, now, args.max_report_age_ms)
                        for b, raw in zk.call(c.monitor_reports).items()}

@@ -50,10 +50,11 @@ from mafka.client.message import (
     Message,
     TopicPartition,
 )
+from mafka.wire.apis.list_offsets import EARLIEST_TIMESTAMP as EARLIEST
+from mafka.wire.apis.list_offsets import LATEST_TIMESTAMP as LATEST
 
 __all__ = ["add_parser", "run", "Formatter", "parse_offset", "check_args", "consumer_config"]
 
-EARLIEST, LATEST = -2, -1
 _LOGGER = "kafka.tools.ConsoleConsumer$"
 _TIMESTAMP_TYPES = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 

@@ -58,6 +58,9 @@ from mafka.client.kafka_error import KafkaException
 from mafka.client.message import TopicPartition as ClientPartition
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_assignment
+from mafka.topics import TopicPartitionTuple
+from mafka.wire.apis.list_offsets import EARLIEST_TIMESTAMP as EARLIEST
+from mafka.wire.apis.list_offsets import LATEST_TIMESTAMP as LATEST
 
 __all__ = [
     "add_parser",
@@ -74,7 +77,6 @@ __all__ = [
     "format_delete_offsets",
 ]
 
-EARLIEST, LATEST = -2, -1
 MISSING = "-"
 
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
@@ -100,8 +102,6 @@ _JAVA_NAMES = {
     ErrorCode.NETWORK_EXCEPTION: "NetworkException",
 }
 
-TopicPartition = tuple[str, int]
-
 
 class UsageError(Exception):
     """Kafka's ``printUsageAndDie``: the message on stderr, status 1."""
@@ -121,7 +121,7 @@ def java_error(code: int) -> str:
     return f"org.apache.kafka.common.errors.{name}: {ec.description}"
 
 
-def _tp(tp: TopicPartition) -> str:
+def _tp(tp: TopicPartitionTuple) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
@@ -141,7 +141,7 @@ class Member:
     group_instance_id: str | None
     client_id: str
     host: str
-    assignment: list[TopicPartition] = field(default_factory=list)
+    assignment: list[TopicPartitionTuple] = field(default_factory=list)
 
 
 @dataclass
@@ -179,7 +179,7 @@ class MemberRow:
     client_id: str
     group_instance_id: str
     num_partitions: int
-    assignment: list[TopicPartition]
+    assignment: list[TopicPartitionTuple]
 
 
 # --------------------------------------------------------------------------- requests
@@ -247,7 +247,7 @@ class GroupAdmin:
             )
         members = []
         for m in g.members:
-            assignment: list[TopicPartition] = []
+            assignment: list[TopicPartitionTuple] = []
             raw = m.assignment or b""
             if protocol_type == PROTOCOL_TYPE and len(raw) > 0:
                 try:
@@ -262,7 +262,7 @@ class GroupAdmin:
             else Node(-1, "", -1)
         return GroupDescription(group, g.state or "", protocol_type, g.protocol or "", node, members)
 
-    def committed_offsets(self, group: str) -> dict[TopicPartition, int]:
+    def committed_offsets(self, group: str) -> dict[TopicPartitionTuple, int]:
         """Every committed offset of ``group``; partitions without one (or with an error) are left out."""
         futures = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
                                                          request_timeout=self.timeout_s)
@@ -283,7 +283,7 @@ class GroupAdmin:
             raise CommandFailed(self._java("describeTopics", t.error))
         return sorted(t.partitions)
 
-    def list_offsets(self, tps: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int | None]:
+    def list_offsets(self, tps: Iterable[TopicPartitionTuple], timestamp: int) -> dict[TopicPartitionTuple, int | None]:
         """ListOffsets at ``timestamp`` (-1 latest, -2 earliest) from each leader; None where unknown.
 
         Partitions whose leader moved (or is not yet elected) are asked again until the
@@ -296,7 +296,7 @@ class GroupAdmin:
             or OffsetSpec.for_timestamp(timestamp)
         futures = self.admin.list_offsets({ClientPartition(t, p): spec for t, p in wanted},
                                           request_timeout=self.timeout_s)
-        out: dict[TopicPartition, int | None] = {}
+        out: dict[TopicPartitionTuple, int | None] = {}
         for tp, future in futures.items():
             try:
                 out[(tp.topic, tp.partition)] = future.result(self.timeout_s + 5.0).offset
@@ -304,7 +304,7 @@ class GroupAdmin:
                 out[(tp.topic, tp.partition)] = None
         return out
 
-    def commit_offsets(self, group: str, offsets: dict[TopicPartition, int]) -> None:
+    def commit_offsets(self, group: str, offsets: dict[TopicPartitionTuple, int]) -> None:
         """Commits as Kafka's alterConsumerGroupOffsets (generation -1, member id "")."""
         request = ConsumerGroupTopicPartitions(
             group, [ClientPartition(t, p, off, "") for (t, p), off in sorted(offsets.items())])
@@ -314,7 +314,7 @@ class GroupAdmin:
             if tp.error is not None:
                 raise CommandFailed(self._java("offsetCommit", tp.error))
 
-    def delete_offsets(self, group: str, tps: list[TopicPartition]) -> tuple[int, dict[TopicPartition, str | None]]:
+    def delete_offsets(self, group: str, tps: list[TopicPartitionTuple]) -> tuple[int, dict[TopicPartitionTuple, str | None]]:
         """OffsetDelete: (the first error, as Kafka's ``all()`` reports it; each partition's
         error text, None if deleted).  A group-level error fails every partition with it."""
         request = ConsumerGroupTopicPartitions(group, [ClientPartition(t, p) for t, p in tps])
@@ -329,7 +329,7 @@ class GroupAdmin:
             text = self._java("deleteConsumerGroupOffsets", err)
             return code, {tp: text for tp in tps}
         top = ErrorCode.NONE
-        out: dict[TopicPartition, str | None] = {}
+        out: dict[TopicPartitionTuple, str | None] = {}
         for tp in result.topic_partitions or []:
             out[(tp.topic, tp.partition)] = None if tp.error is None else java_error(tp.error.code())
             if tp.error is not None and top == ErrorCode.NONE:
@@ -375,7 +375,7 @@ def format_offsets(rows: list[PartitionRow]) -> list[str]:
     return lines
 
 
-def _assignment_text(assignment: list[TopicPartition]) -> str:
+def _assignment_text(assignment: list[TopicPartitionTuple]) -> str:
     if not assignment:
         return MISSING
     by_topic: dict[str, list[int]] = {}
@@ -419,7 +419,7 @@ def format_state(d: GroupDescription) -> list[str]:
     ]
 
 
-def format_reset(result: dict[str, dict[TopicPartition, int]]) -> list[str]:
+def format_reset(result: dict[str, dict[TopicPartitionTuple, int]]) -> list[str]:
     """Kafka's ``printOffsetsToReset``: the header whenever any group was handled, then the rows."""
     if not result:
         return []
@@ -431,7 +431,7 @@ def format_reset(result: dict[str, dict[TopicPartition, int]]) -> list[str]:
     return lines
 
 
-def format_export(result: dict[str, dict[TopicPartition, int]], single_group: bool) -> str:
+def format_export(result: dict[str, dict[TopicPartitionTuple, int]], single_group: bool) -> str:
     """Kafka's ``exportOffsetsToCsv``: ``topic,partition,offset`` lines (with the group unless one was named)."""
     rows = []
     for group, offsets in result.items():
@@ -652,7 +652,7 @@ class Command:
         every = [tp for m in with_assignment for tp in m.assignment] + unassigned
         ends = self.admin.list_offsets(every, LATEST) if every else {}
 
-        def row(tp: TopicPartition, consumer: str, host: str, client: str) -> PartitionRow:
+        def row(tp: TopicPartitionTuple, consumer: str, host: str, client: str) -> PartitionRow:
             offset = committed.get(tp)
             end = ends.get(tp)
             lag = end - offset if offset is not None and offset != -1 and end is not None else None
@@ -696,11 +696,11 @@ class Command:
 
     # -- reset-offsets -------------------------------------------------------
 
-    def partitions_to_reset(self, group: str) -> list[TopicPartition]:
+    def partitions_to_reset(self, group: str) -> list[TopicPartitionTuple]:
         if self.args.all_topics:
             return sorted(self.admin.committed_offsets(group))
         if self.args.topic:
-            out: list[TopicPartition] = []
+            out: list[TopicPartitionTuple] = []
             for arg in self.args.topic:
                 if ":" in arg:
                     topic, _, parts = arg.partition(":")
@@ -714,7 +714,7 @@ class Command:
             return out
         raise UsageError("One of the reset scopes should be defined: --all-topics, --topic.")
 
-    def check_range(self, requested: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+    def check_range(self, requested: dict[TopicPartitionTuple, int]) -> dict[TopicPartitionTuple, int]:
         """Kafka's ``checkOffsetsRange``: clamp to [log start, log end] with a WARN line."""
         starts = self.admin.list_offsets(requested, EARLIEST)
         ends = self.admin.list_offsets(requested, LATEST)
@@ -732,8 +732,8 @@ class Command:
             out[tp] = offset
         return out
 
-    def _resolved(self, tps: list[TopicPartition], found: dict[TopicPartition, int | None],
-                  what: str) -> dict[TopicPartition, int]:
+    def _resolved(self, tps: list[TopicPartitionTuple], found: dict[TopicPartitionTuple, int | None],
+                  what: str) -> dict[TopicPartitionTuple, int]:
         out = {}
         for tp in tps:
             offset = found.get(tp)
@@ -742,14 +742,14 @@ class Command:
             out[tp] = offset
         return out
 
-    def _by_timestamp(self, tps: list[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
+    def _by_timestamp(self, tps: list[TopicPartitionTuple], timestamp: int) -> dict[TopicPartitionTuple, int]:
         found = self.admin.list_offsets(tps, timestamp)
         missing = [tp for tp in tps if found.get(tp) is None or found[tp] == -1]
         if missing:
             found.update(self.admin.list_offsets(missing, LATEST))
         return self._resolved(tps, found, "offset by timestamp")
 
-    def prepare(self, group: str, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+    def prepare(self, group: str, tps: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """Kafka's ``prepareOffsetsToReset``."""
         a = self.args
         if a.to_offset is not None:
@@ -783,7 +783,7 @@ class Command:
 
     def reset_offsets(self) -> None:
         descriptions = self._describe_all(self._group_ids())
-        result: dict[str, dict[TopicPartition, int]] = {}
+        result: dict[str, dict[TopicPartitionTuple, int]] = {}
         for g, d in descriptions.items():
             if d.state in ("Empty", "Dead"):
                 prepared = self.prepare(g, self.partitions_to_reset(g))
@@ -826,8 +826,8 @@ class Command:
             raise UsageError("Found multiple arguments for option group, but you asked for only one")
         group = self.args.group[0]
         topics = list(self.args.topic)
-        rows: dict[TopicPartition, str | None] = {}
-        partitions: list[TopicPartition] = []
+        rows: dict[TopicPartitionTuple, str | None] = {}
+        partitions: list[TopicPartitionTuple] = []
         for arg in topics:
             if ":" in arg:
                 topic, _, parts = arg.partition(":")
@@ -875,7 +875,7 @@ def _error_name(code: int) -> str:
         return "UNKNOWN_SERVER_ERROR"
 
 
-def format_delete_offsets(rows: dict[TopicPartition, str | None]) -> list[str]:
+def format_delete_offsets(rows: dict[TopicPartitionTuple, str | None]) -> list[str]:
     """Kafka's ``deleteOffsets`` table: an empty line, the header, rows sorted by the string
     ``topic + partition`` (as Kafka sorts them); partition −1 is a topic that could not be described."""
     widths = (30, 15, 15)

@@ -48,6 +48,7 @@ from mafka.client.admin import AdminClient
 from mafka.client.kafka_error import KafkaException
 from mafka.coordination.store import ConnectionLossError, NodeExistsError, StoreError
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "add_parser",
@@ -60,8 +61,6 @@ __all__ = [
 
 DEPRECATED = "This tool is deprecated. Please use kafka-leader-election tool. Tracking issue: KAFKA-8405"
 PREFERRED = 0
-
-TopicPartition = tuple[str, int]
 
 
 def add_parser(sub: Any) -> None:
@@ -79,17 +78,17 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _tp(tp: TopicPartition) -> str:
+def _tp(tp: TopicPartitionTuple) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-def scala_set(partitions: Iterable[TopicPartition]) -> str:
+def scala_set(partitions: Iterable[TopicPartitionTuple]) -> str:
     """A Scala 2.13 immutable ``Set[TopicPartition]``'s ``toString``, elements sorted."""
     items = sorted(partitions)
     return f"{'Set' if len(items) <= 4 else 'HashSet'}({', '.join(_tp(tp) for tp in items)})"
 
 
-def parse_election_data(text: str) -> list[TopicPartition]:
+def parse_election_data(text: str) -> list[TopicPartitionTuple]:
     """Kafka's ``parsePreferredReplicaElectionData``."""
     try:
         data = json.loads(text)
@@ -97,7 +96,7 @@ def parse_election_data(text: str) -> list[TopicPartition]:
         raise CommandError("Preferred replica election data is empty") from None
     if not isinstance(data, dict) or not isinstance(data.get("partitions"), list):
         raise CommandError("Preferred replica election data is empty")
-    out: list[TopicPartition] = []
+    out: list[TopicPartitionTuple] = []
     for entry in data["partitions"]:
         if not isinstance(entry, dict):
             raise CommandError(f"Invalid partition entry {json.dumps(entry)}")
@@ -119,9 +118,9 @@ def parse_election_data(text: str) -> list[TopicPartition]:
 # --------------------------------------------------------------------------- --zookeeper
 
 
-def _all_partitions(zk: Any, topics: Iterable[str]) -> set[TopicPartition]:
+def _all_partitions(zk: Any, topics: Iterable[str]) -> set[TopicPartitionTuple]:
     """``getPartitionsForTopics``: the partitions of those topics that exist."""
-    out: set[TopicPartition] = set()
+    out: set[TopicPartitionTuple] = set()
     for topic in sorted(set(topics)):
         got = zk.call(zk.client.get_assignment, topic)
         if got is not None:
@@ -129,7 +128,7 @@ def _all_partitions(zk: Any, topics: Iterable[str]) -> set[TopicPartition]:
     return out
 
 
-def elect_via_zookeeper(zk: Any, requested: list[TopicPartition] | None) -> None:
+def elect_via_zookeeper(zk: Any, requested: list[TopicPartitionTuple] | None) -> None:
     """2.8's ``ZkCommand.electPreferredLeaders``; raises CommandError (its AdminOperationException)."""
     topics = zk.call(zk.client.get_topics) if requested is None else {t for t, _ in requested}
     existing = _all_partitions(zk, topics)
@@ -155,7 +154,7 @@ def elect_via_zookeeper(zk: Any, requested: list[TopicPartition] | None) -> None
 # --------------------------------------------------------------------------- --bootstrap-server
 
 
-def report_admin_results(results: dict[TopicPartition, tuple[int, str | None]]) -> int:
+def report_admin_results(results: dict[TopicPartitionTuple, tuple[int, str | None]]) -> int:
     """2.8's ``AdminClientCommand`` lines; returns how many partitions failed."""
     succeeded = sorted(tp for tp, (code, _) in results.items() if code == ErrorCode.NONE)
     noop = [tp for tp, (code, _) in results.items() if code == ErrorCode.ELECTION_NOT_NEEDED]
@@ -173,7 +172,7 @@ def report_admin_results(results: dict[TopicPartition, tuple[int, str | None]]) 
     return len(failed)
 
 
-def elect_via_admin(args: argparse.Namespace, requested: list[TopicPartition] | None) -> int:
+def elect_via_admin(args: argparse.Namespace, requested: list[TopicPartitionTuple] | None) -> int:
     """ElectLeaders (PREFERRED) through the admin client; the exit status."""
     config = admin_config(args.bootstrap_server, "mafka-preferred-replica-election", args.timeout)
     with AdminClient(config) as admin:

@@ -39,7 +39,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mafka.cli.reassign_partitions import (
+from mafka.cli.reassign_partitions_common import (
     ANY_LOG_DIR,
     BROKER_FOLLOWER_THROTTLE,
     BROKER_LEADER_THROTTLE,
@@ -51,18 +51,18 @@ from mafka.cli.reassign_partitions import (
     Assignment,
     CommandError,
     TerseFailure,
-    _broker_list,
-    _sorted_parts,
-    _tp,
     follower_throttles,
     format_reassignment_json,
     leader_throttles,
+    parse_broker_list,
     parse_reassignment_json,
     parse_topics_to_move_json,
     print_generated,
     proposed_move_map,
     reassigning_brokers,
+    sorted_parts,
     status_lines,
+    tp_str,
 )
 from mafka.cli.zk_session import ZkSession
 from mafka.coordination.store import ConnectionLossError, NodeExistsError, StoreError
@@ -195,7 +195,7 @@ def _read_reassignment(path: str) -> Assignment:
 
 def generate(zk: Any, args: argparse.Namespace, rng: Any = None) -> None:
     """Kafka's ``generateAssignment(zkClient, …)``."""
-    brokers = _broker_list(args.broker_list)
+    brokers = parse_broker_list(args.broker_list)
     with open(args.topics_to_move_json_file, encoding="utf-8") as f:
         topics = parse_topics_to_move_json(f.read())
     current = _replica_assignment(zk, topics)
@@ -218,7 +218,7 @@ def _check_partitions_and_brokers(zk: Any, proposed: Assignment, existing: Assig
     if missing:
         raise CommandError(
             "The proposed assignment contains non-existent partitions: "
-            f"List({', '.join(_tp(tp) for tp in missing)})"
+            f"List({', '.join(tp_str(tp) for tp in missing)})"
         )
     live = set(zk.call(zk.client.get_broker_ids))
     unknown = sorted({b for replicas in proposed.values() for b in replicas} - live)
@@ -263,14 +263,14 @@ def execute(zk: Any, args: argparse.Namespace) -> None:
     if throttle >= 0:
         print(RUN_VERIFY_PERIODICALLY)
         _modify_throttles(zk, proposed, current, throttle)
-    parts = _sorted_parts(proposed)
+    parts = sorted_parts(proposed)
     try:
         zk.call(zk.client.create_partition_reassignment, {tp: proposed[tp] for tp in parts})
     except NodeExistsError:  # someone else was quicker: Kafka's NodeExistsException
         raise CommandError("KeeperErrorCode = NodeExists for /admin/reassign_partitions") from None
     print(
         f"Successfully started partition reassignment{'' if len(parts) == 1 else 's'} for "
-        + ",".join(_tp(tp) for tp in parts)
+        + ",".join(tp_str(tp) for tp in parts)
     )
 
 

@@ -36,8 +36,9 @@ def _controller_factory(server: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from twisted.internet import reactor
 
-    from mafka.broker.config import BrokerConfig, ConfigError
+    from mafka.broker.config import BrokerConfig
     from mafka.broker.server import KafkaServer
+    from mafka.errors import ConfigError
 
     logging.basicConfig(
         level=os.environ.get("MAFKA_LOG_LEVEL", "INFO"),

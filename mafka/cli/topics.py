@@ -23,7 +23,6 @@ from typing import Any
 
 from mafka.cli.clients import admin_config, error_text
 from mafka.cli.topics_common import (
-    INTERNAL_TOPICS,
     TopicCommandError,
     format_partition_line,
     format_topic_line,
@@ -42,6 +41,7 @@ from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.client.metadata_view import ClusterMetadataView, TopicMetadataView
 from mafka.errors import ErrorCode, KafkaError
+from mafka.topics import INTERNAL_TOPICS
 
 __all__ = ["add_parser", "run", "TopicCommandError", "format_topic_line", "format_partition_line"]
 

@@ -5,17 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from mafka.topics import INTERNAL_TOPICS
+
 __all__ = [
-    "INTERNAL_TOPICS",
     "TopicCommandError",
     "format_partition_line",
     "format_topic_line",
     "parse_replica_assignment",
     "select_topics",
 ]
-
-#: Kafka's ``Topic.INTERNAL_TOPICS``: what ``--exclude-internal`` leaves out.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class TopicCommandError(Exception):

@@ -16,7 +16,6 @@ import argparse
 from typing import Any
 
 from mafka.cli.topics_common import (
-    INTERNAL_TOPICS,
     TopicCommandError,
     format_partition_line,
     format_topic_line,
@@ -28,6 +27,7 @@ from mafka.controller.assignment import new_partitions_assignment
 from mafka.coordination.store import ConnectionLossError, StoreError
 from mafka.coordination.znodes import TopicAssignment
 from mafka.errors import KafkaError, TopicAlreadyExistsError
+from mafka.topics import INTERNAL_TOPICS
 
 __all__ = ["run_zookeeper"]
 

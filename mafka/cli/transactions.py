@@ -53,8 +53,9 @@ from mafka.cli.transactions_admin import (
     TransactionsAdmin,
     tp_str,
 )
-from mafka.client.config import ConfigError, parse_config
+from mafka.client.config import parse_config
 from mafka.client.kernel import Kernel
+from mafka.errors import ConfigError
 
 __all__ = [
     "add_parser",

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 
 from mafka.client.kernel import FIND_COORDINATOR, METADATA, Kernel
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "AbortTransactionSpec",
@@ -52,7 +53,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-TopicPartition = tuple[str, int]
 
 DESCRIBE_PRODUCERS, WRITE_TXN_MARKERS, DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 61, 27, 65, 66
 MAFKA_LIST_HALF = 10003
@@ -75,7 +75,7 @@ def parse_state(name: str) -> str:
     return name if name in ADMIN_STATES else "Unknown"
 
 
-def tp_str(tp: TopicPartition) -> str:
+def tp_str(tp: TopicPartitionTuple) -> str:
     """Java's ``TopicPartition.toString``: ``topic-partition``."""
     return f"{tp[0]}-{tp[1]}"
 
@@ -101,7 +101,7 @@ class TransactionDescription:
     producer_epoch: int
     transaction_timeout_ms: int
     transaction_start_time_ms: int | None
-    topic_partitions: frozenset[TopicPartition]
+    topic_partitions: frozenset[TopicPartitionTuple]
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class ProducerState:
 
 @dataclass(frozen=True)
 class AbortTransactionSpec:
-    topic_partition: TopicPartition
+    topic_partition: TopicPartitionTuple
     producer_id: int
     producer_epoch: int
     coordinator_epoch: int
@@ -210,7 +210,7 @@ class TransactionsAdmin:
         except (ConnectionError, TimeoutError):
             raise _Retry(call, sent=False) from None
 
-    async def _leaders(self, api: str, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    async def _leaders(self, api: str, partitions: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """``PartitionLeaderStrategy``: the leader of each partition, waiting for those without one.
 
         Raises:
@@ -219,7 +219,7 @@ class TransactionsAdmin:
         """
         call = _call_name(api, METADATA)
         md = await self._metadata({t for t, _ in partitions}, call)
-        leaders: dict[TopicPartition, int] = {}
+        leaders: dict[TopicPartitionTuple, int] = {}
         for tp in partitions:
             topic, index = tp
             info = md.topics.get(topic)
@@ -371,8 +371,8 @@ class TransactionsAdmin:
 
     # ------------------------------------------------------------------ DescribeProducers
 
-    async def describe_producers(self, partitions: list[TopicPartition],
-                                 broker_id: int | None = None) -> dict[TopicPartition, list[ProducerState]]:
+    async def describe_producers(self, partitions: list[TopicPartitionTuple],
+                                 broker_id: int | None = None) -> dict[TopicPartitionTuple, list[ProducerState]]:
         """``describeProducers(partitions, options).all()``: each partition's active producers.
 
         Raises:
@@ -381,9 +381,9 @@ class TransactionsAdmin:
         api = "describeProducers"
         call = _call_name(api, DESCRIBE_PRODUCERS)
         pending = list(dict.fromkeys(partitions))
-        done: dict[TopicPartition, list[ProducerState]] = {}
+        done: dict[TopicPartitionTuple, list[ProducerState]] = {}
 
-        async def ask(node: int, tps: list[TopicPartition]) -> None:
+        async def ask(node: int, tps: list[TopicPartitionTuple]) -> None:
             topics: dict[str, list[int]] = {}
             for topic, index in tps:
                 topics.setdefault(topic, []).append(index)
@@ -415,7 +415,7 @@ class TransactionsAdmin:
                         raise AdminFailure(f"Failed to describe active producers for partition "
                                                  f"{tp_str(tp)} due to unexpected error")
 
-        async def attempt() -> dict[TopicPartition, list[ProducerState]]:
+        async def attempt() -> dict[TopicPartitionTuple, list[ProducerState]]:
             todo = [tp for tp in pending if tp not in done]
             if broker_id is not None:
                 targets = {broker_id: todo}

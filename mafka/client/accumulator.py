@@ -23,10 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mafka.client.producer_batch import ProducerBatch
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["RecordAccumulator", "PartitionSendState"]
-
-TP = tuple[str, int]
 
 
 @dataclass
@@ -63,8 +62,8 @@ class RecordAccumulator:
         self.compression = compression
         self.max_in_flight = max_in_flight
         self.lock = threading.Lock()
-        self.queues: dict[TP, deque[ProducerBatch]] = {}
-        self.states: dict[TP, PartitionSendState] = {}
+        self.queues: dict[TopicPartitionTuple, deque[ProducerBatch]] = {}
+        self.states: dict[TopicPartitionTuple, PartitionSendState] = {}
         self.flushing = 0
         self.queued_records = 0
         self.queued_bytes = 0
@@ -105,13 +104,13 @@ class RecordAccumulator:
 
     # -- draining (sender thread) ----------------------------------------------------------
 
-    def state(self, tp: TP) -> PartitionSendState:
+    def state(self, tp: TopicPartitionTuple) -> PartitionSendState:
         s = self.states.get(tp)
         if s is None:
             s = self.states[tp] = PartitionSendState()
         return s
 
-    def _sendable(self, tp: TP, batch: ProducerBatch, now: float) -> bool:
+    def _sendable(self, tp: TopicPartitionTuple, batch: ProducerBatch, now: float) -> bool:
         state = self.states.get(tp)
         if state is not None:
             limit = 1 if state.retrying else self.max_in_flight
@@ -130,7 +129,7 @@ class RecordAccumulator:
         )
 
     def ready(self, now: float, leader_of: Callable[[str, int], int],
-              admitted: Callable[[TP], bool] | None = None) -> tuple[set[int], float | None, set[str]]:
+              admitted: Callable[[TopicPartitionTuple], bool] | None = None) -> tuple[set[int], float | None, set[str]]:
         """Which leaders have sendable batches; the soonest time another may become sendable;
         topics of queued batches without a known leader (need metadata).
 
@@ -157,7 +156,7 @@ class RecordAccumulator:
                         next_at = at
         return nodes, next_at, unknown
 
-    def drain(self, partitions: Iterable[TP], max_bytes: int, now: float) -> list[ProducerBatch]:
+    def drain(self, partitions: Iterable[TopicPartitionTuple], max_bytes: int, now: float) -> list[ProducerBatch]:
         """Takes at most one sendable batch per partition, up to ``max_bytes`` in all."""
         out: list[ProducerBatch] = []
         size = 0
@@ -218,7 +217,7 @@ class RecordAccumulator:
                 q.clear()
         return out
 
-    def queued_partitions(self) -> list[TP]:
+    def queued_partitions(self) -> list[TopicPartitionTuple]:
         """Partitions with batches queued."""
         with self.lock:
             return [tp for tp, queue in self.queues.items() if queue]

@@ -69,7 +69,7 @@ from mafka.client.admin_types import (
     ResourceType,
 )
 from mafka.client.config import parse_config
-from mafka.client.kafka_error import KafkaError, KafkaException
+from mafka.client.kafka_error import KafkaError, KafkaException, error_for
 from mafka.client.kernel import Kernel
 from mafka.client.loop_thread import LoopThread
 from mafka.client.message import OFFSET_INVALID, TopicPartition
@@ -170,10 +170,7 @@ def _exception(exc: BaseException) -> KafkaException:
     if isinstance(exc, KafkaException):
         return exc
     if isinstance(exc, BrokerError):
-        # raise_for_code() fills in Kafka's description when the broker sent no message;
-        # confluent-kafka's text for that case is "Broker: <description>".
-        message = None if exc.message == exc.code.description else exc.message
-        return _error(exc.raw_code, message)
+        return KafkaException(error_for(exc))
     if isinstance(exc, TimeoutError):
         return KafkaException(KafkaError._TIMED_OUT)
     if isinstance(exc, UnsupportedByBroker):
@@ -182,13 +179,6 @@ def _exception(exc: BaseException) -> KafkaException:
         return KafkaException(KafkaError(KafkaError._TRANSPORT, str(exc)))
     log.exception("admin request failed unexpectedly", exc_info=exc)
     return KafkaException(KafkaError(KafkaError._FAIL, repr(exc)))
-
-
-def _retriable(code: int) -> bool:
-    try:
-        return ErrorCode(code).retriable
-    except ValueError:
-        return False
 
 
 def _check_list(value: Any, what: str, kind: type | tuple[type, ...], noun: str) -> list[Any]:
@@ -426,7 +416,7 @@ class AdminClient:
                 info = md.topics.get(tp.topic)
                 if info is None:
                     continue  # metadata not fetched (cluster unreachable): retry
-                if info.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (info.error and not _retriable(info.error)):
+                if info.error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or (info.error and not KafkaError(info.error).retriable()):
                     _fail(futures[tp], _error(info.error))
                     pending.discard(tp)
                     continue
@@ -452,7 +442,7 @@ class AdminClient:
                     if code == 0:
                         _resolve(futures[tp], result)
                         pending.discard(tp)
-                    elif not _retriable(code):
+                    elif not KafkaError(code).retriable():
                         _fail(futures[tp], _error(code))
                         pending.discard(tp)
             if pending:

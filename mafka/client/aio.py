@@ -63,10 +63,9 @@ from mafka.client.producer import (
 )
 from mafka.client.producer_batch import ProducerBatch, encoded_record_size
 from mafka.client.sender import ProducerEngine
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["AIOProducer", "AIOConsumer", "RecordMetadata"]
-
-TP = tuple[str, int]
 
 
 class RecordMetadata(NamedTuple):
@@ -273,13 +272,13 @@ class AIOConsumer:
         self._fetcher.on_data = self._data.set
         self._topics = list(topics)
         self._auto_commit = bool(cfg["enable.auto.commit"]) and bool(self._group_id)
-        self._stored: dict[TP, int] = {}
+        self._stored: dict[TopicPartitionTuple, int] = {}
         self._events: list[Any] = []
         self._on_assign: Callable[..., Any] | None = None
         self._on_revoke: Callable[..., Any] | None = None
         self._started = False
 
-    async def _committed(self, tps: list[TP]) -> dict[TP, int]:
+    async def _committed(self, tps: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         assert self._member is not None
         return await self._member.fetch_committed(tps)
 
@@ -367,7 +366,7 @@ class AIOConsumer:
                 raise KafkaException(error.error())
             msgs = self._fetcher.drain(limit)
             if msgs:
-                out: dict[TP, list[Message]] = {}
+                out: dict[TopicPartitionTuple, list[Message]] = {}
                 for m in msgs:
                     if m._error is not None:
                         raise KafkaException(m._error)
@@ -418,7 +417,7 @@ class AIOConsumer:
         if failed:
             raise KafkaException(KafkaError(failed[0]))
 
-    async def _commit_stored(self, tps: set[TP] | None = None) -> None:
+    async def _commit_stored(self, tps: set[TopicPartitionTuple] | None = None) -> None:
         todo = {tp: off for tp, off in self._stored.items() if tps is None or tp in tps}
         if todo and self._member is not None:
             try:
@@ -429,7 +428,7 @@ class AIOConsumer:
 
     async def _auto_commit_loop(self) -> None:
         interval = self._kernel.config["auto.commit.interval.ms"] / 1000.0
-        last: dict[TP, int] = {}
+        last: dict[TopicPartitionTuple, int] = {}
         while True:
             await asyncio.sleep(interval)
             if self._stored != last:

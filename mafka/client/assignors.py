@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mafka.group.consumer_protocol import Assignment, Subscription
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "EAGER",
@@ -53,7 +54,6 @@ COOPERATIVE = "COOPERATIVE"
 DEFAULT_GENERATION = -1
 
 _I32 = struct.Struct(">i")
-_TP = tuple[str, int]
 
 
 @dataclass
@@ -106,7 +106,7 @@ def _topics(meta: MemberMetadata, partitions_per_topic: dict[str, int]) -> set[s
     return {t for t in meta.subscription.topics if partitions_per_topic.get(t, 0) > 0}
 
 
-def _result(members: Iterable[str], pairs: Iterable[tuple[str, _TP]]) -> dict[str, dict[str, list[int]]]:
+def _result(members: Iterable[str], pairs: Iterable[tuple[str, TopicPartitionTuple]]) -> dict[str, dict[str, list[int]]]:
     """member -> {topic: sorted partitions} from (member, (topic, partition)) pairs."""
     out: dict[str, dict[str, list[int]]] = {m: {} for m in members}
     for member, (topic, p) in pairs:
@@ -148,7 +148,7 @@ class RangeAssignor(_EagerAssignor):
         for member_id, meta in members.items():
             for topic in _topics(meta, partitions_per_topic):
                 by_topic[topic].append(member_id)
-        pairs: list[tuple[str, _TP]] = []
+        pairs: list[tuple[str, TopicPartitionTuple]] = []
         for topic, subscribers in by_topic.items():
             subscribers.sort(key=lambda m: _member_key(m, members[m]))
             per_member, extra = divmod(partitions_per_topic[topic], len(subscribers))
@@ -171,7 +171,7 @@ class RoundRobinAssignor(_EagerAssignor):
         subs = {m: _topics(meta, partitions_per_topic) for m, meta in members.items()}
         order = sorted(members, key=lambda m: _member_key(m, members[m]))
         topics = sorted(set().union(*subs.values()), key=_java_key)
-        pairs: list[tuple[str, _TP]] = []
+        pairs: list[tuple[str, TopicPartitionTuple]] = []
         i = 0
         for topic in topics:
             for p in range(partitions_per_topic[topic]):
@@ -289,9 +289,9 @@ class CooperativeStickyAssignor:
 
 def _resolve_claims(
     members: dict[str, MemberMetadata], partitions_per_topic: dict[str, int]
-) -> tuple[dict[_TP, str], set[_TP]]:
+) -> tuple[dict[TopicPartitionTuple, str], set[TopicPartitionTuple]]:
     """(valid owner of each claimed partition, partitions whose top claim is a tie)."""
-    best: dict[_TP, tuple[int, list[str]]] = {}
+    best: dict[TopicPartitionTuple, tuple[int, list[str]]] = {}
     for member_id in sorted(members):
         sub = members[member_id].subscription
         generation = decode_generation(sub.user_data)
@@ -340,7 +340,7 @@ class _StickyPlan:
         self.own_held: dict[str, dict[str, int]] = {m: defaultdict(int) for m in self.order}
 
     def solve(self) -> dict[str, dict[str, list[int]]]:
-        unplaced: list[_TP] = []
+        unplaced: list[TopicPartitionTuple] = []
         for topic in sorted(self.counts):
             for p in range(self.counts[topic]):
                 owner = self.owner.get((topic, p))
@@ -358,7 +358,7 @@ class _StickyPlan:
                 self._move((topic, self._pick(giver, taker, topic)), giver, taker)
         return _result(self.order, self._kept())
 
-    def _kept(self) -> Iterable[tuple[str, _TP]]:
+    def _kept(self) -> Iterable[tuple[str, TopicPartitionTuple]]:
         for member in self.order:
             for topic, parts in self.held[member].items():
                 for p in parts:
@@ -366,13 +366,13 @@ class _StickyPlan:
                     if tp not in self.contested and self.owner.get(tp, member) == member:
                         yield member, tp
 
-    def _put(self, tp: _TP, member: str) -> None:
+    def _put(self, tp: TopicPartitionTuple, member: str) -> None:
         self.held[member].setdefault(tp[0], set()).add(tp[1])
         self.load[member] += 1
         if self.owner.get(tp) == member:
             self.own_held[member][tp[0]] += 1
 
-    def _move(self, tp: _TP, giver: str, taker: str) -> None:
+    def _move(self, tp: TopicPartitionTuple, giver: str, taker: str) -> None:
         parts = self.held[giver][tp[0]]
         parts.remove(tp[1])
         if not parts:

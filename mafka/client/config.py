@@ -41,8 +41,9 @@ Values (librdkafka's parsing; confluent-kafka passes ``str(value)`` to it):
   object with a ``log()`` method (a :class:`logging.Logger`).
 * ``None`` for any key means "not set": the default applies.
 
-Errors are :class:`ConfigError` (a :class:`ValueError`) and name the key as
-the user spelled it: an unknown key (``No such configuration property:
+Errors are :class:`ConfigError` (a :class:`ValueError`; the one
+:class:`mafka.errors.ConfigError` the broker's configuration raises too,
+Kafka's ``ConfigException``) and name the key as the user spelled it: an unknown key (``No such configuration property:
 "foo"``, confluent's text), a value of the wrong type, out of range or not
 among the choices (``acks=2``: only -1, 0, 1 and ``"all"``, as in Java), a
 missing ``bootstrap.servers``, a ``security.protocol`` other than
@@ -103,6 +104,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from mafka.errors import ConfigError
+
 __all__ = [
     "INERT_KEYS",
     "PROPERTIES",
@@ -120,19 +123,6 @@ _ALL = frozenset(ROLES)
 _P = frozenset({"producer"})
 _C = frozenset({"consumer"})
 _I32 = 2147483647
-
-
-class ConfigError(ValueError):
-    """A configuration the client refuses; the message names the key (and the value).
-
-    ``key`` is the key as the user spelled it (``None`` for whole-dict problems),
-    ``value`` the value given.
-    """
-
-    def __init__(self, message: str, key: str | None = None, value: Any = None) -> None:
-        super().__init__(message)
-        self.key = key
-        self.value = value
 
 
 class Alias(NamedTuple):

@@ -35,10 +35,10 @@ from mafka.client.message import (
     TopicPartition,
 )
 from mafka.client.metadata_view import ClusterMetadataView, list_topics
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["Consumer", "CLOSE_STEP_TIMEOUT"]
 
-TP = tuple[str, int]
 #: Seconds each step of :meth:`Consumer.close` may take.
 CLOSE_STEP_TIMEOUT = 5.0
 
@@ -72,8 +72,8 @@ class Consumer:
         self._auto_commit = bool(cfg["enable.auto.commit"]) and bool(self._group_id)
         self._on_commit = cfg.get("on_commit")
         self._error_cb = cfg.get("error_cb")
-        self._stored: dict[TP, int] = {}
-        self._committed_sent: dict[TP, int] = {}
+        self._stored: dict[TopicPartitionTuple, int] = {}
+        self._committed_sent: dict[TopicPartitionTuple, int] = {}
         self._on_assign: Callable[..., Any] | None = None
         self._on_revoke: Callable[..., Any] | None = None
         self._on_lost: Callable[..., Any] | None = None
@@ -96,7 +96,7 @@ class Consumer:
         with self._fetcher.ready:
             self._fetcher.ready.notify_all()
 
-    async def _fetch_committed(self, tps: list[TP]) -> dict[TP, int]:
+    async def _fetch_committed(self, tps: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         assert self._member is not None
         return await self._member.fetch_committed(tps)
 
@@ -300,7 +300,7 @@ class Consumer:
             raise KafkaException(failed[0])
         return parts
 
-    async def _commit(self, todo: dict[TP, int]) -> dict[TP, int]:
+    async def _commit(self, todo: dict[TopicPartitionTuple, int]) -> dict[TopicPartitionTuple, int]:
         assert self._member is not None
         member = self._member
         in_group = member.generation >= 0 and bool(member.owned or member.topics or member.pattern)
@@ -310,7 +310,7 @@ class Consumer:
                 self._committed_sent[tp] = todo[tp]
         return result
 
-    def _commit_result(self, todo: dict[TP, int], result: dict[TP, int]) -> list[TopicPartition]:
+    def _commit_result(self, todo: dict[TopicPartitionTuple, int], result: dict[TopicPartitionTuple, int]) -> list[TopicPartition]:
         parts = []
         for (t, p), off in sorted(todo.items()):
             tp = TopicPartition(t, p, off)
@@ -320,7 +320,7 @@ class Consumer:
             parts.append(tp)
         return parts
 
-    def _async_commit_done(self, future: Any, todo: dict[TP, int]) -> None:
+    def _async_commit_done(self, future: Any, todo: dict[TopicPartitionTuple, int]) -> None:
         try:
             result = future.result()
         except Exception as exc:  # noqa: BLE001
@@ -330,7 +330,7 @@ class Consumer:
         err = next((tp.error for tp in parts if tp.error is not None), None)
         self._notify(("commit", err, parts))
 
-    def _commit_stored(self, tps: list[TP] | None = None, wait: bool = False,
+    def _commit_stored(self, tps: list[TopicPartitionTuple] | None = None, wait: bool = False,
                        timeout: float | None = None) -> None:
         todo = {tp: off for tp, off in self._stored.items()
                 if (tps is None or tp in tps) and self._committed_sent.get(tp) != off}
@@ -410,7 +410,7 @@ class Consumer:
             raise KafkaException(KafkaError._TIMED_OUT) from None
         return got
 
-    async def _watermarks(self, tp: TP) -> tuple[int, int]:
+    async def _watermarks(self, tp: TopicPartitionTuple) -> tuple[int, int]:
         low = await self._fetcher.list_offsets({tp: EARLIEST}, isolation=0)
         high = await self._fetcher.list_offsets({tp: LATEST})
         if tp not in low or tp not in high:

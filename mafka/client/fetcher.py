@@ -56,6 +56,9 @@ from mafka.client.message import Message
 from mafka.client.record_decoder import decode_records
 from mafka.client.transport import UnsupportedByBroker
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
+from mafka.wire.apis.list_offsets import EARLIEST_TIMESTAMP as EARLIEST
+from mafka.wire.apis.list_offsets import LATEST_TIMESTAMP as LATEST
 from mafka.wire.errors import ProtocolError
 
 __all__ = ["Fetcher", "PartitionState", "EARLIEST", "LATEST"]
@@ -65,9 +68,6 @@ log = logging.getLogger("mafka.client.consumer")
 FETCH = 1
 LIST_OFFSETS = 2
 OFFSET_FOR_LEADER_EPOCH = 23
-EARLIEST = -2
-LATEST = -1
-TP = tuple[str, int]
 
 _RESET = {
     "smallest": EARLIEST, "earliest": EARLIEST, "beginning": EARLIEST,
@@ -136,13 +136,13 @@ class Fetcher:
     """
 
     def __init__(self, kernel: Kernel,
-                 committed: Callable[[list[TP]], Awaitable[dict[TP, int]]] | None = None) -> None:
+                 committed: Callable[[list[TopicPartitionTuple]], Awaitable[dict[TopicPartitionTuple, int]]] | None = None) -> None:
         cfg = kernel.config
         self.kernel = kernel
         self.committed = committed
         self.lock = threading.RLock()
         self.ready = threading.Condition(self.lock)
-        self.partitions: dict[TP, PartitionState] = {}
+        self.partitions: dict[TopicPartitionTuple, PartitionState] = {}
         self.reset_to = _RESET[cfg["auto.offset.reset"]]
         self.max_wait_ms = cfg["fetch.wait.max.ms"]
         self.min_bytes = cfg["fetch.min.bytes"]
@@ -160,14 +160,14 @@ class Fetcher:
         self.errors: deque[Message] = deque()
         self.fetches = 0
         #: tp -> offset after the last message the latest :meth:`drain` returned for it.
-        self.drained: dict[TP, int] = {}
+        self.drained: dict[TopicPartitionTuple, int] = {}
         self._next_start = 0
         #: Called on the loop whenever data or an error event becomes available (the asyncio face).
         self.on_data: Callable[[], None] | None = None
 
     # -- assignment (application thread) -------------------------------------------------
 
-    def assign(self, positions: dict[TP, int | None]) -> None:
+    def assign(self, positions: dict[TopicPartitionTuple, int | None]) -> None:
         """Replaces the assignment; partitions kept keep their state."""
         with self.lock:
             self.partitions = {tp: self.partitions.get(tp) or PartitionState(pos)
@@ -178,7 +178,7 @@ class Fetcher:
         self.kernel.metadata.want({tp[0] for tp in positions})
         self.poke()
 
-    def add(self, positions: dict[TP, int | None]) -> None:
+    def add(self, positions: dict[TopicPartitionTuple, int | None]) -> None:
         with self.lock:
             for tp, pos in positions.items():
                 if tp not in self.partitions:
@@ -188,12 +188,12 @@ class Fetcher:
         self.kernel.metadata.want({tp[0] for tp in positions})
         self.poke()
 
-    def remove(self, tps: list[TP]) -> None:
+    def remove(self, tps: list[TopicPartitionTuple]) -> None:
         with self.lock:
             for tp in tps:
                 self.partitions.pop(tp, None)
 
-    def seek(self, tp: TP, offset: int) -> None:
+    def seek(self, tp: TopicPartitionTuple, offset: int) -> None:
         """Moves the position; offset -2/-1 means reset to earliest/latest."""
         with self.lock:
             if tp not in self.partitions:
@@ -201,7 +201,7 @@ class Fetcher:
             self._seek_locked(tp, offset)
         self.poke()
 
-    def _seek_locked(self, tp: TP, offset: int) -> None:
+    def _seek_locked(self, tp: TopicPartitionTuple, offset: int) -> None:
         state = self.partitions[tp]
         state.epoch = next(_EPOCHS)
         state.chunks.clear()
@@ -224,7 +224,7 @@ class Fetcher:
             return state.last_stable
         return state.high_watermark
 
-    def pause(self, tps: list[TP], paused: bool) -> None:
+    def pause(self, tps: list[TopicPartitionTuple], paused: bool) -> None:
         with self.lock:
             for tp in tps:
                 if tp in self.partitions:
@@ -317,7 +317,7 @@ class Fetcher:
             self.poke()
         return out
 
-    def drain_record_sets(self, max_sets: int) -> tuple[list[tuple[TP, Any, Any, int]], Message | None]:
+    def drain_record_sets(self, max_sets: int) -> tuple[list[tuple[TopicPartitionTuple, Any, Any, int]], Message | None]:
         """Buffered fetch responses as raw record sets, for decoders of their own (mafka.spark's columns).
 
         Returns ``([(tp, records, aborted_transactions, min_offset), ...], error)``:
@@ -328,7 +328,7 @@ class Fetcher:
         Partitions whose records were partly drained as Messages are skipped
         until those are consumed.
         """
-        out: list[tuple[TP, Any, Any, int]] = []
+        out: list[tuple[TopicPartitionTuple, Any, Any, int]] = []
         freed = False
         with self.lock:
             if self.errors:
@@ -381,7 +381,7 @@ class Fetcher:
                     self._loops[node] = self.kernel.spawn(self._fetch_loop(node))
             await asyncio.sleep(max(self.backoff, 0.05))
 
-    def _fetchable(self, node: int) -> list[tuple[TP, PartitionState]]:
+    def _fetchable(self, node: int) -> list[tuple[TopicPartitionTuple, PartitionState]]:
         md = self.kernel.metadata
         limit = max(self.partition_max_bytes, self.queue_limit // max(1, len(self.partitions)))
         out = []
@@ -443,7 +443,7 @@ class Fetcher:
                 md.request_update()
                 await asyncio.sleep(self.backoff)
 
-    def _unconfirmed(self, fetchable: list[tuple[TP, PartitionState]]) -> list[tuple[TP, PartitionState, int]]:
+    def _unconfirmed(self, fetchable: list[tuple[TopicPartitionTuple, PartitionState]]) -> list[tuple[TopicPartitionTuple, PartitionState, int]]:
         """Partitions whose leader epoch moved on since their fetch position was last confirmed.
 
         Returns (tp, state, new leader epoch) for each one that needs an
@@ -464,7 +464,7 @@ class Fetcher:
                     state.validated_epoch = epoch
         return todo
 
-    async def _validate(self, node: int, todo: list[tuple[TP, PartitionState, int]]) -> None:
+    async def _validate(self, node: int, todo: list[tuple[TopicPartitionTuple, PartitionState, int]]) -> None:
         """Checks fetch positions against the new leader's log (KIP-320); see the module docstring."""
         asked = {tp: (state.epoch, state.fetch_offset, state.fetch_epoch, epoch) for tp, state, epoch in todo}
         topics: dict[str, list[dict[str, int]]] = {}
@@ -511,7 +511,7 @@ class Fetcher:
             self.kernel.metadata.request_update()
             await asyncio.sleep(self.backoff)
 
-    def _truncated(self, tp: TP, state: PartitionState, end_offset: int | None, end_epoch: int, why: str) -> None:
+    def _truncated(self, tp: TopicPartitionTuple, state: PartitionState, end_offset: int | None, end_epoch: int, why: str) -> None:
         """The log diverged under the fetch position (caller holds the lock).
 
         Buffered records are dropped.  If the application has not yet read
@@ -550,7 +550,7 @@ class Fetcher:
         state.position = state.fetch_offset = end_offset
         state.position_epoch = state.fetch_epoch = end_epoch
 
-    def _on_response(self, node: int, response: Any, sent: dict[TP, tuple[int, int]]) -> bool:
+    def _on_response(self, node: int, response: Any, sent: dict[TopicPartitionTuple, tuple[int, int]]) -> bool:
         """Buffers fetched data; returns True if metadata should be refreshed."""
         refresh = False
         got_data = False
@@ -652,10 +652,10 @@ class Fetcher:
                 continue
             await wait_event(self._reset_event, 1.0)
 
-    async def _reset(self, todo: dict[TP, PartitionState]) -> None:
+    async def _reset(self, todo: dict[TopicPartitionTuple, PartitionState]) -> None:
         epochs = {tp: s.epoch for tp, s in todo.items()}
         strategy = {tp: (self.reset_to if s.reset_to is None else s.reset_to) for tp, s in todo.items()}
-        found: dict[TP, int] = {}
+        found: dict[TopicPartitionTuple, int] = {}
         if self.committed is not None:
             wanted = [tp for tp, s in todo.items() if s.reset_to is None]
             if wanted:
@@ -683,7 +683,7 @@ class Fetcher:
         for ev in self._wake.values():
             ev.set()
 
-    async def list_offsets(self, request: dict[TP, int], isolation: int | None = None) -> dict[TP, int]:
+    async def list_offsets(self, request: dict[TopicPartitionTuple, int], isolation: int | None = None) -> dict[TopicPartitionTuple, int]:
         """ListOffsets by leader: tp -> timestamp (-2 earliest, -1 latest, or ms) ⇒ tp -> offset (-1 none).
 
         Partitions whose leader is unknown or answered an error are left out.
@@ -709,7 +709,7 @@ class Fetcher:
                 "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             })
 
-        out: dict[TP, int] = {}
+        out: dict[TopicPartitionTuple, int] = {}
         results = await asyncio.gather(*(one(n, t) for n, t in by_node.items()), return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):

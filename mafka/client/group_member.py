@@ -34,13 +34,13 @@ from mafka.client.group_state import Membership, Outcome
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["GroupMember", "RebalanceEvent"]
 
 log = logging.getLogger("mafka.client.group")
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
-TP = tuple[str, int]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class RebalanceEvent:
     ``incremental`` for cooperative rebalances.  The handler resolves ``done``."""
 
     kind: str
-    partitions: list[TP]
+    partitions: list[TopicPartitionTuple]
     incremental: bool
     done: asyncio.Future[None] = field(repr=False)
 
@@ -99,11 +99,11 @@ class GroupMember:
         return self.state.instance_id
 
     @property
-    def owned(self) -> set[TP]:
+    def owned(self) -> set[TopicPartitionTuple]:
         return self.state.owned
 
     @owned.setter
-    def owned(self, value: set[TP]) -> None:
+    def owned(self, value: set[TopicPartitionTuple]) -> None:
         self.state.owned = value
 
     @property
@@ -183,7 +183,7 @@ class GroupMember:
     async def _send(self, api_key: int, body: dict[str, Any], timeout: float | None = None) -> Any:
         return await self.kernel.send(self.coordinator, api_key, body, channel="group", timeout=timeout)
 
-    async def _handoff(self, kind: str, partitions: set[TP], incremental: bool) -> None:
+    async def _handoff(self, kind: str, partitions: set[TopicPartitionTuple], incremental: bool) -> None:
         """Hands an assignment change to the application and waits until it was handled."""
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.notify(RebalanceEvent(kind, sorted(partitions), incremental, done))
@@ -266,8 +266,8 @@ class GroupMember:
     # -- offsets --------------------------------------------------------------------------
 
     async def _coordinated(self, body: dict[str, Any], api_key: int,
-                           interpret: Callable[[Any], tuple[dict[TP, int], bool, bool]],
-                           on_timeout: Callable[[], dict[TP, int]]) -> dict[TP, int]:
+                           interpret: Callable[[Any], tuple[dict[TopicPartitionTuple, int], bool, bool]],
+                           on_timeout: Callable[[], dict[TopicPartitionTuple, int]]) -> dict[TopicPartitionTuple, int]:
         """Sends ``body`` to the coordinator until ``interpret`` says no retry, within request.timeout.ms."""
         deadline = time.monotonic() + self.kernel.config["request.timeout.ms"] / 1000.0
         while True:
@@ -288,19 +288,19 @@ class GroupMember:
                 continue
             return result
 
-    async def commit(self, offsets: dict[TP, tuple[int, str | None]], in_group: bool = True) -> dict[TP, int]:
+    async def commit(self, offsets: dict[TopicPartitionTuple, tuple[int, str | None]], in_group: bool = True) -> dict[TopicPartitionTuple, int]:
         """Commits offsets; returns tp -> error code (0 = committed).  Retries coordinator moves."""
         return await self._coordinated(
             self.state.commit_request(offsets, in_group), OFFSET_COMMIT, self.state.on_commit,
             lambda: {tp: int(ErrorCode.REQUEST_TIMED_OUT) for tp in offsets})
 
-    async def fetch_committed(self, tps: list[TP]) -> dict[TP, int]:
+    async def fetch_committed(self, tps: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """Committed offsets (-1 = none) of ``tps``; retries while the coordinator loads or moves.
 
         Raises:
             ConnectionError: no coordinator answered within request.timeout.ms.
         """
-        def timed_out() -> dict[TP, int]:
+        def timed_out() -> dict[TopicPartitionTuple, int]:
             raise ConnectionError(f"group {self.group_id}: no committed offsets within the request timeout")
 
         stable = self.kernel.config["isolation.level"] == "read_committed"

@@ -38,10 +38,10 @@ from mafka.group.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["Membership", "Outcome", "COORDINATOR_ERRORS", "REJOIN_ERRORS"]
 
-TP = tuple[str, int]
 
 COORDINATOR_ERRORS = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE})
 REJOIN_ERRORS = frozenset({ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.ILLEGAL_GENERATION,
@@ -61,16 +61,16 @@ class Outcome:
     """
 
     kind: str
-    revoke: set[TP] = field(default_factory=set)
-    assign: set[TP] = field(default_factory=set)
-    lost: set[TP] = field(default_factory=set)
+    revoke: set[TopicPartitionTuple] = field(default_factory=set)
+    assign: set[TopicPartitionTuple] = field(default_factory=set)
+    lost: set[TopicPartitionTuple] = field(default_factory=set)
     incremental: bool = False
     coordinator_lost: bool = False
     notify: KafkaError | None = None
     fatal: bool = False
 
 
-def _flatten(assignment: dict[str, list[int]]) -> set[TP]:
+def _flatten(assignment: dict[str, list[int]]) -> set[TopicPartitionTuple]:
     return {(t, p) for t, ps in assignment.items() for p in ps}
 
 
@@ -102,7 +102,7 @@ class Membership:
         self.member_id = ""
         self.generation = -1
         self.protocol: str | None = None
-        self.owned: set[TP] = set()
+        self.owned: set[TopicPartitionTuple] = set()
         self.need_rejoin = False
 
     # -- protocol choice ------------------------------------------------------------------
@@ -119,7 +119,7 @@ class Membership:
 
     # -- join and sync --------------------------------------------------------------------
 
-    def revoke_before_join(self) -> set[TP]:
+    def revoke_before_join(self) -> set[TopicPartitionTuple]:
         """EAGER: everything owned is given up before joining (returned, and forgotten)."""
         if self.cooperative() or not self.owned:
             return set()
@@ -228,7 +228,7 @@ class Membership:
             return outcome
         return self.on_error(code)
 
-    def lose(self) -> set[TP]:
+    def lose(self) -> set[TopicPartitionTuple]:
         """Forgets the owned partitions (they may belong to another member now) and returns them."""
         owned, self.owned = self.owned, set()
         return owned
@@ -254,7 +254,7 @@ class Membership:
 
     # -- offsets and leaving --------------------------------------------------------------
 
-    def commit_request(self, offsets: dict[TP, tuple[int, str | None]], in_group: bool) -> dict[str, Any]:
+    def commit_request(self, offsets: dict[TopicPartitionTuple, tuple[int, str | None]], in_group: bool) -> dict[str, Any]:
         """OffsetCommit; outside the group (``assign()`` consumers) with generation -1 and no member id."""
         topics: dict[str, list[dict[str, Any]]] = {}
         for (t, p), (off, meta) in offsets.items():
@@ -270,7 +270,7 @@ class Membership:
             "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
         }
 
-    def on_commit(self, response: Any) -> tuple[dict[TP, int], bool, bool]:
+    def on_commit(self, response: Any) -> tuple[dict[TopicPartitionTuple, int], bool, bool]:
         """``(tp -> error code, retry?, coordinator lost?)``; a generation error asks for a rejoin."""
         result = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
         codes = set(result.values())
@@ -280,7 +280,7 @@ class Membership:
             self.need_rejoin = True
         return result, retry, lost
 
-    def fetch_request(self, tps: list[TP], require_stable: bool = False) -> dict[str, Any]:
+    def fetch_request(self, tps: list[TopicPartitionTuple], require_stable: bool = False) -> dict[str, Any]:
         """OffsetFetch in both shapes: one group (v1–7) and the ``groups`` batch (v8+);
         the negotiated version writes the fields it has.  ``require_stable`` (v7+, KIP-447;
         a read_committed consumer, as librdkafka and Java ask): offsets a transaction has
@@ -291,7 +291,7 @@ class Membership:
                 "groups": [{"group_id": self.group_id, "topics": topics}]}
 
     @staticmethod
-    def on_fetch(response: Any) -> tuple[dict[TP, int], bool, bool]:
+    def on_fetch(response: Any) -> tuple[dict[TopicPartitionTuple, int], bool, bool]:
         """``(tp -> committed offset or -1, retry?, coordinator lost?)``."""
         groups = getattr(response, "groups", None)
         answer = groups[0] if groups else response  # v8+ answers in ``groups`` (ours is the only one)

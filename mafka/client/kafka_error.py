@@ -8,6 +8,19 @@ single table in :mod:`mafka.errors` (Kafka's names, e.g.
 ``KafkaError.NOT_LEADER_OR_FOLLOWER``, plus librdkafka's older spellings
 where they differ); client-local conditions use librdkafka's negative codes
 (``_MSG_TIMED_OUT`` = -192 …) because applications compare against them.
+
+How this relates to :mod:`mafka.errors`, which has a ``KafkaError`` too: that
+one is the exception hierarchy of Kafka's protocol errors (one class per
+:class:`~mafka.errors.ErrorCode`, ``except RetriableError`` …), raised by the
+broker and inside the client.  The :class:`KafkaError` here is
+confluent-kafka's error *value*: not an exception, one class for every code,
+comparing equal to its int code, with librdkafka's ``fatal()`` and
+``txn_requires_abort()`` flags.  Everything it knows about a broker code (the
+name, the description, whether it is retriable) it reads from
+:class:`~mafka.errors.ErrorCode`; nothing is tabled twice.  Client
+applications only ever see this module's classes: a protocol exception
+raised inside the client becomes a :class:`KafkaException` holding
+:func:`error_for` of it.
 """
 
 from __future__ import annotations
@@ -15,8 +28,9 @@ from __future__ import annotations
 from typing import Any
 
 from mafka.errors import ErrorCode
+from mafka.errors import KafkaError as BrokerError
 
-__all__ = ["KafkaError", "KafkaException", "LOCAL_ERRORS"]
+__all__ = ["KafkaError", "KafkaException", "LOCAL_ERRORS", "error_for"]
 
 #: librdkafka's local (negative) error codes the client raises, name -> (code, description).
 LOCAL_ERRORS: dict[str, tuple[int, str]] = {
@@ -165,3 +179,14 @@ class KafkaException(Exception):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+def error_for(exc: BrokerError) -> KafkaError:
+    """The confluent-kafka error value for a protocol exception of :mod:`mafka.errors`.
+
+    Same code (the raw number for one Kafka does not define) and the broker's
+    message; when the broker sent none (the exception holds Kafka's
+    description), confluent-kafka's text for the code, ``Broker: <description>``.
+    """
+    message = None if exc.message == exc.code.description else exc.message
+    return KafkaError(exc.raw_code, message or None)

@@ -21,14 +21,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from mafka.client.message import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Message
-from mafka.wire.batch import iter_batches, validate_batch
+from mafka.wire.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, iter_batches, validate_batch
 from mafka.wire.compression import decompress
 from mafka.wire.errors import CorruptRecordBatch, ProtocolError
 from mafka.wire.records import decode_varint, decode_varlong
 
 __all__ = ["decode_records", "DecodeResult", "BatchFilter"]
-
-_BATCH_HEADER = 61
 
 
 class DecodeResult:
@@ -75,8 +73,8 @@ def decode_records(
         if skipped(data, pos, h) or not wanted:
             continue
         attributes = h.attributes
-        start = pos + _BATCH_HEADER
-        end = pos + h.batch_length + 12
+        start = pos + BATCH_HEADER_SIZE
+        end = pos + h.batch_length + LOG_OVERHEAD
         codec = attributes & 0x07
         if codec:
             try:
@@ -254,7 +252,7 @@ def _headers(body: Any, p: int, end: int) -> tuple[list[tuple[str, bytes | None]
 def _is_abort_marker(data: Any, pos: int, h: Any) -> bool:
     """True if the control batch at ``pos`` holds an ABORT marker (control key type 0)."""
     try:
-        p = pos + _BATCH_HEADER
+        p = pos + BATCH_HEADER_SIZE
         _, p = decode_varint(data, p)  # length
         p += 1
         _, p = decode_varlong(data, p)

@@ -18,8 +18,13 @@ its lock); everything else runs on the kernel's loop:
   transactional — only once the partition is registered with the open
   transaction; its :class:`~mafka.client.transactions.TransactionManager`
   (:attr:`ProducerEngine.txn`) does that and the rest of the coordinator's
-  side.  A batch given up inside a transaction fails the transaction (the
-  application must abort it) instead of starting a new producer id;
+  side.  The manager owns the producer id and epoch (as in Kafka's Java
+  client); the engine asks it — for the id and epoch to number batches under
+  (a new one restarts every partition's numbering at 0), whether a partition
+  is admitted, whether the queued records must fail — and tells it what
+  became of the batches, never the reverse.  A batch given up inside a
+  transaction fails the transaction (the application must abort it) instead
+  of starting a new producer id;
 * every finished batch goes to ``report(batch, base_offset, timestamp_ms,
   error)`` — the face turns that into delivery callbacks or futures.
 """
@@ -108,8 +113,11 @@ class ProducerEngine:
         self.retry_backoff = cfg["retry.backoff.ms"] / 1000.0
         self.partitioner = PARTITIONERS[cfg["partitioner"]]
         self.sticky = StickyPartitioner()
-        self.producer_id = -1
-        self.producer_epoch = -1
+        # An idempotent producer's own id and epoch (a transactional one's are its manager's).
+        self._producer_id = -1
+        self._producer_epoch = -1
+        # The transactional producer id and epoch the partitions' sequence numbers count under.
+        self._txn_numbering = (-1, -1)
         self._pid_ready: asyncio.Event | None = None
         self._wake: asyncio.Event | None = None
         self._in_flight_requests: dict[int, int] = {}
@@ -122,7 +130,17 @@ class ProducerEngine:
         self.transactional_id: str | None = cfg.get("transactional.id")
         #: The transaction side of a transactional producer, else None.
         self.txn: TransactionManager | None = (
-            TransactionManager(kernel, self) if self.transactional_id is not None else None)
+            TransactionManager(kernel, wakeup=self.wake) if self.transactional_id is not None else None)
+
+    @property
+    def producer_id(self) -> int:
+        """The producer id batches are numbered under (-1: none yet): a transactional producer's
+        :attr:`txn` owns it; an idempotent one's comes from InitProducerId."""
+        return self._producer_id if self.txn is None else self.txn.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch if self.txn is None else self.txn.producer_epoch
 
     # -- application thread --------------------------------------------------------------
 
@@ -183,7 +201,8 @@ class ProducerEngine:
         self.loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._pid_ready = asyncio.Event()
-        if not self.idempotent:
+        if not self.idempotent or self.txn is not None:
+            # (a transactional producer sends once its manager has an id: see _run)
             self._pid_ready.set()
         self.kernel.spawn(self._run())
 
@@ -201,8 +220,8 @@ class ProducerEngine:
                     INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout_ms": 60000}
                 )
                 if response.error_code == 0:
-                    self.producer_id = response.producer_id
-                    self.producer_epoch = response.producer_epoch
+                    self._producer_id = response.producer_id
+                    self._producer_epoch = response.producer_epoch
                     log.debug("producer id %d epoch %d", self.producer_id, self.producer_epoch)
                     break
                 log.debug("InitProducerId: error %d", response.error_code)
@@ -212,18 +231,23 @@ class ProducerEngine:
         assert self._pid_ready is not None
         self._pid_ready.set()
 
-    def set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
-        """Takes a transactional producer's id and epoch (from InitProducerId); a new id or
-        epoch starts every partition's numbering at 0.  Sending may begin."""
-        if (producer_id, producer_epoch) != (self.producer_id, self.producer_epoch):
+    def _ask_transaction(self, txn: TransactionManager) -> None:
+        """What the transaction manager has for the send loop: a new producer id or epoch
+        starts every partition's numbering at 0; doomed queued records are failed
+        (``_PURGE_QUEUE``); EndTxn waiting is told when no record is left."""
+        numbering = (txn.producer_id, txn.producer_epoch)
+        if numbering != self._txn_numbering:
             for state in self.accumulator.states.values():
                 state.next_sequence = 0
                 state.retrying = False
-        self.producer_id = producer_id
-        self.producer_epoch = producer_epoch
-        assert self._pid_ready is not None
-        self._pid_ready.set()
-        self.wake()
+            self._txn_numbering = numbering
+        self._purge_if_asked(txn)
+        if txn.settling and not self.pending():
+            txn.records_settled()
+
+    def _purge_if_asked(self, txn: TransactionManager) -> None:
+        if txn.take_purge_request():
+            self.purge(in_queue=True)
 
     def _reset_producer_id(self, code: int = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                            reason: str = "sequence gap") -> None:
@@ -234,11 +258,12 @@ class ProducerEngine:
         abort bumps the epoch (KIP-360)."""
         if self.txn is not None:
             self.txn.batch_failed(code, reason, sent=True)
+            self._purge_if_asked(self.txn)
             return
-        if self.producer_id < 0:
+        if self._producer_id < 0:
             return
-        log.info("resetting idempotent producer id %d", self.producer_id)
-        self.producer_id = -1
+        log.info("resetting idempotent producer id %d", self._producer_id)
+        self._producer_id = -1
         for state in self.accumulator.states.values():
             state.next_sequence = 0
             if state.in_flight:
@@ -265,6 +290,8 @@ class ProducerEngine:
             now = time.monotonic()
             for batch in self.accumulator.expire(now, self.delivery_timeout):
                 self._finish(batch, -1, -1, KafkaError(KafkaError._MSG_TIMED_OUT))
+            if txn is not None:
+                self._ask_transaction(txn)
             if txn is not None and txn.sending:
                 # Partitions of the open transaction must be registered before their batches go.
                 unregistered = [tp for tp in self.accumulator.queued_partitions() if not admitted(tp)]
@@ -276,7 +303,7 @@ class ProducerEngine:
                 md.request_update()
                 self.kernel.spawn(self._refresh())
             sent = False
-            if self._pid_ready.is_set():
+            if self._pid_ready.is_set() and (txn is None or txn.producer_id >= 0):
                 for node in nodes:
                     if self._in_flight_requests.get(node, 0) >= self.max_in_flight:
                         continue
@@ -315,16 +342,17 @@ class ProducerEngine:
         if not batches:
             return False
         transactional = txn is not None
+        producer_id, producer_epoch = self.producer_id, self.producer_epoch
         topics: dict[str, list[dict[str, Any]]] = {}
         for batch in batches:
             tp = (batch.topic, batch.partition)
             state = self.accumulator.state(tp)
             if self.idempotent:
-                if (batch.base_sequence < 0 or batch.producer_id != self.producer_id
-                        or batch.producer_epoch != self.producer_epoch):
+                if (batch.base_sequence < 0 or batch.producer_id != producer_id
+                        or batch.producer_epoch != producer_epoch):
                     batch.base_sequence = state.next_sequence
-                    batch.producer_id = self.producer_id
-                    batch.producer_epoch = self.producer_epoch
+                    batch.producer_id = producer_id
+                    batch.producer_epoch = producer_epoch
                     state.next_sequence = (state.next_sequence + batch.count) & 0x7FFFFFFF
                 data = batch.build(batch.producer_id, batch.producer_epoch, batch.base_sequence, transactional)
                 state.in_flight.append(batch)
@@ -439,6 +467,7 @@ class ProducerEngine:
             self._finish(batch, -1, -1, KafkaError(code))
             self.txn.batch_failed(code, f"ProduceRequest for {batch.topic} [{batch.partition}] failed "
                                         f"while the transaction ends", sent=True)
+            self._purge_if_asked(self.txn)
             return
         state = self.accumulator.state((batch.topic, batch.partition))
         state.retrying = True
@@ -505,6 +534,8 @@ class ProducerEngine:
             if flying and self.idempotent:
                 self._reset_producer_id()
             out += flying
+        if out and self.txn is not None:
+            self.wake()  # an EndTxn may be waiting for these (the loop tells the manager)
         return out
 
     async def close(self) -> None:

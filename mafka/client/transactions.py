@@ -1,14 +1,25 @@
 """The transactional producer's coordinator conversation (KIP-98, KIP-447), on the kernel's loop.
 
 :class:`TransactionManager` belongs to a :class:`~mafka.client.sender.ProducerEngine`
-whose config has a ``transactional.id``.  It talks to the transaction
-coordinator (found with FindCoordinator, key type 1) on its own ``"txn"``
-channel, so its requests never queue behind produce requests:
+whose config has a ``transactional.id``.  As in Kafka's Java client, the
+manager owns the producer id and epoch and the sender asks it, never the
+reverse: the sender reads :attr:`~TransactionManager.producer_id` /
+:attr:`~TransactionManager.producer_epoch` when it numbers batches, asks
+:meth:`~TransactionManager.admitted` before sending a partition's batches and
+:meth:`~TransactionManager.take_purge_request` whether the queued records
+must fail, and tells the manager what became of its batches
+(:meth:`~TransactionManager.batch_failed`, :meth:`~TransactionManager.records_failed`)
+and when none of the transaction's records is left
+(:meth:`~TransactionManager.records_settled`).  The manager knows nothing of the
+sender but a ``wakeup`` callable, called when there is something new to ask
+about.  It talks to the transaction coordinator (found with FindCoordinator,
+key type 1) on its own ``"txn"`` channel, so its requests never queue behind
+produce requests:
 
 * ``init_transactions``: InitProducerId(transactional id, ``transaction.timeout.ms``)
   gets the producer id and epoch — the coordinator fences any older producer
   with the same transactional id and aborts its open transaction;
-* while a transaction is open the engine asks :meth:`TransactionManager.want_partitions`
+* while a transaction is open the sender asks :meth:`TransactionManager.want_partitions`
   for every partition it has records for; they are registered with
   AddPartitionsToTxn (one request outstanding, the rest batched into the next)
   and only registered partitions' batches are sent (:meth:`TransactionManager.admitted`);
@@ -16,10 +27,11 @@ channel, so its requests never queue behind produce requests:
   coordinator, then TxnOffsetCommit (v3: with the consumer's generation,
   member id and instance id) at the group's coordinator;
 * commit: the face flushes every batch first, then EndTxn(commit); abort:
-  queued batches are failed with ``_PURGE_QUEUE``, batches in flight are
-  waited for, then EndTxn(abort) — and, when the failed transaction left
-  holes in the sequence numbers, InitProducerId with the current id and
-  epoch bumps the epoch (KIP-360) so the next transaction starts at sequence 0.
+  queued batches are failed with ``_PURGE_QUEUE`` (by the sender, once
+  asked), batches in flight are waited for, then EndTxn(abort) — and, when
+  the failed transaction left holes in the sequence numbers, InitProducerId
+  with the current id and epoch bumps the epoch (KIP-360) so the next
+  transaction starts at sequence 0.
 
 The application's calls are the coroutines ``init_transactions``,
 ``begin_transaction``, ``send_offsets_to_transaction``, ``begin_commit`` +
@@ -35,8 +47,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from mafka.client.group_metadata import ConsumerGroupMetadata
 from mafka.client.kafka_error import KafkaError, KafkaException
@@ -58,9 +70,7 @@ from mafka.client.txn_state import (
 )
 from mafka.errors import ErrorCode
 from mafka.errors import KafkaError as BrokerError
-
-if TYPE_CHECKING:
-    from mafka.client.sender import ProducerEngine
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["TransactionManager"]
 
@@ -72,7 +82,6 @@ ADD_OFFSETS_TO_TXN = 25
 END_TXN = 26
 TXN_OFFSET_COMMIT = 28
 
-TP = tuple[str, int]
 S = TxnState
 
 #: AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS (the previous transaction's markers are
@@ -85,17 +94,23 @@ def _timed_out(what: str) -> KafkaException:
 
 
 class TransactionManager:
-    """Transactions for one producer engine.  Create and use on the kernel's loop.
+    """Transactions for one producer.  Create and use on the kernel's loop.
 
     Args:
         kernel: connections and metadata.
-        engine: the producer engine whose producer id, queue and send loop this drives.
+        wakeup: called (on the loop) when the sender has something new to ask: a producer id
+            or epoch, partitions registered, a transaction begun or ending, queued records to
+            fail, EndTxn waiting for the transaction's records.
     """
 
-    def __init__(self, kernel: Kernel, engine: ProducerEngine) -> None:
+    def __init__(self, kernel: Kernel, wakeup: Callable[[], None] | None = None) -> None:
         cfg = kernel.config
         self.kernel = kernel
-        self.engine = engine
+        self._wakeup: Callable[[], None] = wakeup if wakeup is not None else _nothing
+        #: The producer id and epoch (InitProducerId), -1 until the first answer; the sender
+        #: numbers the transaction's batches under them.
+        self.producer_id = -1
+        self.producer_epoch = -1
         self.transactional_id: str = cfg["transactional.id"]
         self.timeout_ms: int = cfg["transaction.timeout.ms"]
         self.backoff = cfg["retry.backoff.ms"] / 1000.0
@@ -106,8 +121,12 @@ class TransactionManager:
         self.init_error = 0
         self._background: asyncio.Task[KafkaError | None] | None = None
         self._adding: asyncio.Task[None] | None = None
+        self._purge_requested = False
+        #: Set by the sender once none of the transaction's records is queued or in flight
+        #: (:meth:`records_settled`); exists only while EndTxn waits for that.
+        self._settle: asyncio.Event | None = None
 
-    # -- the engine's hooks (loop thread; admitted and check_produce: any thread) ----------------
+    # -- what the sender asks and tells (loop thread; admitted and check_produce: any thread) ----
 
     def check_produce(self) -> None:
         """Raises unless records may be produced now (inside a transaction).
@@ -119,14 +138,14 @@ class TransactionManager:
         if error is not None:
             raise KafkaException(error)
 
-    def admitted(self, tp: TP) -> bool:
+    def admitted(self, tp: TopicPartitionTuple) -> bool:
         return self.state.admitted(tp)
 
     @property
     def sending(self) -> bool:
         return self.state.sending
 
-    def want_partitions(self, tps: Iterable[TP]) -> None:
+    def want_partitions(self, tps: Iterable[TopicPartitionTuple]) -> None:
         """Registers ``tps`` with the transaction (AddPartitionsToTxn) unless they are already."""
         if not self.state.sending:
             return
@@ -147,20 +166,40 @@ class TransactionManager:
     def records_failed(self, count: int) -> None:
         self.state.dr_fails += count
 
+    def take_purge_request(self) -> bool:
+        """True once after the queued records were doomed (a fatal or abortable error, or an abort
+        began): the sender then fails them with ``_PURGE_QUEUE``."""
+        requested, self._purge_requested = self._purge_requested, False
+        return requested
+
+    @property
+    def settling(self) -> bool:
+        """Whether EndTxn waits for the sender to have none of the transaction's records left."""
+        return self._settle is not None and not self._settle.is_set()
+
+    def records_settled(self) -> None:
+        """The sender has no record queued or in flight: EndTxn may go."""
+        if self._settle is not None:
+            self._settle.set()
+
+    def _request_purge(self) -> None:
+        self._purge_requested = True
+        self._wakeup()
+
     def fatal(self, code: int, reason: str) -> KafkaError:
-        """Enters ``FatalError``; queued records are failed (``_PURGE_QUEUE``)."""
+        """Enters ``FatalError``; queued records are to be failed (``_PURGE_QUEUE``)."""
         first = self.state.state is not S.FATAL_ERROR
         error = self.state.set_fatal(code, reason)
         if first:
             log.error("fatal transaction error: %s (%s)", reason, error.name())
-            self.engine.purge(in_queue=True)
+            self._request_purge()
         return error
 
     def abortable(self, code: int, reason: str, bump: bool = False) -> KafkaError:
-        """Records an abortable error; queued records are failed (``_PURGE_QUEUE``)."""
+        """Records an abortable error; queued records are to be failed (``_PURGE_QUEUE``)."""
         if self.state.set_abortable(code, reason, bump):
             log.warning("current transaction failed: %s (%s)", reason, KafkaError(normalize(code)).name())
-            self.engine.purge(in_queue=True)
+            self._request_purge()
         return txn_error(code, reason, Action.BUMP if bump else Action.ABORTABLE)
 
     # -- the application's calls ----------------------------------------------------------------
@@ -201,9 +240,9 @@ class TransactionManager:
             KafkaException: ``_STATE`` unless Ready (or the fatal/abortable error).
         """
         self.state.begin()
-        self.engine.wake()
+        self._wakeup()
 
-    async def send_offsets_to_transaction(self, offsets: dict[TP, tuple[int, int, str | None]],
+    async def send_offsets_to_transaction(self, offsets: dict[TopicPartitionTuple, tuple[int, int, str | None]],
                                           group: ConsumerGroupMetadata, timeout: float | None) -> None:
         """Adds the consumer's offsets (tp -> (offset, leader epoch, metadata)) to the transaction.
 
@@ -232,7 +271,7 @@ class TransactionManager:
         st.require(S.IN_TRANSACTION, S.BEGIN_COMMIT, S.COMMITTING_TRANSACTION, S.COMMIT_NOT_ACKED)
         if st.state is S.IN_TRANSACTION:
             st.set(S.BEGIN_COMMIT)
-        self.engine.wake()
+        self._wakeup()
 
     async def commit_transaction(self, timeout: float | None) -> None:
         """EndTxn(commit) once every record is delivered (the face flushed); resumable.
@@ -263,15 +302,15 @@ class TransactionManager:
         st.complete()
 
     async def begin_abort(self) -> None:
-        """-> BeginAbort: queued records are failed (``_PURGE_QUEUE``); the face then waits for
-        those in flight."""
+        """-> BeginAbort: queued records are to be failed (``_PURGE_QUEUE``, by the sender's next
+        pass); the face then waits for them and for those in flight."""
         st = self.state
         st.require(S.IN_TRANSACTION, S.BEGIN_ABORT, S.ABORTING_TRANSACTION, S.ABORTABLE_ERROR,
                    S.ABORT_NOT_ACKED)
         if st.state in (S.IN_TRANSACTION, S.ABORTABLE_ERROR):
             st.set(S.BEGIN_ABORT)
             st.pending.clear()
-        self.engine.purge(in_queue=True)
+        self._request_purge()
 
     async def abort_transaction(self, timeout: float | None) -> None:
         """EndTxn(abort), and an epoch bump if needed; resumable.
@@ -351,13 +390,12 @@ class TransactionManager:
     async def _request_pid(self, bump: bool) -> KafkaError | None:
         """InitProducerId, retried until answered; with ``bump`` carrying the current id and
         epoch (v3+, KIP-360) so the coordinator bumps the epoch instead of fencing us."""
-        engine = self.engine
         while True:
             body = {
                 "transactional_id": self.transactional_id,
                 "transaction_timeout_ms": self.timeout_ms,
-                "producer_id": engine.producer_id if bump else -1,
-                "producer_epoch": engine.producer_epoch if bump else -1,
+                "producer_id": self.producer_id if bump else -1,
+                "producer_epoch": self.producer_epoch if bump else -1,
             }
             try:
                 response = await self._send(INIT_PRODUCER_ID, body)
@@ -372,7 +410,9 @@ class TransactionManager:
             if code == ErrorCode.NONE:
                 log.info("transactional producer %s: producer id %d epoch %d", self.transactional_id,
                          response.producer_id, response.producer_epoch)
-                engine.set_producer_id(response.producer_id, response.producer_epoch)
+                # A new id or epoch: the sender restarts every partition's numbering at 0.
+                self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
+                self._wakeup()
                 return None
             action = init_pid_action(code)
             reason = f"Failed to acquire transactional PID from broker {self.coordinator}: {describe(code)}"
@@ -398,15 +438,14 @@ class TransactionManager:
                 delay = 0.0
                 if not st.sending:
                     break
-            engine = self.engine
             parts = st.take_pending()
             topics: dict[str, list[int]] = {}
             for topic, partition in parts:
                 topics.setdefault(topic, []).append(partition)
             body = {
                 "v3_and_below_transactional_id": self.transactional_id,
-                "v3_and_below_producer_id": engine.producer_id,
-                "v3_and_below_producer_epoch": engine.producer_epoch,
+                "v3_and_below_producer_id": self.producer_id,
+                "v3_and_below_producer_epoch": self.producer_epoch,
                 "v3_and_below_topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
             }
             # Counted before sending: once sent, the coordinator may hold the transaction even
@@ -434,7 +473,7 @@ class TransactionManager:
                     st.registered(tp)
                 st.registration_failed()  # partitions the answer left out are asked for again
                 log.debug("partitions %s registered with the transaction", parts)
-                engine.wake()
+                self._wakeup()
                 continue
             st.req_count -= 1  # refused: nothing was added
             st.registration_failed()
@@ -458,18 +497,21 @@ class TransactionManager:
         when the application calls abort again after a timed-out flush."""
         if self._adding is not None and not self._adding.done():
             await asyncio.wait({self._adding})
-        while self.engine.pending():
-            await asyncio.sleep(0.005)
+        self._settle = asyncio.Event()
+        try:
+            self._wakeup()  # the sender answers with records_settled() once it has none left
+            await self._settle.wait()
+        finally:
+            self._settle = None
 
     # -- send_offsets_to_transaction -----------------------------------------------------------
 
     async def _add_offsets(self, group_id: str, deadline: float) -> None:
         st = self.state
-        engine = self.engine
         body = {
             "transactional_id": self.transactional_id,
-            "producer_id": engine.producer_id,
-            "producer_epoch": engine.producer_epoch,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
             "group_id": group_id,
         }
         while True:
@@ -505,9 +547,8 @@ class TransactionManager:
                 raise KafkaException(txn_error(code, reason, Action.RETRY))
             await asyncio.sleep(self.backoff)
 
-    async def _txn_offset_commit(self, offsets: dict[TP, tuple[int, int, str | None]],
+    async def _txn_offset_commit(self, offsets: dict[TopicPartitionTuple, tuple[int, int, str | None]],
                                  group: ConsumerGroupMetadata, deadline: float) -> None:
-        engine = self.engine
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, partition), (offset, leader_epoch, metadata) in sorted(offsets.items()):
             topics.setdefault(topic, []).append({
@@ -517,8 +558,8 @@ class TransactionManager:
         body = {
             "transactional_id": self.transactional_id,
             "group_id": group.group_id,
-            "producer_id": engine.producer_id,
-            "producer_epoch": engine.producer_epoch,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
             "generation_id": group.generation_id,
             "member_id": group.member_id,
             "group_instance_id": group.group_instance_id,
@@ -560,12 +601,11 @@ class TransactionManager:
 
     async def _end_txn(self, committed: bool) -> tuple[int, Action | None]:
         """EndTxn, retried while the answer says so; returns (error code, action) — (0, None) done."""
-        engine = self.engine
         while True:
             body = {
                 "transactional_id": self.transactional_id,
-                "producer_id": engine.producer_id,
-                "producer_epoch": engine.producer_epoch,
+                "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch,
                 "committed": committed,
             }
             try:
@@ -624,7 +664,11 @@ class TransactionManager:
         return None
 
 
-def _first_error(response: Any, partition_field: str = "partition_error_code") -> tuple[int, list[TP]]:
+def _nothing() -> None:
+    pass
+
+
+def _first_error(response: Any, partition_field: str = "partition_error_code") -> tuple[int, list[TopicPartitionTuple]]:
     """The first partition error of an AddPartitionsToTxn / TxnOffsetCommit answer (0 if none),
     with the partitions that had it."""
     if partition_field == "error_code":
@@ -633,7 +677,7 @@ def _first_error(response: Any, partition_field: str = "partition_error_code") -
         per_topic = [(t.name, [(p.partition_index, p.partition_error_code) for p in t.results_by_partition])
                      for t in response.results_by_topic_v3_and_below]
     first = 0
-    failed: list[TP] = []
+    failed: list[TopicPartitionTuple] = []
     for topic, results in per_topic:
         for partition, code in results:
             if code == ErrorCode.NONE:

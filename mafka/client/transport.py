@@ -11,7 +11,8 @@ request fails with :class:`ConnectionError`; reconnecting is the caller's
 business (a new ``BrokerConnection``).
 
 Runs on whatever asyncio loop it is created on; it is never touched from
-another thread.
+another thread.  (Brokers talk to each other through a different, Twisted
+connection: :class:`mafka.interbroker.connection.InterBrokerConnection`.)
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ from typing import Any
 from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
-from mafka.wire.registry import API_SPECS
+from mafka.wire.registry import API_SPECS, API_VERSIONS_KEY
 
 __all__ = ["BrokerConnection", "UnsupportedByBroker", "API_VERSIONS_PROBE"]
 
 log = logging.getLogger("mafka.client.transport")
 
-API_VERSIONS_KEY = 18
 #: The ApiVersions version used to discover a broker's ranges (non-flexible, answered by all).
 API_VERSIONS_PROBE = 2
 

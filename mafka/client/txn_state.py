@@ -33,6 +33,7 @@ from contextlib import contextmanager
 
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "TxnState",
@@ -48,8 +49,6 @@ __all__ = [
     "txn_offset_commit_action",
     "end_txn_action",
 ]
-
-TP = tuple[str, int]
 
 
 class TxnState(enum.Enum):
@@ -222,9 +221,9 @@ class TransactionState:
         self.requires_bump = False
         self.req_count = 0
         self.dr_fails = 0
-        self.pending: set[TP] = set()
-        self.registering: set[TP] = set()
-        self.added: set[TP] = set()
+        self.pending: set[TopicPartitionTuple] = set()
+        self.registering: set[TopicPartitionTuple] = set()
+        self.added: set[TopicPartitionTuple] = set()
 
     # -- transitions ----------------------------------------------------------------------
 
@@ -323,11 +322,11 @@ class TransactionState:
         """Whether the transaction's batches may be sent now."""
         return self.state in _SENDING
 
-    def admitted(self, tp: TP) -> bool:
+    def admitted(self, tp: TopicPartitionTuple) -> bool:
         """Whether a batch of ``tp`` may be sent now (registered, and the transaction sending)."""
         return tp in self.added and self.state in _SENDING
 
-    def want(self, tps: Iterable[TP]) -> bool:
+    def want(self, tps: Iterable[TopicPartitionTuple]) -> bool:
         """Marks partitions of the transaction for registration; True if any is new."""
         new = False
         for tp in tps:
@@ -336,14 +335,14 @@ class TransactionState:
                 new = True
         return new
 
-    def take_pending(self) -> list[TP]:
+    def take_pending(self) -> list[TopicPartitionTuple]:
         """The partitions for the next AddPartitionsToTxn (moved to ``registering``)."""
         out = sorted(self.pending)
         self.registering.update(out)
         self.pending.clear()
         return out
 
-    def registered(self, tp: TP) -> None:
+    def registered(self, tp: TopicPartitionTuple) -> None:
         if tp in self.registering:
             self.registering.discard(tp)
             self.added.add(tp)

@@ -5,56 +5,52 @@ Two halves:
 * the **admin path** that writes a new topic's znodes (Kafka 2.8's
   ``ZkAdminManager`` / ``AdminZkClient``): :func:`create_topic_in_zookeeper`
   and :func:`validate_topic_configs`, usable from any broker (a
-  non-controller broker's auto-create writes the znodes itself);
-* :class:`AdminMixin`, the :class:`~mafka.controller.controller.Controller`'s
-  entry points for the broker's admin handlers.  Each runs its ZooKeeper work
-  as a controller event, answers ``NOT_CONTROLLER`` when this broker is not
-  the active controller, and (with a timeout) waits until the outcome is
-  visible in the controller's context (partitions online, topic gone), else
+  non-controller broker's auto-create writes the znodes itself); they live
+  in :mod:`mafka.controller.topic_creation` and are re-exported here;
+* :class:`ControllerAdmin`, the controller's entry points for the broker's
+  admin handlers (the :class:`~mafka.controller.controller.Controller`
+  delegates to it).  Each runs its ZooKeeper work as a controller event,
+  answers ``NOT_CONTROLLER`` when this broker is not the active controller,
+  and (with a timeout) waits until the outcome is visible in the
+  controller's context (partitions online, topic gone), else
   ``REQUEST_TIMED_OUT``.
 
-The mixin only sequences; it relies on the controller's event plumbing
-(``_enqueue``, ``_wait_until``), its state machines and its context.
+:class:`ControllerAdmin` owns those entry points and their events; it holds
+no state.  It only sequences: it uses the core's event plumbing
+(:meth:`~mafka.controller.core.ControllerCore.run_admin`, the admin waiters),
+the state machines it is given (ControlledShutdown) and the core's context.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from twisted.internet.defer import Deferred
 
-from mafka.controller.assignment import (
-    Brokers,
-    assign_replicas,
-    new_partitions_assignment,
-    validate_topic_assignment,
-)
+from mafka.controller.assignment import new_partitions_assignment
+from mafka.controller.core import ControllerCore
 from mafka.controller.election import LeaderElectionStrategy
-from mafka.controller.events import EventDropped
+from mafka.controller.partition_state_machine import PartitionStateMachine
+from mafka.controller.replica_state_machine import ReplicaStateMachine
 from mafka.controller.states import PartitionState, ReplicaState
-from mafka.coordination.kafka_zk import KafkaZkClient, validate_topic_name
-from mafka.coordination.znodes import TopicAssignment, TopicPartition, new_topic_id
+from mafka.controller.topic_creation import create_topic_in_zookeeper, validate_topic_configs
+from mafka.coordination.znodes import TopicAssignment
 from mafka.errors import (
     ErrorCode,
-    InvalidConfigError,
     InvalidRequestError,
-    InvalidTopicError,
     KafkaError,
     NotControllerError,
     ReassignmentInProgressError,
-    TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from mafka.log.config import InvalidConfig, LogConfig
-from mafka.topics import is_valid_topic_name
+from mafka.topics import TopicPartitionTuple, is_valid_topic_name
 
 __all__ = [
-    "AdminMixin",
     "AdminResult",
+    "ControllerAdmin",
     "NewPartitions",
     "NewTopic",
     "create_topic_in_zookeeper",
@@ -89,230 +85,33 @@ class NewPartitions(NamedTuple):
     assignment: Sequence[Sequence[int]] | None = None
 
 
-# --------------------------------------------------------------------------- topic creation (admin path)
-
-_COMPRESSION_TYPES = frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
-
-
 def _sleep(reactor: Any, seconds: float) -> Deferred[None]:
     d: Deferred[None] = Deferred()
     reactor.callLater(seconds, d.callback, None)
     return d
 
 
-def _check_bool(name: str, value: str) -> None:
-    if value.strip().lower() not in ("true", "false"):
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
-        )
-
-
-def _check_min_isr(name: str, value: str) -> None:
-    try:
-        ok = int(value.strip()) >= 1
-    except ValueError:
-        ok = False
-    if not ok:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: Value must be at least 1"
-        )
-
-
-def _check_compression(name: str, value: str) -> None:
-    if value.strip() not in _COMPRESSION_TYPES:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: String must be one of: {', '.join(sorted(_COMPRESSION_TYPES))}"
-        )
-
-
-def _check_any(name: str, value: str) -> None:
-    return None
-
-
-#: Kafka 2.8's ``ApiVersion.allVersions`` (what ``message.format.version`` may name).
-_API_VERSIONS: tuple[str, ...] = (
-    "0.8.0", "0.8.1", "0.8.2", "0.9.0",
-    "0.10.0-IV0", "0.10.0-IV1", "0.10.1-IV0", "0.10.1-IV1", "0.10.1-IV2", "0.10.2-IV0",
-    "0.11.0-IV0", "0.11.0-IV1", "0.11.0-IV2", "1.0-IV0", "1.1-IV0", "2.0-IV0", "2.0-IV1",
-    "2.1-IV0", "2.1-IV1", "2.1-IV2", "2.2-IV0", "2.2-IV1", "2.3-IV0", "2.3-IV1", "2.4-IV0", "2.4-IV1",
-    "2.5-IV0", "2.6-IV0", "2.7-IV0", "2.7-IV1", "2.7-IV2", "2.8-IV0", "2.8-IV1",
-)  # fmt: skip
-#: Full versions and their short forms ("0.10.0", "2.8"), as ``ApiVersion.versionMap``.
-_API_VERSION_KEYS = frozenset(_API_VERSIONS) | frozenset(v.split("-")[0] for v in _API_VERSIONS)
-
-
-def _check_message_format_version(name: str, value: str) -> None:
-    # Kafka's ApiVersionValidator: "0.10.2.1" and "2.8.2" name their releases (0.x versions
-    # keep three dot-separated parts, later ones two), "2.8-IV1" an internal version.
-    # The value is only checked and stored: Mafka always writes record batch v2, as Kafka 3.0+
-    # does (KIP-724), and converts for old clients at the edge (Produce v0-2 / Fetch v0-3).
-    parts = value.strip().split(".")
-    key = ".".join(parts[: 3 if value.strip().startswith("0.") else 2])
-    if key not in _API_VERSION_KEYS:
-        raise InvalidConfigError(
-            f"Invalid value {value} for configuration {name}: Version `{value}` is not a valid version"
-        )
-
-
-#: Topic configs Kafka 2.8 knows that :class:`~mafka.log.config.LogConfig` does not model.
-_EXTRA_TOPIC_CONFIGS: Mapping[str, Callable[[str, str], None]] = {
-    "min.insync.replicas": _check_min_isr,
-    "unclean.leader.election.enable": _check_bool,
-    "compression.type": _check_compression,
-    "message.downconversion.enable": _check_bool,
-    "message.format.version": _check_message_format_version,
-    "leader.replication.throttled.replicas": _check_any,
-    "follower.replication.throttled.replicas": _check_any,
-}
-
-
-def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
-    """Kafka's ``LogConfig.validate`` for CreateTopics.
-
-    Raises:
-        InvalidRequestError: A value is None (Kafka: null config values are refused).
-        InvalidConfigError: An unknown name or a value Kafka would refuse.
-    """
-    nulls = [name for name, value in configs.items() if value is None]
-    if nulls:
-        raise InvalidRequestError(f"Null value not supported for topic configs: {','.join(nulls)}")
-    log_props: dict[str, str] = {}
-    for name, value in configs.items():
-        check = _EXTRA_TOPIC_CONFIGS.get(name)
-        if check is not None:
-            check(name, str(value))
-        else:
-            log_props[name] = str(value)
-    try:
-        LogConfig.from_properties(log_props)
-    except InvalidConfig as exc:
-        raise InvalidConfigError(str(exc)) from None
-
-
-async def _create_topic(
-    zk: KafkaZkClient,
-    name: str,
-    partitions: int,
-    replication_factor: int,
-    live_broker_racks: Brokers | None,
-    configs: Mapping[str, str | None] | None,
-    assignment: Mapping[int, Sequence[int]] | None,
-    validate_only: bool,
-    rack_aware_mode: str,
-    rng: random.Random | None,
-) -> TopicAssignment:
-    # ZkAdminManager.createTopics: the "already exists" check comes first.
-    if is_valid_topic_name(name) and await zk.topic_exists(name):
-        raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
-    config = dict(configs or {})
-    nulls = [key for key, value in config.items() if value is None]
-    if nulls:
-        raise InvalidRequestError(f"Null value not supported for topic configs: {','.join(nulls)}")
-    if assignment:
-        replica_assignment = {
-            int(p): [int(r) for r in replicas] for p, replicas in assignment.items()
-        }
-    else:
-        if live_broker_racks is None:
-            registered = await zk.get_all_brokers()
-            live_broker_racks = {b: reg.rack for b, (reg, _) in registered.items()}
-        brokers: Brokers = live_broker_racks
-        if rack_aware_mode == "safe" and isinstance(brokers, Mapping):
-            if any(r is None for r in brokers.values()):
-                brokers = sorted(int(b) for b in brokers)
-        elif rack_aware_mode == "disabled":
-            brokers = sorted(int(b) for b in brokers)
-        replica_assignment = assign_replicas(brokers, partitions, replication_factor, rng=rng)
-    # AdminZkClient.validateTopicCreate, in Kafka's order.
-    validate_topic_name(name)
-    if await zk.is_topic_marked_for_deletion(name):
-        raise TopicAlreadyExistsError(f"Topic '{name}' is marked for deletion.")
-    if await zk.topic_exists(name):
-        raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
-    if "." in name or "_" in name:
-        topics = await zk.get_topics()
-        if name in topics:
-            raise TopicAlreadyExistsError(f"Topic '{name}' already exists.")
-        folded = name.replace(".", "_")
-        colliding = [t for t in topics if t.replace(".", "_") == folded]
-        if colliding:
-            raise InvalidTopicError(
-                f"Topic '{name}' collides with existing topics: {', '.join(colliding)}"
-            )
-    validate_topic_assignment(replica_assignment)
-    validate_topic_configs(config)
-    if validate_only:
-        return TopicAssignment(replica_assignment)
-    return await zk.create_topic(
-        name, replica_assignment, {k: str(v) for k, v in config.items()}, topic_id=new_topic_id()
-    )
-
-
-def create_topic_in_zookeeper(
-    zk: KafkaZkClient,
-    name: str,
-    partitions: int,
-    replication_factor: int,
-    live_broker_racks: Brokers | None = None,
-    configs: Mapping[str, str | None] | None = None,
-    *,
-    assignment: Mapping[int, Sequence[int]] | None = None,
-    validate_only: bool = False,
-    rack_aware_mode: str = "enforced",
-    rng: random.Random | None = None,
-) -> Deferred[TopicAssignment]:
-    """Creates a topic's znodes as Kafka 2.8's admin path does (``ZkAdminManager`` / ``AdminZkClient``).
-
-    Used by the controller's CreateTopics and by a non-controller broker's
-    auto-create (which in ZooKeeper mode writes the znodes itself); the
-    active controller notices ``/brokers/topics/<name>`` and brings the
-    partitions online.  Checks, in Kafka's order: already exists; null
-    config values; replica assignment (``assign_replicas`` over the brokers,
-    or the manual *assignment*); topic name; marked for deletion; name
-    collision (``.`` vs ``_``); assignment shape; configs.  Then writes
-    ``/config/topics/<name>`` and ``/brokers/topics/<name>`` (with a new topic id).
-
-    Args:
-        zk: A KafkaZkClient (any broker's session; admin writes are not fenced).
-        name: The topic.
-        partitions, replication_factor: Used when *assignment* is not given.
-        live_broker_racks: Broker ids, or broker id → rack; None reads the
-            registered brokers from ZooKeeper.
-        configs: Topic config overrides.
-        assignment: A manual partition → replicas assignment.
-        validate_only: Check everything, write nothing.
-        rack_aware_mode: ``"enforced"`` (CreateTopics: mixed racks are an
-            error), ``"safe"`` (auto-create: mixed racks → racks ignored) or ``"disabled"``.
-        rng: Randomness for the assignment's start index and shift.
-
-    Returns:
-        A Deferred firing with the assignment written (or that would be).
-        It fails with a :class:`mafka.errors.KafkaError` subclass
-        (TopicAlreadyExists, InvalidPartitions, InvalidReplicationFactor,
-        InvalidTopic, InvalidReplicaAssignment, InvalidConfig, InvalidRequest;
-        ``AdminOperationError`` for mixed racks) or a store error.
-    """
-    return Deferred.fromCoroutine(
-        _create_topic(
-            zk,
-            name,
-            partitions,
-            replication_factor,
-            live_broker_racks,
-            configs,
-            assignment,
-            validate_only,
-            rack_aware_mode,
-            rng,
-        )
-    )
-
-
 # --------------------------------------------------------------------------- the controller's entry points
 
 
-class AdminMixin:
-    """CreateTopics / DeleteTopics / CreatePartitions / ControlledShutdown on the controller."""
+class ControllerAdmin:
+    """CreateTopics / DeleteTopics / CreatePartitions / ControlledShutdown on the controller.
+
+    Args:
+        core: The controller's shared core.
+        replica_state_machine: Takes a shutting-down broker's follower replicas offline.
+        partition_state_machine: Moves leadership off a shutting-down broker.
+    """
+
+    def __init__(
+        self,
+        core: ControllerCore,
+        replica_state_machine: ReplicaStateMachine,
+        partition_state_machine: PartitionStateMachine,
+    ) -> None:
+        self._core = core
+        self._rsm = replica_state_machine
+        self._psm = partition_state_machine
 
     # ------------------------------------------------------------------ admin entry points
 
@@ -380,7 +179,7 @@ class AdminMixin:
 
     def controlled_shutdown(
         self, broker_id: int, broker_epoch: int = -1
-    ) -> Deferred[tuple[ErrorCode, list[TopicPartition]]]:
+    ) -> Deferred[tuple[ErrorCode, list[TopicPartitionTuple]]]:
         """ControlledShutdown (KC ``doControlledShutdown``): move leadership off *broker_id*.
 
         Returns:
@@ -390,25 +189,14 @@ class AdminMixin:
         """
         return Deferred.fromCoroutine(self._controlled_shutdown(broker_id, broker_epoch))
 
-    # ------------------------------------------------------------------ admin: CreateTopics
-
     def _topic_online(self, topic: str, count: int | None = None) -> bool:
-        ctx = self.context
+        ctx = self._core.context
         partitions = ctx.partitions_for_topic(topic)
         if count is not None:
             if len(partitions) < count:
                 return False
             partitions = [(topic, p) for p in range(count)]
         return bool(partitions) and all(ctx.is_partition_online(tp) for tp in partitions)
-
-    async def _run_admin(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-        """Runs an admin step as an event; None when this broker is not (or stops being) the controller."""
-        if not self.is_active or self._stopped:
-            return None
-        try:
-            return await self._enqueue(name, fn, *args)
-        except (NotControllerError, EventDropped):
-            return None
 
     @staticmethod
     def _not_controller(names: Iterable[str]) -> dict[str, AdminResult]:
@@ -423,8 +211,8 @@ class AdminMixin:
         waiting = [name for name, (code, _) in results.items() if code == ErrorCode.NONE]
         if timeout_ms <= 0 or not waiting:
             return results
-        start = self.reactor.seconds()
-        await self._wait_until(lambda: all(ready(name) for name in waiting), timeout_ms)
+        start = self._core.reactor.seconds()
+        await self._core.waiters.wait_until(lambda: all(ready(name) for name in waiting), timeout_ms)
         for name in waiting:
             if not ready(name):
                 results[name] = (
@@ -435,17 +223,17 @@ class AdminMixin:
         # metadata; Mafka also waits (within the timeout) until every live broker has
         # taken the UpdateMetadata that announced them, so a client's next Metadata
         # request sees them on whichever broker it asks.
-        mark = self.channel.barrier()
-        left_s = timeout_ms / 1000.0 - (self.reactor.seconds() - start)
-        while left_s > 0 and not self.channel.delivered(mark) and self.is_active:
-            await _sleep(self.reactor, min(0.01, left_s))
-            left_s = timeout_ms / 1000.0 - (self.reactor.seconds() - start)
+        mark = self._core.channel.barrier()
+        left_s = timeout_ms / 1000.0 - (self._core.reactor.seconds() - start)
+        while left_s > 0 and not self._core.channel.delivered(mark) and self._core.is_active:
+            await _sleep(self._core.reactor, min(0.01, left_s))
+            left_s = timeout_ms / 1000.0 - (self._core.reactor.seconds() - start)
         return results
 
     async def _create_topics(
         self, topics: list[NewTopic], validate_only: bool, timeout_ms: int
     ) -> dict[str, AdminResult]:
-        results = await self._run_admin(
+        results = await self._core.run_admin(
             "CreateTopics", self._process_create_topics, topics, validate_only
         )
         if results is None:
@@ -457,10 +245,10 @@ class AdminMixin:
     async def _process_create_topics(
         self, topics: list[NewTopic], validate_only: bool
     ) -> dict[str, AdminResult]:
-        if not self.is_active:
+        if not self._core.is_active:
             raise NotControllerError()
         counts = Counter(t.name for t in topics)
-        racks = self.context.live_broker_racks()
+        racks = self._core.context.live_broker_racks()
         results: dict[str, AdminResult] = {}
         for topic in topics:
             if counts[topic.name] > 1:
@@ -475,17 +263,17 @@ class AdminMixin:
                         "Both cannot be used at the same time."
                     )
                 partitions = (
-                    self.config.num_partitions
+                    self._core.config.num_partitions
                     if topic.num_partitions == -1
                     else topic.num_partitions
                 )
                 rf = (
-                    self.config.default_replication_factor
+                    self._core.config.default_replication_factor
                     if topic.replication_factor == -1
                     else topic.replication_factor
                 )
                 await create_topic_in_zookeeper(
-                    self.zk,
+                    self._core.zk,
                     topic.name,
                     partitions,
                     rf,
@@ -493,7 +281,7 @@ class AdminMixin:
                     topic.configs,
                     assignment=topic.assignment or None,
                     validate_only=validate_only,
-                    rng=self._rng,
+                    rng=self._core.rng,
                 )
                 results[topic.name] = (ErrorCode.NONE, None)
             except KafkaError as exc:
@@ -503,22 +291,20 @@ class AdminMixin:
                 results[topic.name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
         return results
 
-    # ------------------------------------------------------------------ admin: DeleteTopics
-
     async def _delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, AdminResult]:
-        if not self.config.delete_topic_enable:
+        if not self._core.config.delete_topic_enable:
             return {
                 name: (ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
                 for name in names
             }
-        results = await self._run_admin("DeleteTopics", self._process_delete_topics, names)
+        results = await self._core.run_admin("DeleteTopics", self._process_delete_topics, names)
         if results is None:
             return self._not_controller(names)
         waiting = [name for name, (code, _) in results.items() if code == ErrorCode.NONE]
         if timeout_ms <= 0 or not waiting:
             return results
-        ctx = self.context
-        outcome = await self._wait_until(
+        ctx = self._core.context
+        outcome = await self._core.waiters.wait_until(
             lambda: not any(name in ctx.all_topics for name in waiting), timeout_ms
         )
         for name in waiting:
@@ -530,7 +316,7 @@ class AdminMixin:
         return results
 
     async def _process_delete_topics(self, names: list[str]) -> dict[str, AdminResult]:
-        if not self.is_active:
+        if not self._core.is_active:
             raise NotControllerError()
         counts = Counter(names)
         results: dict[str, AdminResult] = {}
@@ -538,14 +324,14 @@ class AdminMixin:
             if counts[name] > 1:
                 results[name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
                 continue
-            if name not in self.context.all_topics:
+            if name not in self._core.context.all_topics:
                 results[name] = (
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     "This server does not host this topic-partition.",
                 )
                 continue
             try:
-                await self.zk.mark_topic_for_deletion(name)
+                await self._core.zk.mark_topic_for_deletion(name)
                 results[name] = (ErrorCode.NONE, None)
             except KafkaError as exc:
                 results[name] = (exc.code, exc.message)
@@ -554,12 +340,10 @@ class AdminMixin:
                 results[name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
         return results
 
-    # ------------------------------------------------------------------ admin: CreatePartitions
-
     async def _create_partitions(
         self, entries: list[NewPartitions], validate_only: bool, timeout_ms: int
     ) -> dict[str, AdminResult]:
-        results = await self._run_admin(
+        results = await self._core.run_admin(
             "CreatePartitions", self._process_create_partitions, entries, validate_only
         )
         if results is None:
@@ -574,9 +358,9 @@ class AdminMixin:
     async def _process_create_partitions(
         self, entries: list[NewPartitions], validate_only: bool
     ) -> dict[str, AdminResult]:
-        if not self.is_active:
+        if not self._core.is_active:
             raise NotControllerError()
-        ctx = self.context
+        ctx = self._core.context
         counts = Counter(e.name for e in entries)
         results: dict[str, AdminResult] = {}
         for entry in entries:
@@ -591,7 +375,7 @@ class AdminMixin:
                 continue
             try:
                 got = (
-                    await self.zk.get_assignment(entry.name)
+                    await self._core.zk.get_assignment(entry.name)
                     if is_valid_topic_name(entry.name)
                     else None
                 )
@@ -611,7 +395,7 @@ class AdminMixin:
                 if not validate_only:
                     combined = {p: tuple(r) for p, r in existing.partitions.items()}
                     combined.update({p: tuple(r) for p, r in added.items()})
-                    await self.zk.set_assignment(
+                    await self._core.zk.set_assignment(
                         entry.name, TopicAssignment(combined, topic_id=existing.topic_id)
                     )
                 results[entry.name] = (ErrorCode.NONE, None)
@@ -622,12 +406,10 @@ class AdminMixin:
                 results[entry.name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
         return results
 
-    # ------------------------------------------------------------------ admin: ControlledShutdown
-
     async def _controlled_shutdown(
         self, broker_id: int, broker_epoch: int
-    ) -> tuple[ErrorCode, list[TopicPartition]]:
-        result = await self._run_admin(
+    ) -> tuple[ErrorCode, list[TopicPartitionTuple]]:
+        result = await self._core.run_admin(
             "ControlledShutdown", self._process_controlled_shutdown, broker_id, broker_epoch
         )
         if result is None:
@@ -636,11 +418,11 @@ class AdminMixin:
 
     async def _process_controlled_shutdown(
         self, broker_id: int, broker_epoch: int
-    ) -> tuple[ErrorCode, list[TopicPartition]]:
+    ) -> tuple[ErrorCode, list[TopicPartitionTuple]]:
         """KC ``doControlledShutdown``."""
-        if not self.is_active:
+        if not self._core.is_active:
             return ErrorCode.STALE_CONTROLLER_EPOCH, []
-        ctx = self.context
+        ctx = self._core.context
         if broker_id not in ctx.live_or_shutting_down_broker_ids:
             return ErrorCode.BROKER_NOT_AVAILABLE, []
         if broker_epoch != -1 and broker_epoch < ctx.broker_epoch(broker_id):
@@ -655,13 +437,13 @@ class AdminMixin:
         ]
         led = [tp for tp in to_act if ctx.leadership[tp].leader == broker_id]
         followed = [tp for tp in to_act if ctx.leadership[tp].leader != broker_id]
-        await self._partition_state_changes(led, _P.OnlinePartition, _Strategy.CONTROLLED_SHUTDOWN)
+        await self._psm.handle_state_changes(led, _P.OnlinePartition, _Strategy.CONTROLLED_SHUTDOWN)
         if followed:
-            self._batch.new_batch()
+            self._core.batch.new_batch()
             for tp in followed:
-                self._batch.add_stop_replica([broker_id], tp, delete=False)
-            self._batch.send_requests(ctx.epoch)
-        await self._replica_state_changes([(tp, broker_id) for tp in followed], _R.OfflineReplica)
+                self._core.batch.add_stop_replica([broker_id], tp, delete=False)
+            self._core.batch.send_requests(ctx.epoch)
+        await self._rsm.handle_state_changes([(tp, broker_id) for tp in followed], _R.OfflineReplica)
         remaining = [
             tp
             for tp, state in sorted(ctx.leadership.items())

@@ -35,16 +35,12 @@ from typing import Any, Protocol
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from mafka.controller.context import SECURITY_PROTOCOL_IDS, ControllerContext
+from mafka.controller.context import ControllerContext
 from mafka.controller.election import LEADER_DURING_DELETE
-from mafka.coordination.znodes import (
-    BrokerRegistration,
-    Endpoint,
-    LeaderIsrAndControllerEpoch,
-    TopicPartition,
-    uuid_bytes,
-)
+from mafka.coordination.znodes import BrokerRegistration, LeaderIsrAndControllerEpoch, uuid_bytes
+from mafka.endpoint import SECURITY_PROTOCOL_IDS, Endpoint
 from mafka.errors import ErrorCode
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "LEADER_AND_ISR",
@@ -78,7 +74,7 @@ _API_NAMES = {
 
 
 class BrokerClient(Protocol):
-    """What the channel needs of a connection (``mafka.interbroker.connection.BrokerConnection``)."""
+    """What the channel needs of a connection (``mafka.interbroker.connection.InterBrokerConnection``)."""
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred[Any]:
         """Sends a request; fires with the decoded response body."""
@@ -135,7 +131,7 @@ class LeaderAndIsrEntry:
 
 
 def update_metadata_partition_state(
-    tp: TopicPartition, context: ControllerContext
+    tp: TopicPartitionTuple, context: ControllerContext
 ) -> dict[str, Any] | None:
     """The UpdateMetadata partition state of *tp* from the context (Kafka's ``updateMetadataRequestPartitionInfo``).
 
@@ -162,12 +158,12 @@ def update_metadata_partition_state(
     }
 
 
-def leader_and_isr_partition_errors(response: Any, topic_ids: Mapping[str, str | None]) -> dict[TopicPartition, int]:
+def leader_and_isr_partition_errors(response: Any, topic_ids: Mapping[str, str | None]) -> dict[TopicPartitionTuple, int]:
     """(topic, partition) → error code of a LeaderAndIsr response (v0-v4 by name, v5 by topic id);
     empty when the whole request failed (Kafka then ignores the partitions)."""
     if _error_code(response) != ErrorCode.NONE:
         return {}
-    out: dict[TopicPartition, int] = {}
+    out: dict[TopicPartitionTuple, int] = {}
     for e in _get(response, "partition_errors", []) or []:
         out[(_get(e, "topic_name", "?"), _get(e, "partition_index", -1))] = _get(e, "error_code", 0)
     names = {uuid_bytes(i): t for t, i in topic_ids.items() if i}
@@ -178,7 +174,7 @@ def leader_and_isr_partition_errors(response: Any, topic_ids: Mapping[str, str |
     return out
 
 
-def _by_topic(partitions: Iterable[tuple[TopicPartition, Any]]) -> dict[str, list[tuple[int, Any]]]:
+def _by_topic(partitions: Iterable[tuple[TopicPartitionTuple, Any]]) -> dict[str, list[tuple[int, Any]]]:
     grouped: dict[str, list[tuple[int, Any]]] = {}
     for (topic, partition), value in sorted(partitions, key=lambda item: item[0]):
         grouped.setdefault(topic, []).append((partition, value))
@@ -189,7 +185,7 @@ def leader_and_isr_body(
     controller_id: int,
     controller_epoch: int,
     broker_epoch: int,
-    partitions: Mapping[TopicPartition, LeaderAndIsrEntry],
+    partitions: Mapping[TopicPartitionTuple, LeaderAndIsrEntry],
     live_leaders: Iterable[tuple[int, str, int]],
     topic_ids: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
@@ -244,7 +240,7 @@ def update_metadata_body(
     controller_id: int,
     controller_epoch: int,
     broker_epoch: int,
-    partition_states: Mapping[TopicPartition, Mapping[str, Any]],
+    partition_states: Mapping[TopicPartitionTuple, Mapping[str, Any]],
     live_brokers: Mapping[int, BrokerRegistration],
     topic_ids: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
@@ -297,7 +293,7 @@ def stop_replica_body(
     controller_epoch: int,
     broker_epoch: int,
     delete_partitions: bool,
-    partitions: Iterable[TopicPartition],
+    partitions: Iterable[TopicPartitionTuple],
 ) -> dict[str, Any]:
     """A StopReplica v1 request body (one delete flag for the whole request)."""
     grouped: dict[str, list[int]] = {}
@@ -409,7 +405,7 @@ class ControllerChannelManager:
         reactor: ``IReactorTime`` (retry backoff) and, for the default factory, ``IReactorTCP``.
         controller_id: This broker's id (used in the client id).
         connection_factory: ``factory(broker_id, host, port)`` → connection;
-            by default a :class:`mafka.interbroker.connection.BrokerConnection`.
+            by default a :class:`mafka.interbroker.connection.InterBrokerConnection`.
         listener_name: The inter-broker listener to connect to (see :func:`broker_endpoint`).
         retry_backoff_s: Delay before re-sending a request whose connection failed.
     """
@@ -431,9 +427,9 @@ class ControllerChannelManager:
         self._brokers: dict[int, _BrokerQueue] = {}
 
     def _default_factory(self, broker_id: int, host: str, port: int) -> BrokerClient:
-        from mafka.interbroker.connection import BrokerConnection
+        from mafka.interbroker.connection import InterBrokerConnection
 
-        return BrokerConnection(self.reactor, host, port, f"controller-{self.controller_id}")
+        return InterBrokerConnection(self.reactor, host, port, f"controller-{self.controller_id}")
 
     @property
     def broker_ids(self) -> set[int]:
@@ -554,7 +550,7 @@ class ControllerBrokerRequestBatch:
         context: ControllerContext,
         channel: ControllerChannelManager,
         *,
-        on_stop_replica_response: Callable[[int, ErrorCode, dict[TopicPartition, ErrorCode]], None]
+        on_stop_replica_response: Callable[[int, ErrorCode, dict[TopicPartitionTuple, ErrorCode]], None]
         | None = None,
         on_leader_and_isr_response: ResponseCallback | None = None,
     ) -> None:
@@ -563,10 +559,10 @@ class ControllerBrokerRequestBatch:
         self.channel = channel
         self.on_stop_replica_response = on_stop_replica_response
         self.on_leader_and_isr_response = on_leader_and_isr_response
-        self.leader_and_isr: dict[int, dict[TopicPartition, LeaderAndIsrEntry]] = {}
-        self.stop_replica: dict[int, dict[TopicPartition, bool]] = {}
+        self.leader_and_isr: dict[int, dict[TopicPartitionTuple, LeaderAndIsrEntry]] = {}
+        self.stop_replica: dict[int, dict[TopicPartitionTuple, bool]] = {}
         self.update_metadata_brokers: set[int] = set()
-        self.update_metadata_partitions: dict[TopicPartition, dict[str, Any]] = {}
+        self.update_metadata_partitions: dict[TopicPartitionTuple, dict[str, Any]] = {}
 
     @property
     def is_empty(self) -> bool:
@@ -592,7 +588,7 @@ class ControllerBrokerRequestBatch:
     def add_leader_and_isr(
         self,
         broker_ids: Iterable[int],
-        tp: TopicPartition,
+        tp: TopicPartitionTuple,
         state: LeaderIsrAndControllerEpoch,
         replicas: Iterable[int],
         is_new: bool,
@@ -613,7 +609,7 @@ class ControllerBrokerRequestBatch:
             )
         self.add_update_metadata(self.context.live_or_shutting_down_broker_ids, [tp])
 
-    def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartition, delete: bool) -> None:
+    def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartitionTuple, delete: bool) -> None:
         """StopReplica for *tp* to *broker_ids* (a delete wins over a plain stop)."""
         for broker_id in broker_ids:
             if broker_id < 0:
@@ -622,7 +618,7 @@ class ControllerBrokerRequestBatch:
             per_broker[tp] = delete or per_broker.get(tp, False)
 
     def add_update_metadata(
-        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition] = ()
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartitionTuple] = ()
     ) -> None:
         """UpdateMetadata to *broker_ids*, carrying *partitions* (those with a leader) as of now."""
         self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
@@ -741,10 +737,10 @@ class ControllerBrokerRequestBatch:
         if error != ErrorCode.NONE:
             log.warning("StopReplica to broker %d failed: %s", broker_id, _error_name(error))
 
-    def _make_stop_replica_callback(self, requested: list[TopicPartition]) -> ResponseCallback:
+    def _make_stop_replica_callback(self, requested: list[TopicPartitionTuple]) -> ResponseCallback:
         def callback(broker_id: int, response: Any) -> None:
             error = _as_error(_error_code(response))
-            partition_errors: dict[TopicPartition, ErrorCode] = {}
+            partition_errors: dict[TopicPartitionTuple, ErrorCode] = {}
             for item in _get(response, "partition_errors", []) or []:
                 tp = (_get(item, "topic_name", ""), _get(item, "partition_index", -1))
                 partition_errors[tp] = _as_error(_get(item, "error_code", 0))

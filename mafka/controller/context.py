@@ -44,14 +44,10 @@ from mafka.controller.states import (
     ReplicaStateTable,
     TransitionResult,
 )
-from mafka.coordination.znodes import (
-    BrokerRegistration,
-    LeaderIsrAndControllerEpoch,
-    TopicPartition,
-)
+from mafka.coordination.znodes import BrokerRegistration, LeaderIsrAndControllerEpoch
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
-    "SECURITY_PROTOCOL_IDS",
     "BrokerChange",
     "ControllerContext",
     "PartitionReplica",
@@ -62,16 +58,8 @@ __all__ = [
     "to_election_state",
 ]
 
-#: Kafka's ``SecurityProtocol`` ids, as UpdateMetadata carries them.
-SECURITY_PROTOCOL_IDS: Mapping[str, int] = {
-    "PLAINTEXT": 0,
-    "SSL": 1,
-    "SASL_PLAINTEXT": 2,
-    "SASL_SSL": 3,
-}
-
 #: A replica: (partition, broker id) — Kafka's ``PartitionAndReplica``.
-PartitionReplica = tuple[TopicPartition, int]
+PartitionReplica = tuple[TopicPartitionTuple, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,17 +189,17 @@ class ControllerContext:
         self.all_topics: set[str] = set()
         self.topic_ids: dict[str, str | None] = {}
         self.assignments: dict[str, dict[int, tuple[int, ...]]] = {}
-        self.adding_replicas: dict[TopicPartition, tuple[int, ...]] = {}
-        self.removing_replicas: dict[TopicPartition, tuple[int, ...]] = {}
-        self.partitions_being_reassigned: set[TopicPartition] = set()
-        self.leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        self.partition_states: PartitionStateTable[TopicPartition] = PartitionStateTable()
+        self.adding_replicas: dict[TopicPartitionTuple, tuple[int, ...]] = {}
+        self.removing_replicas: dict[TopicPartitionTuple, tuple[int, ...]] = {}
+        self.partitions_being_reassigned: set[TopicPartitionTuple] = set()
+        self.leadership: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch] = {}
+        self.partition_states: PartitionStateTable[TopicPartitionTuple] = PartitionStateTable()
         self.replica_states: ReplicaStateTable[PartitionReplica] = ReplicaStateTable()
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
         #: broker id → its replicas in failed log dirs (KAFKA_STORAGE_ERROR in a LeaderAndIsr answer)
-        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartitionTuple]] = {}
 
     # ------------------------------------------------------------------ brokers
 
@@ -249,7 +237,7 @@ class ControllerContext:
         """Broker id → rack of every registered broker (for replica assignment)."""
         return {b: reg.rack for b, reg in sorted(self.live_brokers.items())}
 
-    def is_replica_online(self, broker_id: int, tp: TopicPartition | None = None,
+    def is_replica_online(self, broker_id: int, tp: TopicPartitionTuple | None = None,
                           include_shutting_down: bool = False) -> bool:
         """Kafka's ``isReplicaOnline``: the broker is live (and not shutting down, unless
         ``include_shutting_down``) and, for a partition ``tp``, its replica is not in a failed log dir."""
@@ -280,7 +268,7 @@ class ControllerContext:
                 if int(p) in self.assignments[topic] and tuple(replicas):
                     table[(topic, int(p))] = tuple(replicas)
 
-    def full_assignment(self, tp: TopicPartition) -> ReplicaAssignment:
+    def full_assignment(self, tp: TopicPartitionTuple) -> ReplicaAssignment:
         """Kafka's ``partitionFullReplicaAssignment`` (empty replicas if unknown)."""
         return ReplicaAssignment(
             self.partition_replicas(tp),
@@ -288,7 +276,7 @@ class ControllerContext:
             self.removing_replicas.get(tp, ()),
         )
 
-    def update_full_assignment(self, tp: TopicPartition, assignment: ReplicaAssignment) -> None:
+    def update_full_assignment(self, tp: TopicPartitionTuple, assignment: ReplicaAssignment) -> None:
         """Kafka's ``updatePartitionFullReplicaAssignment``."""
         self.update_assignment(tp, assignment.replicas)
         for table, value in (
@@ -308,7 +296,7 @@ class ControllerContext:
         removing = {p: r for (t, p), r in self.removing_replicas.items() if t == topic}
         return adding, removing
 
-    def update_assignment(self, tp: TopicPartition, replicas: Iterable[int]) -> None:
+    def update_assignment(self, tp: TopicPartitionTuple, replicas: Iterable[int]) -> None:
         topic, partition = tp
         self.all_topics.add(topic)
         self.assignments.setdefault(topic, {})[partition] = tuple(replicas)
@@ -335,18 +323,18 @@ class ControllerContext:
         self.topics_with_deletion_started.discard(topic)
         self.topics_ineligible_for_deletion.discard(topic)
 
-    def partition_replicas(self, tp: TopicPartition) -> tuple[int, ...]:
+    def partition_replicas(self, tp: TopicPartitionTuple) -> tuple[int, ...]:
         """The partition's replicas in assignment order (empty if unknown)."""
         return self.assignments.get(tp[0], {}).get(tp[1], ())
 
-    def partitions_for_topic(self, topic: str) -> list[TopicPartition]:
+    def partitions_for_topic(self, topic: str) -> list[TopicPartitionTuple]:
         return [(topic, p) for p in sorted(self.assignments.get(topic, {}))]
 
-    def all_partitions(self) -> list[TopicPartition]:
+    def all_partitions(self) -> list[TopicPartitionTuple]:
         return [tp for topic in sorted(self.assignments) for tp in self.partitions_for_topic(topic)]
 
     def replicas_for_partitions(
-        self, partitions: Iterable[TopicPartition]
+        self, partitions: Iterable[TopicPartitionTuple]
     ) -> list[PartitionReplica]:
         return [(tp, r) for tp in partitions for r in self.partition_replicas(tp)]
 
@@ -362,10 +350,10 @@ class ControllerContext:
             if r in wanted
         ]
 
-    def partitions_on_broker(self, broker_id: int) -> list[TopicPartition]:
+    def partitions_on_broker(self, broker_id: int) -> list[TopicPartitionTuple]:
         return [tp for tp in self.all_partitions() if broker_id in self.partition_replicas(tp)]
 
-    def partition_leaders_on_broker(self, broker_id: int) -> list[TopicPartition]:
+    def partition_leaders_on_broker(self, broker_id: int) -> list[TopicPartitionTuple]:
         """Partitions *broker_id* leads (topics being deleted excluded), as Kafka's ``partitionLeadersOnBroker``."""
         return [
             tp
@@ -373,7 +361,7 @@ class ControllerContext:
             if state.leader == broker_id and not self.is_topic_queued_for_deletion(tp[0])
         ]
 
-    def partitions_with_offline_leader(self) -> list[TopicPartition]:
+    def partitions_with_offline_leader(self) -> list[TopicPartitionTuple]:
         """Partitions whose leader is not online (topics being deleted excluded)."""
         return [
             tp
@@ -382,23 +370,23 @@ class ControllerContext:
             and not self.is_topic_queued_for_deletion(tp[0])
         ]
 
-    def partitions_with_leaders(self) -> list[TopicPartition]:
+    def partitions_with_leaders(self) -> list[TopicPartitionTuple]:
         """Partitions with a known leadership (topics being deleted excluded)."""
         return [
             tp for tp in sorted(self.leadership) if not self.is_topic_queued_for_deletion(tp[0])
         ]
 
-    def put_leadership(self, tp: TopicPartition, state: LeaderIsrAndControllerEpoch) -> None:
+    def put_leadership(self, tp: TopicPartitionTuple, state: LeaderIsrAndControllerEpoch) -> None:
         self.leadership[tp] = state
 
     # ------------------------------------------------------------------ states
 
-    def partitions_in_states(self, *states: PartitionState) -> list[TopicPartition]:
+    def partitions_in_states(self, *states: PartitionState) -> list[TopicPartitionTuple]:
         return self.partition_states.in_state(*states)
 
     def check_partition_transition(
-        self, partitions: Iterable[TopicPartition], target: PartitionState
-    ) -> TransitionResult[TopicPartition, PartitionState]:
+        self, partitions: Iterable[TopicPartitionTuple], target: PartitionState
+    ) -> TransitionResult[TopicPartitionTuple, PartitionState]:
         """Registers unknown partitions as NonExistent, then splits valid/invalid moves."""
         partitions = list(partitions)
         for tp in partitions:
@@ -454,7 +442,7 @@ class ControllerContext:
 
     # ------------------------------------------------------------------ convenience
 
-    def is_partition_online(self, tp: TopicPartition) -> bool:
+    def is_partition_online(self, tp: TopicPartitionTuple) -> bool:
         """True if the partition is in OnlinePartition with a live leader."""
         state = self.leadership.get(tp)
         return (

@@ -2,10 +2,15 @@
 
 Kafka 2.8's ``processReplicaLeaderElection`` / ``onReplicaElection`` and the
 auto-rebalance task of ``KafkaController`` (``zk-controller-replication.md``
-§3.3–3.4), as :class:`LeaderElectionMixin` of
-:class:`~mafka.controller.controller.Controller`.  Three triggers, one path:
+§3.3–3.4).  :class:`LeaderElections` owns them: the three triggers below,
+the ``ReplicaLeaderElection`` event that turns a request into per-partition
+outcomes, and the auto rebalance pass (started at failover, stopped at
+resignation).  The elections themselves are Online moves of the
+:class:`~mafka.controller.partition_state_machine.PartitionStateMachine` it
+is given; the leadership it reads is the core's
+:class:`~mafka.controller.context.ControllerContext`.  Three triggers, one path:
 
-* **admin** (:meth:`LeaderElectionMixin.elect_leaders`, the broker's
+* **admin** (:meth:`LeaderElections.elect_leaders`, the broker's
   ElectLeaders handler): PREFERRED or UNCLEAN for the partitions given;
 * **ZooKeeper**: ``/admin/preferred_replica_election`` (Kafka's JSON
   ``{"version":1,"partitions":[{"topic":…,"partition":…}]}``) is watched; its
@@ -17,7 +22,11 @@ auto-rebalance task of ``KafkaController`` (``zk-controller-replication.md``
   (:func:`preferred_replica_imbalance`) and, above
   ``leader.imbalance.per.broker.percentage``, the partitions it should lead
   are preferred-elected — only while nothing is being reassigned, and only
-  where the preferred replica is live and in the ISR.
+  where the preferred replica is live and in the ISR.  The check is a
+  supervised background pass (``controller-auto-leader-rebalance``,
+  :mod:`mafka.background`) that queues one controller event per run: a
+  failed check is logged with its traceback and counted, and the next one
+  still comes an interval later.
 
 Per-partition outcome, as Kafka's ``processReplicaLeaderElection``:
 unknown partition → UNKNOWN_TOPIC_OR_PARTITION ("The partition does not
@@ -43,25 +52,28 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
+from mafka.background import PeriodicPass
+from mafka.controller.core import ControllerCore
 from mafka.controller.election import LeaderElectionStrategy
+from mafka.controller.events import EventDropped
+from mafka.controller.partition_state_machine import PartitionStateMachine
 from mafka.controller.states import PartitionState, StateChangeFailed
-from mafka.coordination.kafka_zk import ControllerMovedError
-from mafka.coordination.znodes import (
-    LeaderIsrAndControllerEpoch,
-    PreferredReplicaElectionZNode,
-    TopicPartition,
-)
+from mafka.coordination.znodes import LeaderIsrAndControllerEpoch, PreferredReplicaElectionZNode
 from mafka.errors import ErrorCode, KafkaError, NotControllerError
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "ElectionResult",
     "ElectionTrigger",
     "ElectionType",
-    "LeaderElectionMixin",
+    "LeaderElections",
     "preferred_replica_imbalance",
 ]
 
 log = logging.getLogger("mafka.controller")
+
+#: the background pass of the auto leader rebalance check (its failure counter's ``pass`` label)
+AUTO_REBALANCE_PASS = "controller-auto-leader-rebalance"
 
 #: Per-partition ElectLeaders outcome: (error code, message or None).
 ElectionResult = tuple[ErrorCode, str | None]
@@ -83,9 +95,9 @@ class ElectionTrigger(IntEnum):
 
 
 def preferred_replica_imbalance(
-    assignments: Mapping[TopicPartition, Sequence[int]],
-    leaders: Mapping[TopicPartition, int],
-) -> dict[int, tuple[float, list[TopicPartition]]]:
+    assignments: Mapping[TopicPartitionTuple, Sequence[int]],
+    leaders: Mapping[TopicPartitionTuple, int],
+) -> dict[int, tuple[float, list[TopicPartitionTuple]]]:
     """Kafka's per-broker leader imbalance (``checkAndTriggerAutoLeaderRebalance``).
 
     Partitions are grouped by preferred replica (``assignment[0]``).  For
@@ -101,27 +113,41 @@ def preferred_replica_imbalance(
     Returns:
         Preferred broker → (ratio, partitions it does not lead, sorted).
     """
-    by_broker: dict[int, list[TopicPartition]] = {}
+    by_broker: dict[int, list[TopicPartitionTuple]] = {}
     for tp, replicas in assignments.items():
         if replicas:
             by_broker.setdefault(replicas[0], []).append(tp)
-    out: dict[int, tuple[float, list[TopicPartition]]] = {}
+    out: dict[int, tuple[float, list[TopicPartitionTuple]]] = {}
     for broker, tps in sorted(by_broker.items()):
         not_led = sorted(tp for tp in tps if tp in leaders and leaders[tp] != broker)
         out[broker] = (len(not_led) / len(tps), not_led)
     return out
 
 
-class LeaderElectionMixin:
-    """ElectLeaders, ``/admin/preferred_replica_election`` and auto rebalance on the controller."""
+class LeaderElections:
+    """ElectLeaders, ``/admin/preferred_replica_election`` and auto rebalance on the controller.
 
-    # ------------------------------------------------------------------ admin entry point
+    Args:
+        core: The controller's shared core.
+        partition_state_machine: Elects the leaders (Online moves).
+    """
+
+    def __init__(self, core: ControllerCore, partition_state_machine: PartitionStateMachine) -> None:
+        self._core = core
+        self._psm = partition_state_machine
+        #: the auto leader rebalance pass while this broker is the controller and it is enabled
+        self._auto_rebalance_call: PeriodicPass | None = None
+
+    @property
+    def auto_rebalance_call(self) -> PeriodicPass | None:
+        """The auto leader rebalance pass, while one is scheduled."""
+        return self._auto_rebalance_call
 
     def elect_leaders(
-        self: Any,
+        self,
         election_type: int,
-        partitions: Iterable[TopicPartition] | None,
-    ) -> Deferred[dict[TopicPartition, ElectionResult]]:
+        partitions: Iterable[TopicPartitionTuple] | None,
+    ) -> Deferred[dict[TopicPartitionTuple, ElectionResult]]:
         """ElectLeaders on the controller (KC ``electLeaders`` with ``AdminClientTriggered``).
 
         Args:
@@ -136,8 +162,8 @@ class LeaderElectionMixin:
         """
         wanted = None if partitions is None else list(dict.fromkeys(partitions))
 
-        async def run() -> dict[TopicPartition, ElectionResult]:
-            results = await self._run_admin(
+        async def run() -> dict[TopicPartitionTuple, ElectionResult]:
+            results = await self._core.run_admin(
                 "ReplicaLeaderElection",
                 self._process_replica_leader_election,
                 wanted,
@@ -151,18 +177,16 @@ class LeaderElectionMixin:
 
         return Deferred.fromCoroutine(run())
 
-    # ------------------------------------------------------------------ the election event
-
     async def _process_replica_leader_election(
-        self: Any,
-        partitions: Sequence[TopicPartition] | None,
+        self,
+        partitions: Sequence[TopicPartitionTuple] | None,
         election_type: ElectionType,
         trigger: ElectionTrigger,
-    ) -> dict[TopicPartition, ElectionResult]:
+    ) -> dict[TopicPartitionTuple, ElectionResult]:
         """KC ``processReplicaLeaderElection`` (the admin and ZooKeeper triggers)."""
-        if not self.is_active:
+        if not self._core.is_active:
             raise NotControllerError()
-        ctx = self.context
+        ctx = self._core.context
         if partitions is None:
             partitions = ctx.all_partitions()
         known = [tp for tp in partitions if ctx.partition_replicas(tp)]
@@ -170,15 +194,15 @@ class LeaderElectionMixin:
         for tp in unknown:
             log.info(
                 "controller %d: skipping replica leader election (%s) for %s-%d: it does not exist",
-                self.broker_id,
+                self._core.broker_id,
                 election_type.name,
                 tp[0],
                 tp[1],
             )
         being_deleted = [tp for tp in known if ctx.is_topic_queued_for_deletion(tp[0])]
         live = [tp for tp in known if not ctx.is_topic_queued_for_deletion(tp[0])]
-        electable: list[TopicPartition] = []
-        not_needed: list[TopicPartition] = []
+        electable: list[TopicPartitionTuple] = []
+        not_needed: list[TopicPartitionTuple] = []
         for tp in live:
             state = ctx.leadership.get(tp)
             leader = -1 if state is None else state.leader
@@ -188,7 +212,7 @@ class LeaderElectionMixin:
                 needed = leader < 0 or leader not in ctx.live_broker_ids
             (electable if needed else not_needed).append(tp)
         elected = await self._on_replica_election(electable, election_type, trigger)
-        results: dict[TopicPartition, ElectionResult] = {}
+        results: dict[TopicPartitionTuple, ElectionResult] = {}
         for tp, outcome in elected.items():
             if isinstance(outcome, StateChangeFailed):
                 code = (
@@ -213,16 +237,16 @@ class LeaderElectionMixin:
         return results
 
     async def _on_replica_election(
-        self: Any,
-        partitions: list[TopicPartition],
+        self,
+        partitions: list[TopicPartitionTuple],
         election_type: ElectionType,
         trigger: ElectionTrigger,
-    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch | Exception]:
+    ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch | Exception]:
         """KC ``onReplicaElection``: Online with the Preferred (or admin-only Unclean) strategy."""
         if partitions:
             log.info(
                 "controller %d: starting replica leader election (%s) for %s triggered by %s",
-                self.broker_id,
+                self._core.broker_id,
                 election_type.name,
                 ",".join(f"{t}-{p}" for t, p in partitions),
                 trigger.name,
@@ -233,23 +257,23 @@ class LeaderElectionMixin:
             strategy = LeaderElectionStrategy.UNCLEAN
         else:
             strategy = LeaderElectionStrategy.OFFLINE
-        results = await self._partition_state_changes(
+        results = await self._psm.handle_state_changes(
             partitions, PartitionState.OnlinePartition, strategy
         )
-        ctx = self.context
+        ctx = self._core.context
         for tp, outcome in results.items():
             if isinstance(outcome, Exception):
                 if trigger is not ElectionTrigger.ADMIN:
                     log.error(
                         "controller %d: replica leader election (%s) for %s-%d failed: %s",
-                        self.broker_id,
+                        self._core.broker_id,
                         election_type.name,
                         tp[0],
                         tp[1],
                         outcome,
                     )
             elif election_type is ElectionType.PREFERRED:
-                self.stats.preferred_leader_elections += 1
+                self._core.stats.preferred_leader_elections += 1
         if trigger is not ElectionTrigger.ADMIN:
             for tp in partitions:
                 state = ctx.leadership.get(tp)
@@ -259,7 +283,7 @@ class LeaderElectionMixin:
                     log.warning(
                         "controller %d: %s-%d failed to complete preferred replica leader "
                         "election to %d. Leader is still %d",
-                        self.broker_id,
+                        self._core.broker_id,
                         tp[0],
                         tp[1],
                         preferred,
@@ -267,20 +291,18 @@ class LeaderElectionMixin:
                     )
         return results
 
-    # ------------------------------------------------------------------ /admin/preferred_replica_election
-
-    async def _process_zk_preferred_replica_election(self: Any) -> None:
+    async def process_zk_preferred_replica_election(self) -> None:
         """``/admin/preferred_replica_election`` created: preferred-elect its partitions, delete it."""
-        if not self.is_active:
+        if not self._core.is_active:
             return
-        if await self.zk.store.exists(PreferredReplicaElectionZNode.PATH) is None:
+        if await self._core.zk.store.exists(PreferredReplicaElectionZNode.PATH) is None:
             return
-        partitions: list[TopicPartition] = []
+        partitions: list[TopicPartitionTuple] = []
         try:
-            partitions = list(await self.zk.get_preferred_replica_election())
+            partitions = list(await self._core.zk.get_preferred_replica_election())
         except ValueError:
             log.exception(
-                "controller %d: unreadable %s", self.broker_id, PreferredReplicaElectionZNode.PATH
+                "controller %d: unreadable %s", self._core.broker_id, PreferredReplicaElectionZNode.PATH
             )
         try:
             if partitions:
@@ -288,54 +310,65 @@ class LeaderElectionMixin:
                     partitions, ElectionType.PREFERRED, ElectionTrigger.ZOOKEEPER
                 )
         finally:
-            await self.zk.delete_preferred_replica_election(self.context.epoch_zk_version)
+            await self._core.zk.delete_preferred_replica_election(self._core.context.epoch_zk_version)
 
-    # ------------------------------------------------------------------ auto rebalance
+    def schedule_auto_rebalance(self, delay_s: float) -> None:
+        """Starts the periodic check: first after *delay_s*, then every
+        ``leader.imbalance.check.interval.seconds`` until :meth:`_cancel_auto_rebalance`."""
+        self.cancel_auto_rebalance()
+        self._auto_rebalance_call = self._core.background.every(
+            AUTO_REBALANCE_PASS,
+            float(self._core.config.leader_imbalance_check_interval_seconds),
+            self._auto_rebalance_pass,
+            first_delay_s=delay_s,
+        )
 
-    def _schedule_auto_rebalance(self: Any, delay_s: float) -> None:
-        self._cancel_auto_rebalance()
-        self._auto_rebalance_call = self.reactor.callLater(
-            delay_s,
-            self._fire,
+    def cancel_auto_rebalance(self) -> None:
+        p, self._auto_rebalance_call = self._auto_rebalance_call, None
+        if p is not None:
+            p.stop()
+
+    def _auto_rebalance_pass(self) -> Deferred[None] | None:
+        """One run of the pass: the check as a controller event; fires once it has run.
+
+        Not being (or no longer being) the controller is no failure; anything
+        else the check raised fails the run (logged and counted by the pass).
+        """
+        if self._core.stopped:
+            return None
+        d = self._core.enqueue(
             "AutoPreferredReplicaLeaderElection",
             self._process_auto_preferred_replica_leader_election,
         )
 
-    def _cancel_auto_rebalance(self: Any) -> None:
-        call, self._auto_rebalance_call = self._auto_rebalance_call, None
-        if call is not None and call.active():
-            call.cancel()
+        def not_controller(failure: Any) -> None:
+            failure.trap(EventDropped, NotControllerError)
+            log.debug(
+                "controller %d: auto leader rebalance: %s", self._core.broker_id, failure.getErrorMessage()
+            )
 
-    async def _process_auto_preferred_replica_leader_election(self: Any) -> None:
-        """KC ``processAutoPreferredReplicaLeaderElection``: check, then schedule the next check."""
-        if not self.is_active:
+        return d.addErrback(not_controller)
+
+    async def _process_auto_preferred_replica_leader_election(self) -> None:
+        """KC ``processAutoPreferredReplicaLeaderElection`` (the next check is the pass's)."""
+        if not self._core.is_active:
             return
-        try:
-            await self._check_and_trigger_auto_leader_rebalance()
-        except ControllerMovedError:
-            raise
-        except Exception:
-            log.exception("controller %d: auto leader rebalance failed", self.broker_id)
-        finally:
-            if self.is_active:
-                self._schedule_auto_rebalance(
-                    float(self.config.leader_imbalance_check_interval_seconds)
-                )
+        await self._check_and_trigger_auto_leader_rebalance()
 
-    async def _check_and_trigger_auto_leader_rebalance(self: Any) -> None:
+    async def _check_and_trigger_auto_leader_rebalance(self) -> None:
         """KC ``checkAndTriggerAutoLeaderRebalance``."""
-        ctx = self.context
+        ctx = self._core.context
         assignments = {
             tp: ctx.partition_replicas(tp)
             for tp in ctx.all_partitions()
             if not ctx.is_topic_queued_for_deletion(tp[0])
         }
         leaders = {tp: state.leader for tp, state in ctx.leadership.items()}
-        threshold = self.config.leader_imbalance_per_broker_percentage / 100.0
+        threshold = self._core.config.leader_imbalance_per_broker_percentage / 100.0
         for broker, (ratio, not_led) in preferred_replica_imbalance(assignments, leaders).items():
             log.debug(
                 "controller %d: leader imbalance ratio for broker %d is %.3f",
-                self.broker_id,
+                self._core.broker_id,
                 broker,
                 ratio,
             )
@@ -355,8 +388,8 @@ class LeaderElectionMixin:
                     candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO
                 )
 
-    def _can_preferred_replica_be_leader(self: Any, tp: TopicPartition) -> bool:
-        ctx = self.context
+    def _can_preferred_replica_be_leader(self, tp: TopicPartitionTuple) -> bool:
+        ctx = self._core.context
         replicas = ctx.partition_replicas(tp)
         state = ctx.leadership.get(tp)
         return (

@@ -89,7 +89,6 @@ from mafka.coordination.znodes import (
     ProducerIdBlock,
     ReassignPartitionsZNode,
     TopicAssignment,
-    TopicPartition,
     broker_path,
     new_cluster_id,
     partition_state_path,
@@ -99,7 +98,7 @@ from mafka.coordination.znodes import (
     topic_path,
 )
 from mafka.errors import InvalidTopicError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
-from mafka.topics import validate_topic_name
+from mafka.topics import TopicPartitionTuple, validate_topic_name
 
 __all__ = [
     "BrokerIdAlreadyRegisteredError",
@@ -151,9 +150,9 @@ class PartitionStateResults(NamedTuple):
         bad_version: Partitions whose expected zkVersion was stale (re-read and retry).
     """
 
-    successes: dict[TopicPartition, LeaderIsrAndControllerEpoch]
-    failures: dict[TopicPartition, Exception]
-    bad_version: list[TopicPartition]
+    successes: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch]
+    failures: dict[TopicPartitionTuple, Exception]
+    bad_version: list[TopicPartitionTuple]
 
 
 def _deferred(fn: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, Deferred[_T]]:
@@ -715,7 +714,7 @@ class KafkaZkClient:
     @_deferred
     async def create_partition_states(
         self,
-        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        states: Mapping[TopicPartitionTuple, LeaderIsrAndControllerEpoch],
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> PartitionStateResults:
@@ -770,10 +769,10 @@ class KafkaZkClient:
 
     @_deferred
     async def get_partition_states(
-        self, partitions: Iterable[TopicPartition]
-    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        self, partitions: Iterable[TopicPartitionTuple]
+    ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch]:
         """States (with zk_version) of the partitions that have one; others are left out."""
-        out: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        out: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch] = {}
         for topic, partition in partitions:
             got = await self._get_or_none(partition_state_path(topic, partition))
             if got is not None:
@@ -783,7 +782,7 @@ class KafkaZkClient:
     @_deferred
     async def update_partition_states_conditionally(
         self,
-        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+        states: Mapping[TopicPartitionTuple, LeaderIsrAndControllerEpoch],
         controller_epoch: int,
         epoch_zk_version: int,
     ) -> PartitionStateResults:
@@ -827,7 +826,7 @@ class KafkaZkClient:
 
     @_deferred
     async def conditional_update_partition_state_as_leader(
-        self, partition: TopicPartition, state: LeaderIsrAndControllerEpoch, expected_version: int
+        self, partition: TopicPartitionTuple, state: LeaderIsrAndControllerEpoch, expected_version: int
     ) -> tuple[bool, int]:
         """The partition leader's ISR write (Kafka 2.6 ``ReplicationUtils.updateLeaderAndIsr``).
 
@@ -913,7 +912,7 @@ class KafkaZkClient:
     # ------------------------------------------------------------------ ISR change notifications
 
     @_deferred
-    async def post_isr_change_notification(self, partitions: Iterable[TopicPartition]) -> str:
+    async def post_isr_change_notification(self, partitions: Iterable[TopicPartitionTuple]) -> str:
         """Creates ``/isr_change_notification/isr_change_N`` listing *partitions*; returns its path."""
         return await self._store.create(
             IsrChangeNotificationZNode.CREATE_PATH,
@@ -932,9 +931,9 @@ class KafkaZkClient:
     @_deferred
     async def get_partitions_from_isr_change_notifications(
         self, sequence_numbers: Iterable[str]
-    ) -> list[TopicPartition]:
+    ) -> list[TopicPartitionTuple]:
         """The partitions the given notifications list, in order (vanished notifications skipped)."""
-        out: list[TopicPartition] = []
+        out: list[TopicPartitionTuple] = []
         for seq in sequence_numbers:
             got = await self._get_or_none(IsrChangeNotificationZNode.path(seq))
             if got is not None:
@@ -1003,7 +1002,7 @@ class KafkaZkClient:
     # ------------------------------------------------------------------ admin requests
 
     @_deferred
-    async def get_preferred_replica_election(self) -> tuple[TopicPartition, ...]:
+    async def get_preferred_replica_election(self) -> tuple[TopicPartitionTuple, ...]:
         """Partitions in ``/admin/preferred_replica_election`` (empty if absent)."""
         got = await self._get_or_none(PreferredReplicaElectionZNode.PATH)
         return () if got is None else PreferredReplicaElectionZNode.decode(got[0])
@@ -1014,7 +1013,7 @@ class KafkaZkClient:
         await self._delete_checked(PreferredReplicaElectionZNode.PATH, epoch_zk_version)
 
     @_deferred
-    async def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
+    async def get_partition_reassignment(self) -> dict[TopicPartitionTuple, tuple[int, ...]]:
         """The legacy ``/admin/reassign_partitions`` request (empty if absent)."""
         got = await self._get_or_none(ReassignPartitionsZNode.PATH)
         return {} if got is None else ReassignPartitionsZNode.decode(got[0])
@@ -1027,7 +1026,7 @@ class KafkaZkClient:
     @_deferred
     async def set_partition_reassignment(
         self,
-        reassignment: Mapping[TopicPartition, Sequence[int]],
+        reassignment: Mapping[TopicPartitionTuple, Sequence[int]],
         epoch_zk_version: int = -1,
     ) -> None:
         """Writes ``/admin/reassign_partitions``, creating it if absent (ZC ``setOrCreatePartitionReassignment``).
@@ -1051,7 +1050,7 @@ class KafkaZkClient:
 
     @_deferred
     async def create_partition_reassignment(
-        self, reassignment: Mapping[TopicPartition, Sequence[int]]
+        self, reassignment: Mapping[TopicPartitionTuple, Sequence[int]]
     ) -> None:
         """Creates ``/admin/reassign_partitions`` as the legacy admin tool does (ZC ``createPartitionReassignment``).
 
@@ -1064,7 +1063,7 @@ class KafkaZkClient:
         )
 
     @_deferred
-    async def create_preferred_replica_election(self, partitions: Iterable[TopicPartition]) -> None:
+    async def create_preferred_replica_election(self, partitions: Iterable[TopicPartitionTuple]) -> None:
         """Creates ``/admin/preferred_replica_election`` as the legacy admin tool does.
 
         Raises:

@@ -58,7 +58,10 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
+
+from mafka.endpoint import SECURITY_PROTOCOLS, Endpoint, parse_endpoint
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     # paths
@@ -85,7 +88,6 @@ __all__ = [
     "ControllerEpochZNode",
     "ControllerZNode",
     "DeleteTopicsZNode",
-    "Endpoint",
     "FeatureZNode",
     "IsrChangeNotificationZNode",
     "LeaderIsrAndControllerEpoch",
@@ -93,9 +95,7 @@ __all__ = [
     "PreferredReplicaElectionZNode",
     "ProducerIdBlock",
     "ReassignPartitionsZNode",
-    "SECURITY_PROTOCOLS",
     "TopicAssignment",
-    "TopicPartition",
     # helpers
     "encode_json",
     "new_cluster_id",
@@ -106,7 +106,6 @@ __all__ = [
     "validate_base64_uuid",
 ]
 
-TopicPartition = tuple[str, int]
 
 # --------------------------------------------------------------------------- paths
 
@@ -483,13 +482,13 @@ def _partition_key(key: str, what: str) -> int:
     return int(key)
 
 
-def _topic_partitions(obj: Mapping[str, Any], what: str) -> tuple[TopicPartition, ...]:
+def _topic_partitions(obj: Mapping[str, Any], what: str) -> tuple[TopicPartitionTuple, ...]:
     entries = obj.get("partitions", _MISSING)
     if entries is _MISSING:
         raise ValueError(f"{what}: missing 'partitions'")
     if not isinstance(entries, list):
         raise ValueError(f"{what}: 'partitions' must be a list")
-    out: dict[TopicPartition, None] = {}
+    out: dict[TopicPartitionTuple, None] = {}
     for entry in entries:
         if not isinstance(entry, dict):
             raise ValueError(f"{what}: partition entry {entry!r} is not an object")
@@ -497,7 +496,7 @@ def _topic_partitions(obj: Mapping[str, Any], what: str) -> tuple[TopicPartition
     return tuple(out)
 
 
-def _encode_partitions(version: int, partitions: Iterable[TopicPartition]) -> bytes:
+def _encode_partitions(version: int, partitions: Iterable[TopicPartitionTuple]) -> bytes:
     items = [
         _scala_immutable_map([("topic", str(t)), ("partition", int(p))]) for t, p in partitions
     ]
@@ -639,53 +638,15 @@ class ControllerEpochZNode:
 
 # --------------------------------------------------------------------------- /brokers/ids/N
 
-#: Kafka's security protocols (``SecurityProtocol``).
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-_ENDPOINT_RE = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
-
-
-class Endpoint(NamedTuple):
-    """One advertised listener's (security protocol, host, port).
-
-    ``host`` is None for an empty host (``PLAINTEXT://:9092``).
-    """
-
-    security_protocol: str
-    host: str | None
-    port: int
-
-    def connection_string(self, listener_name: str) -> str:
-        """Kafka's ``EndPoint.connectionString``: ``NAME://host:port``, ``NAME://[v6]:port``, ``NAME://:port``."""
-        if self.host is None:
-            hostport = f":{self.port}"
-        elif ":" in self.host:
-            hostport = f"[{self.host}]:{self.port}"
-        else:
-            hostport = f"{self.host}:{self.port}"
-        return f"{listener_name}://{hostport}"
-
-
 def _parse_endpoint(
     text: Any, protocol_map: Mapping[str, str] | None, what: str
-) -> tuple[str, Endpoint]:
+) -> Endpoint:
     if not isinstance(text, str):
         raise ValueError(f"{what}: endpoint {text!r} is not a string")
-    match = _ENDPOINT_RE.fullmatch(text)
-    if match is None:
-        raise ValueError(f"{what}: unable to parse {text!r} to a broker endpoint")
-    listener = match.group(1).upper()
-    if protocol_map is None:
-        protocol = listener
-    else:
-        found = protocol_map.get(listener)
-        if found is None:
-            raise ValueError(f"{what}: no security protocol defined for listener {listener}")
-        protocol = found
-    if protocol not in SECURITY_PROTOCOLS:
-        raise ValueError(f"{what}: unknown security protocol {protocol!r} for listener {listener}")
-    host = match.group(2) or None
-    return listener, Endpoint(protocol, host, int(match.group(3)))
+    try:
+        return parse_endpoint(text, protocol_map)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -694,9 +655,10 @@ class BrokerRegistration:
 
     Attributes:
         id: The broker id.
-        endpoints: Listener name → :class:`Endpoint` (security protocol, host,
-            port), in advertised order (the JSON ``endpoints`` list order).
-            Plain ``(protocol, host, port)`` tuples are accepted.
+        endpoints: Listener name → :class:`mafka.endpoint.Endpoint` (the same
+            name, security protocol, host or None, port), in advertised order
+            (the JSON ``endpoints`` list order).  Plain ``(protocol, host,
+            port)`` tuples are accepted.
         rack: ``broker.rack``, or None (then no ``rack`` key is written).
         jmx_port: -1 when JMX is off.
         timestamp: Registration time, ms (written as a string).
@@ -717,10 +679,16 @@ class BrokerRegistration:
     def __post_init__(self) -> None:
         endpoints: dict[str, Endpoint] = {}
         for name, value in dict(self.endpoints).items():
-            protocol, host, port = value
+            name = str(name)
+            if isinstance(value, Endpoint):
+                if value.name != name:
+                    raise ValueError(f"endpoint {value.connection_string} listed as listener {name}")
+                _, protocol, host, port = value
+            else:
+                protocol, host, port = value
             if protocol not in SECURITY_PROTOCOLS:
                 raise ValueError(f"unknown security protocol {protocol!r} for listener {name}")
-            endpoints[str(name)] = Endpoint(str(protocol), host, int(port))
+            endpoints[name] = Endpoint(name, str(protocol), host or None, int(port))
         features = {str(k): (int(v[0]), int(v[1])) for k, v in dict(self.features).items()}
         object.__setattr__(self, "endpoints", MappingProxyType(endpoints))
         object.__setattr__(self, "features", MappingProxyType(features))
@@ -786,7 +754,7 @@ class BrokerRegistration:
             ("version", self.version),
             ("host", self.host),
             ("port", self.port),
-            ("endpoints", [ep.connection_string(name) for name, ep in self.endpoints.items()]),
+            ("endpoints", [ep.connection_string for ep in self.endpoints.values()]),
             ("jmx_port", int(self.jmx_port)),
             ("timestamp", str(int(self.timestamp))),
         ]
@@ -824,7 +792,7 @@ class BrokerRegistration:
             if host is not None and not isinstance(host, str):
                 raise ValueError(f"{what}: 'host' must be a string")
             endpoints["PLAINTEXT"] = Endpoint(
-                "PLAINTEXT", host or None, _get_int(obj, "port", what)
+                "PLAINTEXT", "PLAINTEXT", host or None, _get_int(obj, "port", what)
             )
         else:
             raw_map = obj.get("listener_security_protocol_map")
@@ -839,8 +807,8 @@ class BrokerRegistration:
             if not isinstance(raw_endpoints, list):
                 raise ValueError(f"{what}: 'endpoints' must be a list")
             for text in raw_endpoints:
-                name, endpoint = _parse_endpoint(text, protocol_map, what)
-                endpoints[name] = endpoint
+                endpoint = _parse_endpoint(text, protocol_map, what)
+                endpoints[endpoint.name] = endpoint
         rack = obj.get("rack")
         if rack is not None and not isinstance(rack, str):
             raise ValueError(f"{what}: 'rack' must be a string")
@@ -1059,7 +1027,7 @@ class ReassignPartitionsZNode:
     PATH = "/admin/reassign_partitions"
 
     @staticmethod
-    def encode(reassignment: Mapping[TopicPartition, Sequence[int]]) -> bytes:
+    def encode(reassignment: Mapping[TopicPartitionTuple, Sequence[int]]) -> bytes:
         """``{"version":1,"partitions":[{"topic":t,"partition":p,"replicas":[…]},…]}`` (caller's order)."""
         items = [
             {"topic": str(t), "partition": int(p), "replicas": [int(r) for r in replicas]}
@@ -1068,14 +1036,14 @@ class ReassignPartitionsZNode:
         return encode_json({"version": 1, "partitions": items})
 
     @staticmethod
-    def decode(data: bytes) -> dict[TopicPartition, tuple[int, ...]]:
+    def decode(data: bytes) -> dict[TopicPartitionTuple, tuple[int, ...]]:
         """(topic, partition) → target replicas. Raises ValueError on garbage."""
         what = ReassignPartitionsZNode.PATH
         obj = _load_object(data, what)
         entries = obj.get("partitions")
         if not isinstance(entries, list):
             raise ValueError(f"{what}: 'partitions' must be a list")
-        out: dict[TopicPartition, tuple[int, ...]] = {}
+        out: dict[TopicPartitionTuple, tuple[int, ...]] = {}
         for entry in entries:
             if not isinstance(entry, dict):
                 raise ValueError(f"{what}: entry {entry!r} is not an object")
@@ -1090,12 +1058,12 @@ class PreferredReplicaElectionZNode:
     PATH = "/admin/preferred_replica_election"
 
     @staticmethod
-    def encode(partitions: Iterable[TopicPartition]) -> bytes:
+    def encode(partitions: Iterable[TopicPartitionTuple]) -> bytes:
         """``{"version":1,"partitions":[{"topic":t,"partition":p},…]}`` (caller's order)."""
         return _encode_partitions(1, partitions)
 
     @staticmethod
-    def decode(data: bytes) -> tuple[TopicPartition, ...]:
+    def decode(data: bytes) -> tuple[TopicPartitionTuple, ...]:
         """The partitions (duplicates dropped). Raises ValueError on garbage."""
         return _topic_partitions(
             _load_object(data, PreferredReplicaElectionZNode.PATH),
@@ -1215,12 +1183,12 @@ class IsrChangeNotificationZNode:
         return f"{IsrChangeNotificationZNode.CREATE_PATH}{seq}"
 
     @staticmethod
-    def encode(partitions: Iterable[TopicPartition]) -> bytes:
+    def encode(partitions: Iterable[TopicPartitionTuple]) -> bytes:
         """``{"version":1,"partitions":[{"topic":t,"partition":p},…]}`` (caller's order)."""
         return _encode_partitions(IsrChangeNotificationZNode.VERSION, partitions)
 
     @staticmethod
-    def decode(data: bytes) -> tuple[TopicPartition, ...]:
+    def decode(data: bytes) -> tuple[TopicPartitionTuple, ...]:
         """The partitions (duplicates dropped). Raises ValueError on garbage."""
         return _topic_partitions(
             _load_object(data, IsrChangeNotificationZNode.PATH), IsrChangeNotificationZNode.PATH

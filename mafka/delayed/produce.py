@@ -8,8 +8,8 @@ default delay makes every batch of the topic a candidate).
 
 from __future__ import annotations
 
-from mafka.broker.validation import RecordValidationError
 from mafka.errors import ErrorCode
+from mafka.log.validation import RecordValidationError
 from mafka.wire.batch import BATCH_HEADER_SIZE, BatchHeader
 from mafka.wire.compression import CompressionType, decompress
 from mafka.wire.records import Record, decode_batch

@@ -2,7 +2,7 @@
 ``GroupMetadataManager``, as plain Python.
 
 No sockets, no reactor, no clock of its own: time comes from ``clock()`` (ms),
-delays from a :class:`Timers`, and every write to ``__consumer_offsets`` goes
+delays from a :class:`~mafka.timers.Timers`, and every write to ``__consumer_offsets`` goes
 through an :class:`OffsetsLog` whose ``append`` calls back later with an error
 code (acks=all, so a callback with NONE means the write is replicated). The
 broker provides those three and turns requests into the calls below; tests
@@ -50,7 +50,7 @@ from typing import Protocol
 
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_subscription
-from mafka.group.offsets import LoadItem, OffsetAndMetadata, OffsetStore, TopicPartition
+from mafka.group.offsets import LoadItem, OffsetAndMetadata, OffsetStore
 from mafka.group.offsets_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -59,7 +59,9 @@ from mafka.group.offsets_records import (
     offsets_partition_for,
 )
 from mafka.group.offsets_records import MemberMetadata as MemberRecord
-from mafka.group.state import GroupMetadata, GroupState, MemberMetadata, new_member_id
+from mafka.group.state import GroupMetadata, GroupState, MemberMetadata, Protocols, new_member_id
+from mafka.timers import TimerHandle, Timers
+from mafka.topics import TopicPartitionTuple
 
 __all__ = [
     "CoordinatorConfig",
@@ -71,8 +73,6 @@ __all__ = [
     "OffsetFetchEntry",
     "OffsetsLog",
     "SyncResult",
-    "TimerHandle",
-    "Timers",
     "subscribed_topics",
 ]
 
@@ -85,16 +85,6 @@ INVALID_OFFSET = -1
 _REPLACED_STATIC_KEPT = 64
 #: Kafka's ``GroupCoordinator.NewMemberJoinTimeoutMs``: a new member's join expires after 5 min.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
-
-Protocols = list[tuple[str, bytes]]
-
-
-class TimerHandle(Protocol):
-    def cancel(self) -> None: ...
-
-
-class Timers(Protocol):
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
 
 
 class OffsetsLog(Protocol):
@@ -1005,8 +995,8 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        respond: Callable[[dict[TopicPartition, int]], None],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
+        respond: Callable[[dict[TopicPartitionTuple, int]], None],
     ) -> None:
         def all_(error: int) -> None:
             respond({tp: error for tp in offsets})
@@ -1038,8 +1028,8 @@ class GroupCoordinator:
         self._schedule_heartbeat(entry, group.get(member_id))
         self._store_offsets(entry, offsets, respond)
 
-    def _store_offsets(self, entry: _Entry, offsets: Mapping[TopicPartition, OffsetAndMetadata],
-                       respond: Callable[[dict[TopicPartition, int]], None],
+    def _store_offsets(self, entry: _Entry, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
+                       respond: Callable[[dict[TopicPartitionTuple, int]], None],
                        producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Kafka's ``storeOffsets``: a transactional commit when ``producer_id >= 0``."""
         limit = self.config.offset_metadata_max_bytes
@@ -1088,8 +1078,8 @@ class GroupCoordinator:
         member_id: str,
         generation_id: int,
         group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        respond: Callable[[dict[TopicPartition, int]], None],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
+        respond: Callable[[dict[TopicPartitionTuple, int]], None],
     ) -> None:
         """TxnOffsetCommit (Kafka 2.8's ``handleTxnCommitOffsets`` / ``doTxnCommitOffsets``):
         ``respond({partition: error})`` once the offsets are appended as a transactional
@@ -1146,8 +1136,8 @@ class GroupCoordinator:
                       "Committed" if commit else "Aborted", producer_id, group_id)
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool = False
-    ) -> tuple[int, dict[TopicPartition, OffsetFetchEntry]]:
+        self, group_id: str, partitions: list[TopicPartitionTuple] | None, require_stable: bool = False
+    ) -> tuple[int, dict[TopicPartitionTuple, OffsetFetchEntry]]:
         """Committed offsets of ``partitions`` (None: every partition the group has).
 
         With ``require_stable`` (OffsetFetch v7+, KIP-447) a partition with a commit in
@@ -1164,7 +1154,7 @@ class GroupCoordinator:
             return ErrorCode.NONE, {tp: missing for tp in partitions or []}
         offsets = store.groups.get(group_id)
         wanted = partitions if partitions is not None else (sorted(offsets.offsets) if offsets else [])
-        out: dict[TopicPartition, OffsetFetchEntry] = {}
+        out: dict[TopicPartitionTuple, OffsetFetchEntry] = {}
         for tp in wanted:
             if require_stable and offsets is not None and offsets.has_pending_for(tp):
                 out[tp] = OffsetFetchEntry(INVALID_OFFSET, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT)
@@ -1255,8 +1245,8 @@ class GroupCoordinator:
     def delete_offsets(
         self,
         group_id: str,
-        partitions: list[TopicPartition],
-        respond: Callable[[int, dict[TopicPartition, int]], None],
+        partitions: list[TopicPartitionTuple],
+        respond: Callable[[int, dict[TopicPartitionTuple, int]], None],
     ) -> None:
         """OffsetDelete (KIP-496, Kafka 2.8's ``handleDeleteOffsets``): ``respond(group error,
         {partition: error})``; with a group error the partition map is empty.
@@ -1282,7 +1272,7 @@ class GroupCoordinator:
         if entry is None or entry.group.state is GroupState.DEAD:
             return respond(ErrorCode.GROUP_ID_NOT_FOUND, {})
         group = entry.group
-        results: dict[TopicPartition, int] = {}
+        results: dict[TopicPartitionTuple, int] = {}
         if group.state is GroupState.EMPTY:
             eligible = list(dict.fromkeys(partitions))
         elif group.protocol_type == PROTOCOL_TYPE:

@@ -69,6 +69,8 @@ from mafka.group.offsets_records import (
     encode_value,
 )
 from mafka.group.state import GroupState
+from mafka.topics import TopicPartitionTuple
+from mafka.wire.batch import NO_PRODUCER_ID
 
 __all__ = [
     "CommitRecordMetadataAndOffset",
@@ -78,16 +80,11 @@ __all__ = [
     "LogRecord",
     "OffsetAndMetadata",
     "OffsetStore",
-    "TopicPartition",
     "TxnMarker",
 ]
 
 log = logging.getLogger("mafka.group.offsets")
 
-#: Kafka's ``RecordBatch.NO_PRODUCER_ID``.
-NO_PRODUCER_ID = -1
-
-TopicPartition = tuple[str, int]
 #: What ``group_state_of`` returns: (state, state timestamp ms, subscribed topics), or None.
 GroupStateInfo = tuple[GroupState, int | None, set[str] | frozenset[str] | None] | None
 
@@ -160,17 +157,17 @@ class GroupOffsets:
     """One group's committed offsets and in-flight commits."""
 
     group_id: str
-    offsets: dict[TopicPartition, CommitRecordMetadataAndOffset] = field(default_factory=dict)
-    pending: dict[TopicPartition, OffsetAndMetadata] = field(default_factory=dict)
+    offsets: dict[TopicPartitionTuple, CommitRecordMetadataAndOffset] = field(default_factory=dict)
+    pending: dict[TopicPartitionTuple, OffsetAndMetadata] = field(default_factory=dict)
     #: producer id → its transactional commits awaiting a marker (batch offset None until appended)
-    pending_txn: dict[int, dict[TopicPartition, CommitRecordMetadataAndOffset]] = field(default_factory=dict)
+    pending_txn: dict[int, dict[TopicPartitionTuple, CommitRecordMetadataAndOffset]] = field(default_factory=dict)
 
-    def prepare_commit(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def prepare_commit(self, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata]) -> None:
         self.pending.update(offsets)
 
     def complete_commit(
         self,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
         ok: bool,
         appended_batch_offset: int | None = None,
     ) -> None:
@@ -185,12 +182,12 @@ class GroupOffsets:
             if self.pending.get(tp) == om:
                 del self.pending[tp]
 
-    def load_offset(self, tp: TopicPartition, record: CommitRecordMetadataAndOffset) -> None:
+    def load_offset(self, tp: TopicPartitionTuple, record: CommitRecordMetadataAndOffset) -> None:
         self.offsets[tp] = record
 
     # -- transactional commits (Kafka's pendingTransactionalOffsetCommits) -------------
 
-    def prepare_txn_commit(self, producer_id: int, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def prepare_txn_commit(self, producer_id: int, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata]) -> None:
         """Kafka's ``prepareTxnOffsetCommit``: stage before the append (offset unknown)."""
         staged = self.pending_txn.setdefault(producer_id, {})
         for tp, om in offsets.items():
@@ -199,7 +196,7 @@ class GroupOffsets:
     def complete_txn_commit(
         self,
         producer_id: int,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
         ok: bool,
         appended_batch_offset: int | None = None,
     ) -> None:
@@ -231,7 +228,7 @@ class GroupOffsets:
                 continue
             self.apply_committed_txn_offset(tp, record)
 
-    def apply_committed_txn_offset(self, tp: TopicPartition, record: CommitRecordMetadataAndOffset) -> None:
+    def apply_committed_txn_offset(self, tp: TopicPartitionTuple, record: CommitRecordMetadataAndOffset) -> None:
         """A committed transactional offset wins unless the stored one comes from a later batch."""
         current = self.offsets.get(tp)
         if current is None or current.older_than(record):
@@ -241,16 +238,16 @@ class GroupOffsets:
         """Kafka's ``hasPendingOffsetCommitsFromProducer``."""
         return producer_id in self.pending_txn
 
-    def has_pending_for(self, tp: TopicPartition) -> bool:
+    def has_pending_for(self, tp: TopicPartitionTuple) -> bool:
         """Kafka's ``hasPendingOffsetCommitsForTopicPartition``: any commit of ``tp`` in flight
         or any transaction holding an offset of ``tp``."""
         return tp in self.pending or any(tp in staged for staged in self.pending_txn.values())
 
-    def committed(self, tp: TopicPartition) -> OffsetAndMetadata | None:
+    def committed(self, tp: TopicPartitionTuple) -> OffsetAndMetadata | None:
         record = self.offsets.get(tp)
         return None if record is None else record.offset_and_metadata
 
-    def all_committed(self) -> dict[TopicPartition, OffsetAndMetadata]:
+    def all_committed(self) -> dict[TopicPartitionTuple, OffsetAndMetadata]:
         return {tp: r.offset_and_metadata for tp, r in self.offsets.items()}
 
     def has_offsets(self) -> bool:
@@ -259,11 +256,11 @@ class GroupOffsets:
         return bool(self.offsets) or bool(self.pending) or bool(self.pending_txn)
 
     def remove_offsets(
-        self, tps: Iterable[TopicPartition], *, pending: bool = True
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        self, tps: Iterable[TopicPartitionTuple], *, pending: bool = True
+    ) -> dict[TopicPartitionTuple, OffsetAndMetadata]:
         """Kafka's ``removeOffsets`` (also drops in-flight and transactional commits of
         ``tps``); with ``pending=False`` only the committed offsets go, as expiry does."""
-        removed: dict[TopicPartition, OffsetAndMetadata] = {}
+        removed: dict[TopicPartitionTuple, OffsetAndMetadata] = {}
         for tp in tps:
             if pending:
                 self.pending.pop(tp, None)
@@ -276,7 +273,7 @@ class GroupOffsets:
 
     def expired_offsets(
         self, now_ms: int, retention_ms: int, info: GroupStateInfo
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
+    ) -> dict[TopicPartitionTuple, OffsetAndMetadata]:
         subscribed: set[str] | frozenset[str] = frozenset()
         if info is None:
             base: Callable[[OffsetAndMetadata], int] = lambda om: om.commit_timestamp  # noqa: E731
@@ -293,7 +290,7 @@ class GroupOffsets:
                 subscribed = topics
             else:
                 return {}
-        expired: dict[TopicPartition, OffsetAndMetadata] = {}
+        expired: dict[TopicPartitionTuple, OffsetAndMetadata] = {}
         for tp, record in self.offsets.items():
             if tp[0] in subscribed or tp in self.pending:
                 continue
@@ -325,7 +322,7 @@ class OffsetStore:
     # -- commits ----------------------------------------------------------------------
 
     def prepare_commit(
-        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self, group_id: str, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata]
     ) -> list[tuple[bytes, bytes]]:
         """Stage ``offsets``; returns the records to append to ``__consumer_offsets``."""
         self.group(group_id).prepare_commit(offsets)
@@ -337,7 +334,7 @@ class OffsetStore:
     def complete_commit(
         self,
         group_id: str,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
         ok: bool,
         appended_batch_offset: int | None = None,
     ) -> None:
@@ -349,7 +346,7 @@ class OffsetStore:
         g.complete_commit(offsets, ok, appended_batch_offset)
 
     def prepare_txn_commit(
-        self, group_id: str, producer_id: int, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+        self, group_id: str, producer_id: int, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata]
     ) -> list[tuple[bytes, bytes]]:
         """Stage transactional ``offsets`` of ``producer_id``; returns the records to append
         (in one transactional batch of that producer)."""
@@ -364,7 +361,7 @@ class OffsetStore:
         self,
         group_id: str,
         producer_id: int,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
         ok: bool,
         appended_batch_offset: int | None = None,
     ) -> None:
@@ -402,11 +399,11 @@ class OffsetStore:
         if g is not None and not g.has_offsets():
             del self.groups[group_id]
 
-    def committed(self, group_id: str, tp: TopicPartition) -> OffsetAndMetadata | None:
+    def committed(self, group_id: str, tp: TopicPartitionTuple) -> OffsetAndMetadata | None:
         g = self.groups.get(group_id)
         return None if g is None else g.committed(tp)
 
-    def all_committed(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+    def all_committed(self, group_id: str) -> dict[TopicPartitionTuple, OffsetAndMetadata]:
         g = self.groups.get(group_id)
         return {} if g is None else g.all_committed()
 
@@ -417,7 +414,7 @@ class OffsetStore:
         module docstring)."""
         group_values: dict[str, GroupMetadataValue | None] = {}
         #: producer id → (group, tp) → its transactional offset, until the producer's marker
-        open_txns: dict[int, dict[tuple[str, TopicPartition], CommitRecordMetadataAndOffset]] = {}
+        open_txns: dict[int, dict[tuple[str, TopicPartitionTuple], CommitRecordMetadataAndOffset]] = {}
         for item in items:
             if isinstance(item, TxnMarker):
                 staged = open_txns.pop(item.producer_id, {})
@@ -475,9 +472,9 @@ class OffsetStore:
         now_ms: int,
         retention_ms: int,
         group_state_of: Callable[[str], GroupStateInfo],
-    ) -> dict[str, dict[TopicPartition, OffsetAndMetadata]]:
+    ) -> dict[str, dict[TopicPartitionTuple, OffsetAndMetadata]]:
         """Offsets past retention, per group (nothing is removed; see module docstring)."""
-        out: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        out: dict[str, dict[TopicPartitionTuple, OffsetAndMetadata]] = {}
         for gid, g in self.groups.items():
             expired = g.expired_offsets(now_ms, retention_ms, group_state_of(gid))
             if expired:
@@ -485,13 +482,13 @@ class OffsetStore:
         return out
 
     def tombstones_for(
-        self, group_id: str, tps: Iterable[TopicPartition]
+        self, group_id: str, tps: Iterable[TopicPartitionTuple]
     ) -> list[tuple[bytes, None]]:
         return [(encode_key(OffsetKey(group_id, t, p)), None) for t, p in tps]
 
     def remove_offsets(
-        self, group_id: str, tps: Iterable[TopicPartition], *, pending: bool = True
-    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        self, group_id: str, tps: Iterable[TopicPartitionTuple], *, pending: bool = True
+    ) -> dict[TopicPartitionTuple, OffsetAndMetadata]:
         g = self.groups.get(group_id)
         if g is None:
             return {}

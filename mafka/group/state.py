@@ -31,12 +31,13 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from mafka.errors import IllegalStateError
+
 __all__ = [
     "MEMBER_ID_DELIMITER",
     "VALID_PREVIOUS_STATES",
     "GroupMetadata",
     "GroupState",
-    "IllegalStateError",
     "MemberMetadata",
     "java_string_hash",
     "new_member_id",
@@ -45,10 +46,6 @@ __all__ = [
 MEMBER_ID_DELIMITER = "-"
 
 Protocols = Sequence[tuple[str, bytes]]
-
-
-class IllegalStateError(Exception):
-    """An operation the group's current state does not allow (Kafka's IllegalStateException)."""
 
 
 class GroupState(enum.Enum):

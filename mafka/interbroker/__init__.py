@@ -2,6 +2,7 @@
 
 The controller's channel, the replica fetchers, the transaction coordinators' marker
 channel and a stopping broker's controlled shutdown all send through
-:class:`mafka.interbroker.connection.BrokerConnection`.  (Applications use
-:mod:`mafka.client`, which has its own, thread-based transport.)
+:class:`mafka.interbroker.connection.InterBrokerConnection`.  (Applications use
+:mod:`mafka.client`, whose own connection, :class:`mafka.client.transport.BrokerConnection`,
+runs on the client's asyncio loop.)
 """

@@ -30,7 +30,7 @@ from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
 
-__all__ = ["KafkaClientProtocol", "BrokerConnection", "ConnectionLostError"]
+__all__ = ["KafkaClientProtocol", "InterBrokerConnection", "ConnectionLostError"]
 
 log = logging.getLogger("mafka.interbroker.connection")
 
@@ -92,7 +92,7 @@ class KafkaClientProtocol(protocol.Protocol):
             d.errback(ConnectionLostError(str(reason.value) if reason is not None else "connection lost"))
 
 
-class BrokerConnection:
+class InterBrokerConnection:
     """A connection to one broker, opened on demand and again after it drops.
 
     Requests made while no connection is open wait for one connection attempt;

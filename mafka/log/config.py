@@ -13,14 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-__all__ = ["LogConfig", "LONG_MAX", "TOPIC_CONFIG_NAMES", "InvalidConfig"]
+from mafka.errors import ConfigError
+
+__all__ = ["LogConfig", "LONG_MAX", "TOPIC_CONFIG_NAMES"]
 
 #: Java's Long.MAX_VALUE, Kafka's "never" for flush.messages and flush.ms.
 LONG_MAX = 9223372036854775807
-
-
-class InvalidConfig(ValueError):
-    """A config value that Kafka would refuse (INVALID_CONFIG)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +82,13 @@ class LogConfig:
                 defaults when None.
 
         Raises:
-            InvalidConfig: an unknown name or a value Kafka would refuse.
+            ConfigError: an unknown name or a value Kafka would refuse.
         """
         changes: dict[str, Any] = {}
         for name, raw in props.items():
             attr = TOPIC_CONFIG_NAMES.get(name)
             if attr is None:
-                raise InvalidConfig(f"unknown topic config {name!r}")
+                raise ConfigError(f"unknown topic config {name!r}")
             changes[attr] = _convert(name, attr, raw)
         config = replace(base or cls(), **changes)
         config._validate()
@@ -110,26 +108,26 @@ class LogConfig:
 
     def _validate(self) -> None:
         if self.segment_bytes < 14:
-            raise InvalidConfig("segment.bytes must be at least 14")
+            raise ConfigError("segment.bytes must be at least 14")
         if self.segment_ms < 1 or self.segment_index_bytes < 8 or self.index_interval_bytes < 0:
-            raise InvalidConfig("segment.ms, segment.index.bytes or index.interval.bytes out of range")
+            raise ConfigError("segment.ms, segment.index.bytes or index.interval.bytes out of range")
         if not 0.0 <= self.min_cleanable_dirty_ratio <= 1.0:
-            raise InvalidConfig("min.cleanable.dirty.ratio must be within [0, 1]")
+            raise ConfigError("min.cleanable.dirty.ratio must be within [0, 1]")
         # An empty list is valid, as in Kafka 2.8 (ValidList): neither deleted nor compacted.
         if not set(self.cleanup_policy) <= {"delete", "compact"}:
-            raise InvalidConfig(f"cleanup.policy {','.join(self.cleanup_policy)!r} is not delete and/or compact")
+            raise ConfigError(f"cleanup.policy {','.join(self.cleanup_policy)!r} is not delete and/or compact")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
-            raise InvalidConfig("message.timestamp.type must be CreateTime or LogAppendTime")
+            raise ConfigError("message.timestamp.type must be CreateTime or LogAppendTime")
         if self.retention_ms < -1 or self.retention_bytes < -1:
-            raise InvalidConfig("retention.ms and retention.bytes must be -1 or more")
+            raise ConfigError("retention.ms and retention.bytes must be -1 or more")
         if self.flush_messages < 1 or self.flush_ms < 0 or self.max_message_bytes < 0:
-            raise InvalidConfig("flush.messages, flush.ms or max.message.bytes out of range")
+            raise ConfigError("flush.messages, flush.ms or max.message.bytes out of range")
         if self.mafka_txn_check_interval_ms < 1 or self.mafka_txn_check_max_times < 0:
-            raise InvalidConfig("mafka.txn.check.interval.ms must be positive, mafka.txn.check.max.times 0 or more")
+            raise ConfigError("mafka.txn.check.interval.ms must be positive, mafka.txn.check.max.times 0 or more")
         if self.mafka_txn_check_default_action not in ("rollback", "commit"):
-            raise InvalidConfig("mafka.txn.check.default.action must be rollback or commit")
+            raise ConfigError("mafka.txn.check.default.action must be rollback or commit")
         if self.mafka_delay_ms < 0 or self.mafka_delay_max_ms < 0 or self.mafka_delay_ms > self.mafka_delay_max_ms:
-            raise InvalidConfig("mafka.delay.ms and mafka.delay.max.ms must be 0 or more, "
+            raise ConfigError("mafka.delay.ms and mafka.delay.max.ms must be 0 or more, "
                                 "mafka.delay.ms at most mafka.delay.max.ms")
 
 
@@ -154,4 +152,4 @@ def _convert(name: str, attr: str, raw: Any) -> Any:
             return int(str(raw).strip())
         return str(raw).strip()
     except ValueError:
-        raise InvalidConfig(f"invalid value {raw!r} for {name}") from None
+        raise ConfigError(f"invalid value {raw!r} for {name}") from None

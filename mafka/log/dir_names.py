@@ -1,6 +1,6 @@
 """Kafka's names for partition log directories: ``topic-partition`` and its ``-delete`` / ``-future`` forms.
 
-Shared by :mod:`mafka.log.manager` (which re-exports them) and :mod:`mafka.log.cold_tier`.
+Shared by the parts of :mod:`mafka.log.manager` (which re-exports them).
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import re
 import uuid
 from typing import Final
 
-__all__ = ["DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX", "InvalidLogDirectoryError", "TopicPartition",
-           "log_delete_dir_name", "log_dir_name", "log_future_dir_name", "parse_log_dir_name"]
+from mafka.topics import TopicPartitionTuple
 
-TopicPartition = tuple[str, int]
+__all__ = ["DELETE_DIR_SUFFIX", "FUTURE_DIR_SUFFIX", "InvalidLogDirectoryError",
+           "log_delete_dir_name", "log_dir_name", "log_future_dir_name", "parse_log_dir_name"]
 
 #: Kafka's directory suffixes.
 DELETE_DIR_SUFFIX: Final = "-delete"
@@ -58,7 +58,7 @@ def log_future_dir_name(topic: str, partition: int) -> str:
     return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
 
 
-def parse_log_dir_name(name: str) -> TopicPartition:
+def parse_log_dir_name(name: str) -> TopicPartitionTuple:
     """The (topic, partition) of a log directory name (Kafka's ``Log.parseTopicPartitionName``).
 
     Accepts ``topic-partition`` and the ``topic-partition.<id>-delete`` /

@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mafka.topics import TopicPartitionTuple
+
 from .plan import Move
 
 __all__ = ["Execution", "MoveState"]
 
-TopicPartition = tuple[str, int]
 _LOG_LIMIT = 300
 
 
@@ -41,7 +42,7 @@ class MoveState:
     note: str = ""
 
     @property
-    def tp(self) -> TopicPartition:
+    def tp(self) -> TopicPartitionTuple:
         return self.move.topic, self.move.partition
 
 
@@ -82,8 +83,8 @@ class Execution:
             out[m.state] = out.get(m.state, 0) + 1
         return out
 
-    def step(self, reassigning: set[TopicPartition], replicas_now: Mapping[TopicPartition, Sequence[int]],
-             now_ms: int, dirs_now: Mapping[tuple[TopicPartition, int], str] | None = None) -> list[Move]:
+    def step(self, reassigning: set[TopicPartitionTuple], replicas_now: Mapping[TopicPartitionTuple, Sequence[int]],
+             now_ms: int, dirs_now: Mapping[tuple[TopicPartitionTuple, int], str] | None = None) -> list[Move]:
         """Settles finished moves; returns the moves to start now (marked running at *now_ms*).
 
         *dirs_now* gives each replica's log dir as the brokers report it ((partition, broker) → dir):
@@ -135,8 +136,8 @@ class Execution:
                               f"({m.move.size} bytes): {m.move.reason}")
         return [m.move for m in starting]
 
-    def _settle_dir_move(self, m: MoveState, replicas_now: Mapping[TopicPartition, Sequence[int]],
-                         dirs_now: Mapping[tuple[TopicPartition, int], str], now_ms: int) -> None:
+    def _settle_dir_move(self, m: MoveState, replicas_now: Mapping[TopicPartitionTuple, Sequence[int]],
+                         dirs_now: Mapping[tuple[TopicPartitionTuple, int], str], now_ms: int) -> None:
         broker = m.move.source
         if dirs_now.get((m.tp, broker)) == m.move.to_dir:
             m.state, m.finished_ms = "done", now_ms
@@ -151,7 +152,7 @@ class Execution:
         """The moves between log dirs that *broker* is to carry out now."""
         return [m.move for m in self.moves if m.state == "running" and m.move.between_dirs and m.move.source == broker]
 
-    def fail(self, tp: TopicPartition, now_ms: int, why: str) -> None:
+    def fail(self, tp: TopicPartitionTuple, now_ms: int, why: str) -> None:
         """A move that could not be submitted."""
         for m in self.moves:
             if m.tp == tp and m.state == "running":

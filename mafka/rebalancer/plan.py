@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BrokerDisk", "Move", "Plan", "disks_from_reports", "plan_dir_moves", "plan_moves", "replica_sizes"]
+from mafka.topics import TopicPartitionTuple
 
-TopicPartition = tuple[str, int]
+__all__ = ["BrokerDisk", "Move", "Plan", "disks_from_reports", "plan_dir_moves", "plan_moves", "replica_sizes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,20 +113,20 @@ def disks_from_reports(reports: Mapping[int, Mapping[str, Any]]) -> dict[int, Br
     return out
 
 
-def replica_sizes(reports: Mapping[int, Mapping[str, Any]]) -> dict[tuple[TopicPartition, int], int]:
+def replica_sizes(reports: Mapping[int, Mapping[str, Any]]) -> dict[tuple[TopicPartitionTuple, int], int]:
     """(partition, broker) → that replica's bytes, from the reports."""
     return {((p["topic"], int(p["partition"])), broker): int(p.get("sizeBytes", 0))
             for broker, report in reports.items() for p in report.get("partitions", ())}
 
 
 def plan_moves(
-    assignment: Mapping[TopicPartition, Sequence[int]],
+    assignment: Mapping[TopicPartitionTuple, Sequence[int]],
     disks: Mapping[int, BrokerDisk],
-    sizes: Mapping[tuple[TopicPartition, int], int],
+    sizes: Mapping[tuple[TopicPartitionTuple, int], int],
     threshold: float,
     *,
     racks: Mapping[int, str | None] | None = None,
-    busy: frozenset[TopicPartition] | set[TopicPartition] = frozenset(),
+    busy: frozenset[TopicPartitionTuple] | set[TopicPartitionTuple] = frozenset(),
     max_moves: int = 1000,
 ) -> Plan:
     """The plan (see the module docstring); *busy* are partitions already being reassigned."""
@@ -137,12 +137,12 @@ def plan_moves(
     current = {tp: list(replicas) for tp, replicas in assignment.items()}
     rack_of = dict(racks or {})
     use_racks = bool(disks) and all(rack_of.get(b) for b in disks)
-    moved: set[TopicPartition] = set()
+    moved: set[TopicPartitionTuple] = set()
 
     def ratio(b: int) -> float:
         return used[b] / capacity[b] if capacity[b] > 0 else 1.0
 
-    def size_of(tp: TopicPartition, b: int) -> int:
+    def size_of(tp: TopicPartitionTuple, b: int) -> int:
         if (tp, b) in sizes:
             return sizes[(tp, b)]
         known = [sizes[(tp, r)] for r in current[tp] if (tp, r) in sizes]
@@ -199,7 +199,7 @@ def plan_moves(
 
 
 def plan_dir_moves(reports: Mapping[int, Mapping[str, Any]], threshold: float,
-                   busy: frozenset[TopicPartition] | set[TopicPartition] = frozenset()) -> Plan:
+                   busy: frozenset[TopicPartitionTuple] | set[TopicPartitionTuple] = frozenset()) -> Plan:
     """Moves between the log dirs of one broker: a dir above *threshold* sheds replicas to the broker's
     dir with the most free bytes that stays under it (the same choice rules as :func:`plan_moves`)."""
     plan = Plan()
@@ -211,7 +211,7 @@ def plan_dir_moves(reports: Mapping[int, Mapping[str, Any]], threshold: float,
             continue
         where = {(p["topic"], int(p["partition"])): (p.get("logDir"), int(p.get("sizeBytes", 0)))
                  for p in report.get("partitions", ())}
-        done: set[TopicPartition] = set()
+        done: set[TopicPartitionTuple] = set()
         for path in sorted(dirs, key=lambda d: -dirs[d][1] / dirs[d][0]):
             cap, _ = dirs[path]
             if dirs[path][1] <= threshold * cap:
@@ -249,7 +249,7 @@ def plan_dir_moves(reports: Mapping[int, Mapping[str, Any]], threshold: float,
     return plan
 
 
-def _best_target(tp: TopicPartition, source: int, size: int, replicas: Sequence[int], used: Mapping[int, int],
+def _best_target(tp: TopicPartitionTuple, source: int, size: int, replicas: Sequence[int], used: Mapping[int, int],
                  capacity: Mapping[int, int], threshold: float, rack_of: Mapping[int, str | None],
                  use_racks: bool) -> int | None:
     other_racks = {rack_of.get(r) for r in replicas if r != source}

@@ -28,8 +28,8 @@ import time
 import uuid
 from typing import Any
 
-from mafka.broker.monitor import parse_report
 from mafka.coordination.store import BadVersionError, NodeExistsError
+from mafka.monitoring.report import parse_report
 
 from .execution import Execution
 from .plan import Plan, disks_from_reports, plan_dir_moves, plan_moves, replica_sizes

@@ -15,10 +15,9 @@ from mafka.client.admin_types import OffsetSpec
 from mafka.client.kafka_error import KafkaException
 from mafka.client.message import TopicPartition
 from mafka.spark.offset_ranges import ReadOptionsError
+from mafka.topics import TopicPartitionTuple
 
 __all__ = ["ClusterOffsets"]
-
-TP = tuple[str, int]
 
 
 class ClusterOffsets:
@@ -51,17 +50,17 @@ class ClusterOffsets:
             raise ReadOptionsError(f"cannot reach the cluster to plan the read: {exc}") from None
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
-    def earliest(self, tps: Iterable[TP]) -> dict[TP, int]:
+    def earliest(self, tps: Iterable[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         return self._list({tp: OffsetSpec.earliest() for tp in tps}, "log start offset")
 
-    def latest(self, tps: Iterable[TP]) -> dict[TP, int]:
+    def latest(self, tps: Iterable[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         return self._list({tp: OffsetSpec.latest() for tp in tps}, "high watermark")
 
-    def offsets_for_times(self, timestamps: Mapping[TP, int]) -> dict[TP, int | None]:
+    def offsets_for_times(self, timestamps: Mapping[TopicPartitionTuple, int]) -> dict[TopicPartitionTuple, int | None]:
         found = self._list({tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}, "offset for a timestamp")
         return {tp: (offset if offset >= 0 else None) for tp, offset in found.items()}
 
-    def _list(self, specs: dict[TP, OffsetSpec], what: str) -> dict[TP, int]:
+    def _list(self, specs: dict[TopicPartitionTuple, OffsetSpec], what: str) -> dict[TopicPartitionTuple, int]:
         if not specs:
             return {}
         futures = self._admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in specs.items()},

@@ -24,15 +24,13 @@ import numpy as np
 import pyarrow as pa
 
 from mafka.client.record_decoder import BatchFilter
-from mafka.wire.batch import iter_batches, validate_batch
+from mafka.wire.batch import BATCH_HEADER_SIZE, LOG_OVERHEAD, iter_batches, validate_batch
 from mafka.wire.compression import decompress
 from mafka.wire.errors import CorruptRecordBatch, ProtocolError
 from mafka.wire.records import decode_varint
 
-__all__ = ["record_set_to_arrow", "arrow_schema", "COLUMNS"]
+__all__ = ["record_set_to_arrow", "arrow_schema"]
 
-_BATCH_HEADER = 61
-COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 _HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
 
 
@@ -153,7 +151,7 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
         if skipped(data, pos, h):
             continue
         attributes = h.attributes
-        start, end = pos + _BATCH_HEADER, pos + h.batch_length + 12
+        start, end = pos + BATCH_HEADER_SIZE, pos + h.batch_length + LOG_OVERHEAD
         if attributes & 0x07:
             try:
                 body = decompress(attributes & 0x07, memoryview(data)[start:end])

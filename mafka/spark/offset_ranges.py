@@ -37,6 +37,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mafka.topics import TopicPartitionTuple
+from mafka.wire.apis.list_offsets import EARLIEST_TIMESTAMP as EARLIEST
+from mafka.wire.apis.list_offsets import LATEST_TIMESTAMP as LATEST
+
 __all__ = [
     "OffsetRange",
     "ReadOptions",
@@ -50,10 +54,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mafka.spark")
-
-EARLIEST = -2
-LATEST = -1
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -70,7 +70,7 @@ class OffsetRange:
         return self.until_offset - self.from_offset
 
     @property
-    def topic_partition(self) -> TP:
+    def topic_partition(self) -> TopicPartitionTuple:
         return (self.topic, self.partition)
 
 
@@ -298,13 +298,13 @@ class OffsetSource(Protocol):
     def partition_counts(self) -> dict[str, int]:
         """Every topic and its partition count."""
 
-    def earliest(self, tps: Iterable[TP]) -> dict[TP, int]:
+    def earliest(self, tps: Iterable[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """Log start offsets."""
 
-    def latest(self, tps: Iterable[TP]) -> dict[TP, int]:
+    def latest(self, tps: Iterable[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """High watermarks."""
 
-    def offsets_for_times(self, timestamps: Mapping[TP, int]) -> dict[TP, int | None]:
+    def offsets_for_times(self, timestamps: Mapping[TopicPartitionTuple, int]) -> dict[TopicPartitionTuple, int | None]:
         """The first offset with a timestamp at or after each one (None: there is none)."""
 
 
@@ -340,7 +340,7 @@ def plan_ranges(options: ReadOptions, source: OffsetSource) -> list[OffsetRange]
     return split_ranges(ranges, options.min_partitions, options.max_records_per_partition)
 
 
-def _partitions(options: ReadOptions, counts: dict[str, int]) -> list[TP]:
+def _partitions(options: ReadOptions, counts: dict[str, int]) -> list[TopicPartitionTuple]:
     if options.assign is not None:
         tps = []
         for topic, parts in options.assign.items():
@@ -363,8 +363,8 @@ def _partitions(options: ReadOptions, counts: dict[str, int]) -> list[TP]:
     return [(t, p) for t in topics for p in range(counts[t])]
 
 
-def _resolve(spec: _Spec, side: str, tps: list[TP], earliest: dict[TP, int], latest: dict[TP, int],
-             source: OffsetSource, strategy: str) -> dict[TP, int]:
+def _resolve(spec: _Spec, side: str, tps: list[TopicPartitionTuple], earliest: dict[TopicPartitionTuple, int], latest: dict[TopicPartitionTuple, int],
+             source: OffsetSource, strategy: str) -> dict[TopicPartitionTuple, int]:
     if spec.keyword is not None:
         return dict(earliest if spec.keyword == EARLIEST else latest)
     if spec.offsets is not None:
@@ -391,7 +391,7 @@ def _resolve(spec: _Spec, side: str, tps: list[TP], earliest: dict[TP, int], lat
     return out
 
 
-def _complete(spec: dict[str, dict[int, int]], tps: list[TP], option: str) -> dict[TP, int]:
+def _complete(spec: dict[str, dict[int, int]], tps: list[TopicPartitionTuple], option: str) -> dict[TopicPartitionTuple, int]:
     """The spec's value for every partition read; Spark requires them all to be named."""
     named = {(t, p): v for t, parts in spec.items() for p, v in parts.items()}
     extra = sorted(set(named) - set(tps))

@@ -1,7 +1,7 @@
 """The transaction coordinator: Kafka 2.8's ``TransactionCoordinator`` as plain Python.
 
 No sockets, no reactor, no clock of its own: time comes from ``clock()`` (ms),
-delays from a :class:`~mafka.transaction.markers.Timers`, every write to
+delays from a :class:`~mafka.timers.Timers`, every write to
 ``__transaction_state`` goes through a
 :class:`~mafka.transaction.state_manager.StateLog` whose ``append`` calls back
 later with an error code (acks=all), producer ids come from a
@@ -45,6 +45,10 @@ Contract:
   ``abort_timed_out_transactions_interval_ms`` and
   :meth:`~TransactionCoordinator.remove_expired_transactional_ids` every
   ``remove_expired_transactional_ids_interval_ms``; both may also be called directly.
+  They run through the :class:`PeriodicScheduler` given (a broker's supervised
+  background passes: :mod:`mafka.background`), else on the :class:`Timers`,
+  rescheduled after each run; either way an exception is logged and the pass
+  runs again at its next interval.
 """
 
 from __future__ import annotations
@@ -54,20 +58,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from mafka.errors import ErrorCode
-from mafka.topics import GROUP_METADATA_TOPIC
+from mafka.errors import ErrorCode, IllegalStateError
+from mafka.timers import TimerHandle, Timers
+from mafka.topics import GROUP_METADATA_TOPIC, TopicPartitionTuple
 from mafka.transaction.markers import (
-    TimerHandle,
-    Timers,
     TransactionMarkerChannelManager,
     TransactionResult,
     TxnMarkerSink,
 )
 from mafka.transaction.metadata import (
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    IllegalStateError,
-    TopicPartition,
     TransactionMetadata,
     TransactionState,
     TxnTransitMetadata,
@@ -78,9 +77,11 @@ from mafka.transaction.state_manager import (
     TransactionConfig,
     TransactionStateManager,
 )
+from mafka.wire.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = [
     "ListTransactionsResult",
+    "PeriodicScheduler",
     "ProducerIdGenerator",
     "TransactionCoordinator",
     "TransactionDescription",
@@ -120,6 +121,12 @@ def expected_producer_id_and_epoch(producer_id: int, producer_epoch: int) -> tup
     if producer_id == NO_PRODUCER_ID or producer_epoch == NO_PRODUCER_EPOCH:
         return ErrorCode.INVALID_REQUEST, None
     return ErrorCode.NONE, (producer_id, producer_epoch)
+
+
+class PeriodicScheduler(Protocol):
+    def __call__(self, name: str, period_ms: int, fn: Callable[[], object]) -> TimerHandle:
+        """Run ``fn()`` every ``period_ms`` (first after one period), surviving its exceptions,
+        until the handle is cancelled."""
 
 
 class ProducerIdGenerator(Protocol):
@@ -175,10 +182,12 @@ class TransactionCoordinator:
         state_log: StateLog,
         producer_ids: ProducerIdGenerator,
         markers: TxnMarkerSink,
+        periodic: PeriodicScheduler | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
         self._timers = timers
+        self._periodic = periodic
         self._producer_ids = producer_ids
         self.txn_manager = TransactionStateManager(config, clock, state_log)
         self.txn_marker_channel_manager = TransactionMarkerChannelManager(
@@ -207,6 +216,14 @@ class TransactionCoordinator:
         self.txn_marker_channel_manager.shutdown()
 
     def _schedule(self, name: str, period_ms: int, task: Callable[[], object]) -> None:
+        if self._periodic is not None:
+            def once() -> None:
+                if self.active:
+                    task()
+
+            self._scheduled[name] = self._periodic(name, period_ms, once)
+            return
+
         def run() -> None:
             if not self.active:
                 return
@@ -436,8 +453,8 @@ class TransactionCoordinator:
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
-        partitions: Iterable[TopicPartition],
-        respond: Callable[[dict[TopicPartition, int]], None],
+        partitions: Iterable[TopicPartitionTuple],
+        respond: Callable[[dict[TopicPartitionTuple, int]], None],
     ) -> None:
         """AddPartitionsToTxn: ``respond({partition: error})``, every partition with the
         same error, as Kafka answers. Partitions already in the Ongoing transaction are
@@ -469,7 +486,7 @@ class TransactionCoordinator:
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
-        partitions: frozenset[TopicPartition],
+        partitions: frozenset[TopicPartitionTuple],
         respond: ErrorCallback,
     ) -> None:
         if not transactional_id:

@@ -32,15 +32,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from mafka.transaction.metadata import (
-    NO_PRODUCER_EPOCH,
-    NO_PRODUCER_ID,
-    IllegalStateError,
-    TopicPartition,
-    TransactionMetadata,
-    TransactionState,
-    TxnTransitMetadata,
-)
+from mafka.errors import IllegalStateError
+from mafka.topics import TopicPartitionTuple
+from mafka.transaction.metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
+from mafka.wire.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = [
     "KEY_VERSION",
@@ -81,7 +76,7 @@ class TransactionLogValue:
     transaction_last_update_timestamp_ms: int
     transaction_start_timestamp_ms: int
 
-    def topic_partitions(self) -> set[TopicPartition]:
+    def topic_partitions(self) -> set[TopicPartitionTuple]:
         return {(topic, p) for topic, ids in self.partitions or () for p in ids}
 
 

@@ -38,13 +38,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from mafka.errors import ErrorCode
-from mafka.transaction.metadata import TopicPartition, TransactionMetadata, TxnTransitMetadata
+from mafka.timers import TimerHandle, Timers
+from mafka.topics import TopicPartitionTuple
+from mafka.transaction.metadata import TransactionMetadata, TxnTransitMetadata
 from mafka.transaction.state_manager import TransactionStateManager
 
 __all__ = [
     "PendingCompleteTxn",
-    "TimerHandle",
-    "Timers",
     "TransactionMarkerChannelManager",
     "TransactionResult",
     "TxnMarkerSink",
@@ -60,14 +60,6 @@ class TransactionResult(enum.IntEnum):
     COMMIT = 1
 
 
-class TimerHandle(Protocol):
-    def cancel(self) -> None: ...
-
-
-class Timers(Protocol):
-    def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle: ...
-
-
 class TxnMarkerSink(Protocol):
     def send_markers(
         self,
@@ -76,7 +68,7 @@ class TxnMarkerSink(Protocol):
         producer_id: int,
         producer_epoch: int,
         result: TransactionResult,
-        partitions: set[TopicPartition],
+        partitions: set[TopicPartitionTuple],
         on_complete: Callable[[], None],
     ) -> None:
         """Write ``result``'s marker to the leader of every partition, retrying until each

@@ -37,14 +37,12 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from mafka.errors import ErrorCode
+from mafka.errors import ErrorCode, IllegalStateError
+from mafka.topics import TopicPartitionTuple
+from mafka.wire.batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID
 
 __all__ = [
-    "NO_PRODUCER_EPOCH",
-    "NO_PRODUCER_ID",
     "VALID_PREVIOUS_STATES",
-    "IllegalStateError",
-    "TopicPartition",
     "TransactionMetadata",
     "TransactionState",
     "TxnTransitMetadata",
@@ -52,16 +50,7 @@ __all__ = [
     "is_valid_transition",
 ]
 
-#: ``RecordBatch.NO_PRODUCER_ID`` / ``RecordBatch.NO_PRODUCER_EPOCH``.
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 32767
-
-TopicPartition = tuple[str, int]
-
-
-class IllegalStateError(Exception):
-    """A transition the metadata does not allow (Kafka's IllegalStateException): a bug, not a client error."""
 
 
 class TransactionState(enum.IntEnum):
@@ -148,7 +137,7 @@ class TxnTransitMetadata:
     last_producer_epoch: int
     txn_timeout_ms: int
     txn_state: TransactionState
-    topic_partitions: frozenset[TopicPartition]
+    topic_partitions: frozenset[TopicPartitionTuple]
     txn_start_timestamp: int
     txn_last_update_timestamp: int
 
@@ -169,7 +158,7 @@ class TransactionMetadata:
     last_producer_epoch: int = NO_PRODUCER_EPOCH
     txn_timeout_ms: int = 0
     state: TransactionState = TransactionState.EMPTY
-    topic_partitions: set[TopicPartition] = field(default_factory=set)
+    topic_partitions: set[TopicPartitionTuple] = field(default_factory=set)
     txn_start_timestamp: int = -1
     txn_last_update_timestamp: int = -1
     #: The state the metadata is moving to while its log append is in flight.
@@ -251,7 +240,7 @@ class TransactionMetadata:
         )
 
     def prepare_add_partitions(
-        self, added: frozenset[TopicPartition] | set[TopicPartition], update_timestamp: int
+        self, added: frozenset[TopicPartitionTuple] | set[TopicPartitionTuple], update_timestamp: int
     ) -> TxnTransitMetadata:
         """→ Ongoing with ``added`` joined; a new transaction starts its clock now."""
         if self.state in (_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT):
@@ -294,7 +283,7 @@ class TransactionMetadata:
         new_epoch: int,
         new_last_epoch: int,
         new_txn_timeout_ms: int,
-        new_topic_partitions: frozenset[TopicPartition],
+        new_topic_partitions: frozenset[TopicPartitionTuple],
         new_txn_start_timestamp: int,
         update_timestamp: int,
     ) -> TxnTransitMetadata:

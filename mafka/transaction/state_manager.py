@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mafka.errors import ErrorCode
+from mafka.errors import ErrorCode, IllegalStateError
 from mafka.group.offsets_records import offsets_partition_for
 from mafka.topics import TRANSACTION_STATE_TOPIC
 from mafka.transaction.log_records import (
@@ -48,12 +48,7 @@ from mafka.transaction.log_records import (
     metadata_from_value,
     value_from_transit,
 )
-from mafka.transaction.metadata import (
-    IllegalStateError,
-    TransactionMetadata,
-    TransactionState,
-    TxnTransitMetadata,
-)
+from mafka.transaction.metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 
 __all__ = [
     "CoordinatorEpochAndTxnMetadata",

@@ -59,6 +59,10 @@ __all__ = [
     "DELETE_HORIZON_FLAG_MASK",
     "CREATE_TIME",
     "LOG_APPEND_TIME",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
     "HEADER_STRUCT",
     "BatchHeader",
     "RecordBatchTooLarge",
@@ -103,6 +107,12 @@ DELETE_HORIZON_FLAG_MASK = 0x40
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
+
+# -- RecordBatch's "none" values (also those of the legacy formats) -----------
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
 
 #: The whole 61-byte header in one unpack.
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import cramjam
 import xxhash
 
+from mafka.wire.batch import LOG_OVERHEAD, NO_TIMESTAMP
 from mafka.wire.compression import (
     DEFAULT_MAX_DECOMPRESSED,
     XERIAL_MAGIC,
@@ -49,10 +50,8 @@ from mafka.wire.errors import CorruptRecordBatch, ProtocolError
 __all__ = [
     "MAGIC_V0",
     "MAGIC_V1",
-    "LOG_OVERHEAD",
     "RECORD_OVERHEAD_V0",
     "RECORD_OVERHEAD_V1",
-    "NO_TIMESTAMP",
     "TIMESTAMP_TYPE_MASK",
     "LegacyRecord",
     "is_legacy_message_set",
@@ -66,13 +65,10 @@ __all__ = [
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
-#: offset + message_size: the bytes message_size does not count.
-LOG_OVERHEAD = 12
 #: crc + magic + attributes + key length + value length.
 RECORD_OVERHEAD_V0 = 14
 #: ... + timestamp.
 RECORD_OVERHEAD_V1 = 22
-NO_TIMESTAMP = -1
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 #: The magic byte's position in an entry — the same as in a v2 batch, so one

@@ -39,13 +39,14 @@ from mafka.broker.topic_configs import (
     log_properties,
 )
 from mafka.errors import (
+    ConfigError,
     ErrorCode,
     InvalidConfigError,
     InvalidRequestError,
     KafkaError,
     UnknownTopicOrPartitionError,
 )
-from mafka.log.config import InvalidConfig, LogConfig
+from mafka.log.config import LogConfig
 
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
@@ -99,7 +100,7 @@ def _validate(configs: dict[str, Any]) -> None:
 def _error(exc: BaseException) -> tuple[int, str | None]:
     if isinstance(exc, KafkaError):
         return int(exc.code), exc.message
-    if isinstance(exc, InvalidConfig):
+    if isinstance(exc, ConfigError):
         return int(ErrorCode.INVALID_CONFIG), str(exc)
     return int(ErrorCode.UNKNOWN_SERVER_ERROR), str(exc)
 
@@ -134,7 +135,7 @@ def handlers(broker: Any) -> dict[int, Any]:
     def topic_entries(overrides: dict[str, str], keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
         try:
             effective = LogConfig.from_properties(log_properties(overrides), base_log_config()).to_properties()
-        except InvalidConfig:
+        except ConfigError:
             effective = base_log_config().to_properties()
         entries = []
         for name in ALL_TOPIC_CONFIG_NAMES:

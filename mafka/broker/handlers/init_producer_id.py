@@ -10,7 +10,7 @@ partition.  v3+ carries the producer id and epoch the producer already holds
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4, which older
 clients understand.
 
-The broker provides ``producer_ids`` and ``transaction_service.coordinator``.
+The broker provides ``producer_ids`` and ``transaction_service.checked_coordinator()``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def handlers(broker: Any) -> dict[int, Any]:
         def respond(error: int, producer_id: int, producer_epoch: int) -> None:
             d.callback(_answer(error_for_version(INIT_PRODUCER_ID, version, error), producer_id, producer_epoch))
 
-        broker.transaction_service.coordinator.handle_init_producer_id(
+        broker.transaction_service.checked_coordinator().handle_init_producer_id(
             body.transactional_id, body.transaction_timeout_ms, expected, respond
         )
         return d

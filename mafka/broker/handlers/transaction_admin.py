@@ -22,7 +22,7 @@ transaction coordinator alone:
   partition loads, COORDINATOR_NOT_AVAILABLE before startup.
 
 Authorization is the security work's (no ACLs yet: every id and topic is
-described).  The broker provides ``transaction_service.coordinator``.
+described).  The broker provides ``transaction_service.checked_coordinator()``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _transaction_state(d: TransactionDescription) -> dict[str, Any]:
 
 def handlers(broker: Any) -> dict[int, Any]:
     def coordinator() -> Any:
-        return broker.transaction_service.coordinator
+        return broker.transaction_service.checked_coordinator()
 
     def describe_transactions(request: Any, connection: Any) -> dict[str, Any]:
         described = coordinator().describe_transactions(list(request.body.transactional_ids))

@@ -16,7 +16,7 @@ Kafka 2.8's ``KafkaApis``:
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.
 Authorization is the security work's (no ACLs yet).
 
-The broker provides ``transaction_service.coordinator``,
+The broker provides ``transaction_service.checked_coordinator()``,
 ``group_service.coordinator.partition_for`` and ``metadata_cache``.
 """
 
@@ -41,7 +41,7 @@ def _topic_results(errors: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
 
 def handlers(broker: Any) -> dict[int, Any]:
     def coordinator() -> Any:
-        return broker.transaction_service.coordinator
+        return broker.transaction_service.checked_coordinator()
 
     def add_partitions_to_txn(request: Any, connection: Any) -> Any:
         body = request.body

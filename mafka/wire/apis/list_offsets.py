@@ -15,6 +15,12 @@ from __future__ import annotations
 from ..api import api
 from ..schema import F
 
+#: ``ListOffsetsRequest.EARLIEST_TIMESTAMP``: asks for the log start offset, not a time's.
+EARLIEST_TIMESTAMP = -2
+#: ``ListOffsetsRequest.LATEST_TIMESTAMP``: asks for the log end offset (the high watermark
+#: or the last stable offset, by isolation level).
+LATEST_TIMESTAMP = -1
+
 SPEC = api(
     2,
     "ListOffsets",

@@ -12,8 +12,6 @@ from mafka.broker.config import (
     CONFIG_KEYS,
     LOG_CONFIG_SYNONYMS,
     BrokerConfig,
-    ConfigError,
-    Endpoint,
     env_overrides,
     env_var_to_key,
     key_to_env_var,
@@ -21,6 +19,8 @@ from mafka.broker.config import (
     parse_override,
     parse_properties,
 )
+from mafka.endpoint import Endpoint
+from mafka.errors import ConfigError
 from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, LogConfig
 
 ZK = {"zookeeper.connect": "zk1:2181,zk2:2181/kafka"}
@@ -40,7 +40,7 @@ def test_kafka_28_defaults():
     assert c.zookeeper_session_timeout_ms == 18000
     assert c.zookeeper_connection_timeout_ms is None and c.effective_zookeeper_connection_timeout_ms == 18000
     assert c.listeners is None and c.advertised_listeners is None
-    assert c.listener_endpoints == (Endpoint("PLAINTEXT", "PLAINTEXT", "", 9092),)
+    assert c.listener_endpoints == (Endpoint("PLAINTEXT", "PLAINTEXT", None, 9092),)
     assert c.listener_security_protocol_map == "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
     assert c.effective_log_dirs == ("/tmp/kafka-logs",)
     assert (c.num_partitions, c.default_replication_factor, c.min_insync_replicas) == (1, 1, 1)
@@ -221,8 +221,8 @@ def test_cp_kafka_compose_environment():
     c = BrokerConfig.from_file(None, env=env)
     assert (c.broker_id, c.zookeeper_connect, c.offsets_topic_replication_factor) == (2, "zk1:2181", 1)
     assert c.listener_endpoints == (
-        Endpoint("PLAINTEXT", "PLAINTEXT", "", 19092),
-        Endpoint("PLAINTEXT_HOST", "PLAINTEXT", "", 9092),
+        Endpoint("PLAINTEXT", "PLAINTEXT", None, 19092),
+        Endpoint("PLAINTEXT_HOST", "PLAINTEXT", None, 9092),
     )
     assert [e.connection_string for e in c.advertised_endpoints] == [
         "PLAINTEXT://kafka1:19092",
@@ -409,7 +409,7 @@ def test_listeners_with_protocol_map_ipv6_and_empty_host():
         inter_broker_listener_name="internal",
     )
     assert c.listener_endpoints == (
-        Endpoint("INTERNAL", "PLAINTEXT", "", 9092),
+        Endpoint("INTERNAL", "PLAINTEXT", None, 9092),
         Endpoint("EXTERNAL", "SASL_PLAINTEXT", "::1", 9093),
         Endpoint("SSL", "SSL", "host.example", 9094),
     )

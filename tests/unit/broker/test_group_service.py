@@ -22,7 +22,6 @@ from mafka.broker.group_service import (
     read_partition_records,
 )
 from mafka.broker.replica_manager import ProduceResult
-from mafka.broker.validation import validate_produce_batch
 from mafka.errors import ErrorCode as E
 from mafka.group.coordinator import JoinResult
 from mafka.group.offsets import LogRecord, OffsetAndMetadata, TxnMarker
@@ -35,6 +34,7 @@ from mafka.group.offsets_records import (
 )
 from mafka.log.config import LogConfig
 from mafka.log.log import Log
+from mafka.log.validation import validate_produce_batch
 from mafka.wire.compression import CompressionType
 from mafka.wire.records import (
     ControlRecordType,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import json
 
-from mafka.broker.monitor import PartitionSample, build_report, parse_report
+from mafka.broker.monitor import PartitionSample, build_report
 from mafka.cli.cluster_status import format_status
+from mafka.monitoring.report import parse_report
 
 T = 1_800_000_000_000
 

@@ -780,3 +780,19 @@ def test_make_leader_resets_the_previous_fetch_to_the_epoch_start(log):
     assert p.followers[3].last_caught_up_ms == later  # Mafka: T0 (its fetch before the leader change)
     p.update_follower(2, 15, later + 3)
     assert p.high_watermark == 10  # 3 caught up within the lag holds the HW; Mafka: 15
+
+
+def test_a_partition_whose_shrink_check_raises_does_not_stop_the_others(rm_env):
+    writer = IsrWriter()
+    rm, _ = _lagging_leader(rm_env, writer)
+    # a second led partition (ahead of TP in the iteration) whose check raises
+    rm.partitions = {("broken", 0): _Broken(), **rm.partitions}
+    assert rm.maybe_shrink_isr() == 1
+    assert [w.tp for w in writer.writes] == [TP] and rm.isr_shrink_failures == 1
+
+
+class _Broken:
+    tp = ("broken", 0)
+
+    def isr_to_shrink(self, now_ms):
+        raise RuntimeError("a bug in one partition's state")

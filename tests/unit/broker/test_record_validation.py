@@ -15,10 +15,10 @@ from twisted.internet import defer, task
 from mafka.broker.dispatcher import Dispatcher, collect_handlers
 from mafka.broker.metadata_cache import MetadataCache
 from mafka.broker.replica_manager import ReplicaManager
-from mafka.broker.validation import needs_record_checks
 from mafka.errors import ErrorCode
 from mafka.log.config import LogConfig
 from mafka.log.manager import LogManager
+from mafka.log.validation import needs_record_checks
 from mafka.wire.batch import BatchHeader
 from mafka.wire.records import Record, build_batch
 from tests.unit.broker.test_replica_manager import call, leader_and_isr

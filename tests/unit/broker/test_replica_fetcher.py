@@ -1,6 +1,6 @@
 """The replica fetcher (mafka.broker.replica_fetcher) over a fake connection and a fake clock.
 
-The fetcher's ``BrokerConnection`` is replaced (in the module, with
+The fetcher's ``InterBrokerConnection`` is replaced (in the module, with
 ``monkeypatch``) by :class:`FakeConn`, whose ``request`` records each request
 and returns a Deferred the test answers; ``task.Clock`` is the reactor.  The
 replica manager is real (logs in a tmp dir), so truncations and follower
@@ -48,7 +48,7 @@ class FakeTransport:
 
 
 class FakeConn:
-    """Stands for BrokerConnection: records requests, answers when the test says."""
+    """Stands for InterBrokerConnection: records requests, answers when the test says."""
 
     instances: list[FakeConn] = []
 
@@ -97,7 +97,7 @@ def lai(*, leader=1, epoch=5, isr=(1, 2), replicas=(1, 2)):
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     FakeConn.instances = []
-    monkeypatch.setattr(rf, "BrokerConnection", FakeConn)
+    monkeypatch.setattr(rf, "InterBrokerConnection", FakeConn)
     clock = task.Clock()
     clock.advance(1_000_000)
     manager = LogManager([tmp_path / "d"], LogConfig(), lambda: 1_000_000_000, broker_id=2, cluster_id="c")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mafka.broker.config import BrokerConfig, ConfigError
+from mafka.broker.config import BrokerConfig
 from mafka.broker.replica_selector import (
     NO_NODE,
     RACK_AWARE_REPLICA_SELECTOR,
@@ -16,6 +16,7 @@ from mafka.broker.replica_selector import (
     most_caught_up,
     replica_selector_for,
 )
+from mafka.errors import ConfigError
 
 TP = ("t", 0)
 LEADER = ReplicaView(1, "r1", 100, 0)

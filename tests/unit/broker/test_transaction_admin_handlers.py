@@ -18,7 +18,7 @@ DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
 
 
 def _ask(h: H, api_key: int, body: dict):
-    broker = SimpleNamespace(transaction_service=SimpleNamespace(coordinator=h.c))
+    broker = SimpleNamespace(transaction_service=SimpleNamespace(coordinator=h.c, checked_coordinator=lambda: h.c))
     dispatcher = Dispatcher(collect_handlers(broker))
     request = decode_request(encode_request(api_key, 0, 3, "admin", body)[4:])
     result = dispatcher.dispatch(request, SimpleNamespace(listener="PLAINTEXT"))

@@ -53,7 +53,7 @@ def _broker():
 
     broker = SimpleNamespace(
         metadata_cache=_Cache(),
-        transaction_service=SimpleNamespace(coordinator=coordinator),
+        transaction_service=SimpleNamespace(coordinator=coordinator, checked_coordinator=lambda: coordinator),
         group_service=SimpleNamespace(coordinator=SimpleNamespace(
             partition_for=lambda g: 7,
             complete_transaction=lambda partition, pid, commit: completed.append((partition, pid, commit)),

@@ -13,8 +13,8 @@ import pytest
 
 from mafka.broker.replica_manager import ProduceResult
 from mafka.broker.transaction_service import TransactionStateLog, read_state_records
-from mafka.broker.validation import validate_produce_batch
 from mafka.errors import ErrorCode as E
+from mafka.log.validation import validate_produce_batch
 from mafka.wire.compression import CompressionType
 from mafka.wire.records import decode_batch
 

@@ -8,21 +8,21 @@ from typing import Any
 
 import pytest
 
-from mafka.cli import reassign_partitions as rp
+from mafka.cli import reassign_partitions_common as rpc
 from mafka.cli.main import main
 from mafka.errors import ErrorCode
 from tests.unit.cli.fake_wire import WireFake
 
 
 def test_reassignment_json_is_kafkas_byte_for_byte() -> None:
-    text = rp.format_reassignment_json({("b", 0): [2, 1], ("a", 10): [3], ("a", 2): [1, 2]})
+    text = rpc.format_reassignment_json({("b", 0): [2, 1], ("a", 10): [3], ("a", 2): [1, 2]})
     assert text == (
         '{"version":1,"partitions":['
         '{"topic":"a","partition":2,"replicas":[1,2],"log_dirs":["any","any"]},'
         '{"topic":"a","partition":10,"replicas":[3],"log_dirs":["any"]},'
         '{"topic":"b","partition":0,"replicas":[2,1],"log_dirs":["any","any"]}]}'
     )
-    assert rp.parse_reassignment_json(text) == {("b", 0): [2, 1], ("a", 10): [3], ("a", 2): [1, 2]}
+    assert rpc.parse_reassignment_json(text) == {("b", 0): [2, 1], ("a", 10): [3], ("a", 2): [1, 2]}
 
 
 @pytest.mark.parametrize(
@@ -44,28 +44,28 @@ def test_reassignment_json_is_kafkas_byte_for_byte() -> None:
     ],
 )
 def test_reassignment_json_errors(doc: dict, message: str) -> None:
-    with pytest.raises(rp.CommandError, match=message):
-        rp.parse_reassignment_json(json.dumps(doc))
+    with pytest.raises(rpc.CommandError, match=message):
+        rpc.parse_reassignment_json(json.dumps(doc))
 
 
 def test_topics_to_move_json() -> None:
-    assert rp.parse_topics_to_move_json(
+    assert rpc.parse_topics_to_move_json(
         '{"topics":[{"topic":"foo"},{"topic":"bar"}],"version":1}'
     ) == ["foo", "bar"]
-    with pytest.raises(rp.CommandError, match="duplicate entries: foo"):
-        rp.parse_topics_to_move_json('{"topics":[{"topic":"foo"},{"topic":"foo"}],"version":1}')
+    with pytest.raises(rpc.CommandError, match="duplicate entries: foo"):
+        rpc.parse_topics_to_move_json('{"topics":[{"topic":"foo"},{"topic":"foo"}],"version":1}')
 
 
 def test_throttles_as_kafka_computes_them() -> None:
     current = {("t", 0): [1, 2], ("t", 1): [2, 3], ("u", 0): [1]}
     proposed = {("t", 0): [1, 3], ("t", 1): [2, 3], ("u", 0): [2]}
     in_flight = {("t", 1): ([4, 2, 3], [4])}  # an earlier move of t-1 towards 4
-    moves = rp.proposed_move_map(in_flight, proposed, current)
+    moves = rpc.proposed_move_map(in_flight, proposed, current)
     assert moves["t"][0] == ({1, 2}, {1, 3})
     assert moves["t"][1] == ({2, 3}, {2, 3}), "sources of the running move are kept"
-    assert rp.leader_throttles(moves) == {"t": "0:1,0:2,1:2,1:3", "u": "0:1"}
-    assert rp.follower_throttles(moves) == {"t": "0:3", "u": "0:2"}
-    assert rp.reassigning_brokers(moves) == {1, 2, 3}
+    assert rpc.leader_throttles(moves) == {"t": "0:1,0:2,1:2,1:3", "u": "0:1"}
+    assert rpc.follower_throttles(moves) == {"t": "0:3", "u": "0:2"}
+    assert rpc.reassigning_brokers(moves) == {1, 2, 3}
 
 
 def test_exactly_one_action(capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,7 +173,7 @@ def reassign(*argv: str) -> int:
 def test_execute_with_a_throttle_then_verify_until_complete(fake: ReassignCluster, tmp_path: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
     plan = tmp_path / "plan.json"
-    plan.write_text(rp.format_reassignment_json({("t", 0): [1, 3]}))
+    plan.write_text(rpc.format_reassignment_json({("t", 0): [1, 3]}))
     assert reassign("--execute", "--reassignment-json-file", str(plan), "--throttle", "1000") == 0
     assert capsys.readouterr().out.splitlines() == [
         "Current partition replica assignment",
@@ -181,7 +181,7 @@ def test_execute_with_a_throttle_then_verify_until_complete(fake: ReassignCluste
         '{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]}]}',
         "",
         "Save this to use as the --reassignment-json-file option during rollback",
-        rp.RUN_VERIFY_PERIODICALLY,
+        rpc.RUN_VERIFY_PERIODICALLY,
         "The inter-broker throttle limit was set to 1000 B/s",
         "Successfully started partition reassignment for t-0",
     ]
@@ -191,15 +191,15 @@ def test_execute_with_a_throttle_then_verify_until_complete(fake: ReassignCluste
     assert broker == 1 and [(t.name, [(p.partition_index, list(p.replicas)) for p in t.partitions])
                             for t in alter.topics] == [("t", [(0, [1, 3])])]
     topic_ops = [(name, ops) for kind, name, ops, _ in fake.configs if kind == 2]
-    assert topic_ops == [("t", [(rp.TOPIC_LEADER_THROTTLE, 0, "0:1,0:2"), (rp.TOPIC_FOLLOWER_THROTTLE, 0, "0:3")])]
+    assert topic_ops == [("t", [(rpc.TOPIC_LEADER_THROTTLE, 0, "0:1,0:2"), (rpc.TOPIC_FOLLOWER_THROTTLE, 0, "0:3")])]
     broker_ops = [(name, ops, to) for kind, name, ops, to in fake.configs if kind == 4]
     assert broker_ops == [
-        (str(b), [(rp.BROKER_LEADER_THROTTLE, 0, "1000"), (rp.BROKER_FOLLOWER_THROTTLE, 0, "1000")], b)
+        (str(b), [(rpc.BROKER_LEADER_THROTTLE, 0, "1000"), (rpc.BROKER_FOLLOWER_THROTTLE, 0, "1000")], b)
         for b in (1, 2, 3)
     ], "each broker's rate is set at that broker"
 
     assert reassign("--execute", "--reassignment-json-file", str(plan)) == 1
-    assert capsys.readouterr().out == rp.CANNOT_EXECUTE_BECAUSE_OF_EXISTING + "\n"
+    assert capsys.readouterr().out == rpc.CANNOT_EXECUTE_BECAUSE_OF_EXISTING + "\n"
     assert reassign("--list") == 0
     assert capsys.readouterr().out == "Current partition reassignments:\nt-0: replicas: 1,3,2. adding: 3. removing: 2.\n"
 
@@ -225,14 +225,14 @@ def test_cancel_and_a_failed_partition(fake: ReassignCluster, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     fake.moving[("t", 1)] = ([3, 1, 2], [1], [2])
     plan = tmp_path / "plan.json"
-    plan.write_text(rp.format_reassignment_json({("t", 1): [3, 1]}))
+    plan.write_text(rpc.format_reassignment_json({("t", 1): [3, 1]}))
     assert reassign("--cancel", "--reassignment-json-file", str(plan), "--preserve-throttles") == 0
     assert capsys.readouterr().out == "Successfully cancelled partition reassignment for: t-1\n"
     assert fake.moving == {}
     assert reassign("--cancel", "--reassignment-json-file", str(plan), "--preserve-throttles") == 0
     assert capsys.readouterr().out == "None of the specified partition reassignments are active.\n"
 
-    plan.write_text(rp.format_reassignment_json({("t", 0): [3, 1], ("u", 0): [1]}))
+    plan.write_text(rpc.format_reassignment_json({("t", 0): [3, 1], ("u", 0): [1]}))
     assert reassign("--execute", "--reassignment-json-file", str(plan)) == 1
     assert capsys.readouterr().out == (
         "Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic 'u' not found.\n")
@@ -247,9 +247,9 @@ def test_generate_proposes_kafkas_assignment(fake: ReassignCluster, tmp_path: Pa
     assert reassign("--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "2,3") == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:3] == ["Current partition replica assignment",
-                         rp.format_reassignment_json({("t", 0): [1, 2], ("t", 1): [2, 3]}), ""]
+                         rpc.format_reassignment_json({("t", 0): [1, 2], ("t", 1): [2, 3]}), ""]
     assert lines[3] == "Proposed partition reassignment configuration"
-    proposed = rp.parse_reassignment_json(lines[4])
+    proposed = rpc.parse_reassignment_json(lines[4])
     assert sorted(proposed) == [("t", 0), ("t", 1)]
     assert all(sorted(r) == [2, 3] for r in proposed.values())
     assert fake.api_calls(45) == [], "generate changes nothing"

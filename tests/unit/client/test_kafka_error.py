@@ -5,8 +5,9 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 
-from mafka.client.kafka_error import LOCAL_ERRORS, KafkaError, KafkaException
-from mafka.errors import ErrorCode
+from mafka.client.kafka_error import LOCAL_ERRORS, KafkaError, KafkaException, error_for
+from mafka.errors import ErrorCode, NotLeaderOrFollowerError
+from mafka.errors import KafkaError as BrokerError
 
 CK = confluent_kafka.KafkaError
 
@@ -120,3 +121,13 @@ def test_kafka_exception_carries_error() -> None:
     assert info.value.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
     plain = KafkaException(KafkaError._STATE)
     assert plain.args[0].str() == LOCAL_ERRORS["_STATE"][1]
+
+
+def test_error_for_a_protocol_exception() -> None:
+    # No message from the broker: confluent-kafka's "Broker: <description>".
+    err = error_for(NotLeaderOrFollowerError())
+    assert (err.code(), err.name(), err.retriable()) == (6, "NOT_LEADER_OR_FOLLOWER", True)
+    assert err.str() == f"Broker: {ErrorCode.NOT_LEADER_OR_FOLLOWER.description}"
+    # The broker's own message is kept; an undefined code keeps its number.
+    assert error_for(NotLeaderOrFollowerError("moved")).str() == "moved"
+    assert error_for(BrokerError.for_code(999)()).code() == 999

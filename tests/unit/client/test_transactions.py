@@ -586,7 +586,8 @@ def test_abort_purges_queued_batches_and_waits_for_those_in_flight() -> None:
         h.produce(1, b"q2", b"q3")
         await h.until(lambda: len(h.kernel.api_calls(ADD_PARTITIONS)) == 2, "registration of partition 1")
         await h.txn.begin_abort()
-        # queued records fail at once; the one in flight is still out
+        # queued records fail on the sender's next pass; the one in flight is still out
+        await h.until(lambda: len(h.reports) == 2, "the purge")
         assert sorted(r.values[0] for r in h.reports) == [b"q1", b"q2"]
         assert h.errors() == [KafkaError._PURGE_QUEUE] * 2
         with pytest.raises(KafkaException) as exc:

@@ -128,7 +128,7 @@ class FakeBroker:
 
 
 class FakeConnection:
-    """A BrokerConnection to a FakeBroker, through the wire codec."""
+    """An InterBrokerConnection to a FakeBroker, through the wire codec."""
 
     def __init__(self, cluster: Cluster, broker_id: int, host: str, port: int) -> None:
         self.cluster = cluster
@@ -250,7 +250,7 @@ class Cluster:
 
     @property
     def active(self) -> Controller:
-        active = [c for c in self.controllers.values() if c.is_active and not c._stopped]
+        active = [c for c in self.controllers.values() if c.is_active and not c.core.stopped]
         assert len(active) == 1, (
             f"expected one active controller, got {[c.broker_id for c in active]}"
         )

@@ -512,7 +512,7 @@ def test_a_log_dir_failure_takes_the_replicas_answered_storage_error_offline() -
         assert x in fb.metadata.partition("t", 0).offline_replicas
         assert fb.metadata.partition("t", 0).leader == y
     # a preferred election cannot give t-0 back to x while its replica is offline
-    assert not cluster.active._can_preferred_replica_be_leader(("t", 0))
+    assert not cluster.active.leader_elections._can_preferred_replica_be_leader(("t", 0))
 
     # the broker restarts with the dir repaired: its replicas are online again
     cluster.brokers[x].offline = set()

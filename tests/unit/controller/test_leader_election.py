@@ -8,6 +8,7 @@ sessions, fake brokers, a ``Clock``).  Leaders' ISR changes are staged with
 from __future__ import annotations
 
 from mafka.controller.leader_election import (
+    AUTO_REBALANCE_PASS,
     ElectionType,
     preferred_replica_imbalance,
 )
@@ -206,9 +207,9 @@ def test_pending_preferred_replica_election_runs_at_failover() -> None:
     moved_off(cluster, x)
     old_store = cluster.stores[old.broker_id]
     # Written while the controller hears nothing: the next controller must act on it.
-    for w in list(old._watches):
+    for w in list(old.failover._watches):
         w.cancel()
-    old._watches = []
+    old.failover._watches = []
     fire(cluster, cluster.admin.create_preferred_replica_election([("t", 0)]))
     old_store.expire_session(reestablish=False)
     cluster.settle()
@@ -265,6 +266,33 @@ def test_auto_rebalance_runs_5s_after_failover_then_every_interval() -> None:
     assert leaders(cluster) == [x] * 10
 
 
+def test_a_failed_auto_rebalance_check_is_counted_and_the_next_one_still_comes_an_interval_later() -> None:
+    cluster, x, y = rebalance_cluster(10)
+    c = cluster.active
+    check = c.leader_elections._check_and_trigger_auto_leader_rebalance
+    broken = [True]
+
+    async def failing_check() -> None:
+        if broken[0]:
+            raise RuntimeError("a partition state the check did not expect")
+        await check()
+
+    c.leader_elections._check_and_trigger_auto_leader_rebalance = failing_check
+    cluster.clock.advance(5)
+    cluster.settle()
+    assert leaders(cluster) == [y] * 10
+    assert c.background.failure_count(AUTO_REBALANCE_PASS) == 1
+    assert c.events.idle, "the failed event did not block the queue"
+    broken[0] = False
+    cluster.clock.advance(299)
+    cluster.settle()
+    assert leaders(cluster) == [y] * 10
+    cluster.clock.advance(1)
+    cluster.settle()
+    assert leaders(cluster) == [x] * 10, "checked again 300 s after the failed check"
+    assert c.background.failure_count(AUTO_REBALANCE_PASS) == 1
+
+
 def test_auto_rebalance_threshold_is_strictly_greater_than_the_percentage() -> None:
     cluster, x, y = rebalance_cluster(10)
     c = cluster.active
@@ -304,12 +332,12 @@ def test_auto_rebalance_disabled_and_stopped_on_resignation() -> None:
     cluster.clock.advance(3600)
     cluster.settle()
     assert cluster.state("t", 0).leader == y
-    assert cluster.active._auto_rebalance_call is None
+    assert cluster.active.leader_elections.auto_rebalance_call is None
 
     enabled = Cluster((1, 2, 3))
     old = enabled.active
-    assert old._auto_rebalance_call is not None and old._auto_rebalance_call.active()
+    assert old.leader_elections.auto_rebalance_call is not None and old.leader_elections.auto_rebalance_call.active()
     enabled.stores[old.broker_id].expire_session(reestablish=False)
     enabled.settle()
-    assert old._auto_rebalance_call is None
-    assert enabled.active._auto_rebalance_call.active()
+    assert old.leader_elections.auto_rebalance_call is None
+    assert enabled.active.leader_elections.auto_rebalance_call.active()

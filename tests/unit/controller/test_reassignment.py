@@ -285,10 +285,10 @@ def test_failover_completes_a_reassignment_whose_isr_caught_up_meanwhile() -> No
     x, y = cluster.others()
     cluster.create("t", {0: [x]})
     fire(cluster, old.alter_partition_reassignments({("t", 0): [y]}))
-    old._unwatch_all_reassignments()
-    for w in list(old._watches):
+    old.reassignments.unwatch_all_reassignments()
+    for w in list(old.failover._watches):
         w.cancel()
-    old._watches = []
+    old.failover._watches = []
     set_isr(cluster, "t", 0, (x, y))  # nobody listening
     assert topic_json(cluster, "t")["partitions"] == {"0": [y, x]}
     cluster.stores[old.broker_id].expire_session(reestablish=False)

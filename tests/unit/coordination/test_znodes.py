@@ -28,7 +28,6 @@ from mafka.coordination.znodes import (
     ControllerEpochZNode,
     ControllerZNode,
     DeleteTopicsZNode,
-    Endpoint,
     FeatureZNode,
     IsrChangeNotificationZNode,
     LeaderIsrAndControllerEpoch,
@@ -43,6 +42,7 @@ from mafka.coordination.znodes import (
     sequence_number,
     validate_base64_uuid,
 )
+from mafka.endpoint import SECURITY_PROTOCOLS, Endpoint
 
 # --------------------------------------------------------------------------- paths
 
@@ -204,7 +204,7 @@ def test_broker_v5_many_listeners_exact_bytes() -> None:
     assert reg.encode() == STRIMZI_V5
     assert BrokerRegistration.decode(0, STRIMZI_V5) == reg
     # host/port are the first PLAINTEXT endpoint's, not the first endpoint's
-    assert reg.plaintext_endpoint == Endpoint("PLAINTEXT", host, 9092)
+    assert reg.plaintext_endpoint == Endpoint("PLAIN-9092", "PLAINTEXT", host, 9092)
 
 
 def test_broker_key_order_with_rack_and_features() -> None:
@@ -255,8 +255,8 @@ def test_broker_old_versions_decode() -> None:
     )
     reg = BrokerRegistration.decode(1, v2)
     assert dict(reg.endpoints) == {
-        "PLAINTEXT": Endpoint("PLAINTEXT", "host1", 9092),
-        "SSL": Endpoint("SSL", "host1", 9093),
+        "PLAINTEXT": Endpoint("PLAINTEXT", "PLAINTEXT", "host1", 9092),
+        "SSL": Endpoint("SSL", "SSL", "host1", 9093),
     }
     v3 = v2.replace(b'"version":2', b'"version":3').replace(b"]}", b'],"rack":"dc1"}')
     assert BrokerRegistration.decode(1, v3).rack == "dc1"
@@ -267,8 +267,8 @@ def test_broker_old_versions_decode() -> None:
     )
     reg = BrokerRegistration.decode(3, v5)
     assert dict(reg.endpoints) == {
-        "CLIENT": Endpoint("SASL_SSL", "::1", 9092),
-        "REPLICATION": Endpoint("PLAINTEXT", None, 9093),
+        "CLIENT": Endpoint("CLIENT", "SASL_SSL", "::1", 9092),
+        "REPLICATION": Endpoint("REPLICATION", "PLAINTEXT", None, 9093),
     }
     assert dict(reg.features) == {"feature": (1, 3)}
     assert (reg.host, reg.port) == (None, 9093)
@@ -306,7 +306,7 @@ def test_broker_registration_validates_and_is_hashable() -> None:
     assert a != b  # endpoint order is part of the bytes
     assert {a, b, a} == {a, b}
     with pytest.raises(TypeError):
-        a.endpoints["C"] = Endpoint("SSL", "h", 3)  # type: ignore[index]
+        a.endpoints["C"] = Endpoint("C", "SSL", "h", 3)  # type: ignore[index]
 
 
 _listener = st.from_regex(r"[A-Z][A-Z0-9_-]{0,11}", fullmatch=True)
@@ -315,7 +315,7 @@ _host = st.one_of(
     st.from_regex(r"[a-z0-9][a-z0-9.-]{0,20}", fullmatch=True),
     st.sampled_from(["::1", "fe80::1%eth0", "10.0.0.1"]),
 )
-_endpoint = st.tuples(st.sampled_from(zn.SECURITY_PROTOCOLS), _host, st.integers(-1, 65535))
+_endpoint = st.tuples(st.sampled_from(SECURITY_PROTOCOLS), _host, st.integers(-1, 65535))
 
 
 @given(
@@ -349,7 +349,7 @@ def test_broker_round_trip(
         return
     assert BrokerRegistration.decode(broker_id, data) == reg
     parsed = json.loads(data)
-    assert parsed["endpoints"] == [ep.connection_string(name) for name, ep in reg.endpoints.items()]
+    assert parsed["endpoints"] == [ep.connection_string for ep in reg.endpoints.values()]
     assert (parsed["host"], parsed["port"]) == (reg.host, reg.port)
 
 

@@ -7,11 +7,11 @@ import uuid
 
 import pytest
 
+from mafka.errors import IllegalStateError
 from mafka.group.state import (
     VALID_PREVIOUS_STATES,
     GroupMetadata,
     GroupState,
-    IllegalStateError,
     MemberMetadata,
     _champ_order,
     java_string_hash,

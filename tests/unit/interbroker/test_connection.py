@@ -9,7 +9,7 @@ from twisted.internet import defer, reactor
 
 from mafka.broker.dispatcher import Dispatcher, collect_handlers
 from mafka.broker.network import KafkaServerFactory
-from mafka.interbroker.connection import BrokerConnection, ConnectionLostError
+from mafka.interbroker.connection import ConnectionLostError, InterBrokerConnection
 from tests.conftest import in_reactor
 
 
@@ -26,7 +26,7 @@ def listen(port: int):
 
 def test_pipelined_requests_get_their_own_responses(reactor_thread):
     port = listen(0)
-    conn = BrokerConnection(reactor, "127.0.0.1", port.getHost().port, "test")
+    conn = InterBrokerConnection(reactor, "127.0.0.1", port.getHost().port, "test")
 
     def many():
         return defer.gatherResults([conn.request(18, v, {}) for v in (0, 1, 2, 3, 0)])
@@ -42,7 +42,7 @@ def test_a_refused_connection_fails_the_waiting_request_at_once(reactor_thread):
     """Kafka's NetworkClient: a request waiting on a connection that cannot be made fails
     on the disconnect, not after its timeout; the next request connects again."""
     port_number = free_port()
-    conn = BrokerConnection(reactor, "127.0.0.1", port_number, "test", backoff_s=0.05)
+    conn = InterBrokerConnection(reactor, "127.0.0.1", port_number, "test", backoff_s=0.05)
     error = in_reactor(lambda: conn.request(18, 0, {}).addErrback(lambda f: f.value), timeout=5)
     assert isinstance(error, ConnectionLostError) and "failed" in str(error)
     port = listen(port_number)
@@ -64,7 +64,7 @@ def test_requests_in_flight_fail_when_the_broker_goes_away(reactor_thread):
     factory.protocol = Silent
     factory.seen = []
     port = in_reactor(reactor.listenTCP, 0, factory, interface="127.0.0.1")
-    conn = BrokerConnection(reactor, "127.0.0.1", port.getHost().port, "test")
+    conn = InterBrokerConnection(reactor, "127.0.0.1", port.getHost().port, "test")
     results = []
     in_reactor(lambda: conn.request(18, 0, {}).addBoth(results.append) and None)
     deadline = reactor.seconds() + 5
@@ -80,7 +80,7 @@ def test_requests_in_flight_fail_when_the_broker_goes_away(reactor_thread):
 
 
 def test_reconnects_no_sooner_than_the_backoff(reactor_thread):
-    conn = BrokerConnection(reactor, "127.0.0.1", free_port(), "test", backoff_s=0.3)
+    conn = InterBrokerConnection(reactor, "127.0.0.1", free_port(), "test", backoff_s=0.3)
     first = in_reactor(lambda: conn.request(18, 0, {}).addErrback(lambda f: reactor.seconds()))
     start = in_reactor(reactor.seconds)
     second = in_reactor(lambda: conn.request(18, 0, {}).addErrback(lambda f: reactor.seconds()))
@@ -89,7 +89,7 @@ def test_reconnects_no_sooner_than_the_backoff(reactor_thread):
 
 
 def test_close_fails_queued_requests(reactor_thread):
-    conn = BrokerConnection(reactor, "127.0.0.1", free_port(), "test", backoff_s=0.05)
+    conn = InterBrokerConnection(reactor, "127.0.0.1", free_port(), "test", backoff_s=0.05)
     results = []
     in_reactor(lambda: conn.request(18, 0, {}).addBoth(results.append) and None)
     in_reactor(conn.close)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, InvalidConfig, LogConfig
+from mafka.errors import ConfigError
+from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, LogConfig
 
 
 def test_kafka_defaults():
@@ -43,7 +44,7 @@ def test_from_properties_converts_and_overrides_a_base():
     ],
 )
 def test_invalid_values_are_refused(props):
-    with pytest.raises(InvalidConfig):
+    with pytest.raises(ConfigError):
         LogConfig.from_properties(props)
 
 

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from mafka.errors import IllegalStateError
 from mafka.transaction.log_records import (
     TransactionLogDecodeError,
     TransactionLogValue,
@@ -16,7 +17,7 @@ from mafka.transaction.log_records import (
     metadata_from_value,
     value_from_transit,
 )
-from mafka.transaction.metadata import IllegalStateError, TransactionState, TxnTransitMetadata
+from mafka.transaction.metadata import TransactionState, TxnTransitMetadata
 
 S = TransactionState
 

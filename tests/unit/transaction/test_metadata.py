@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from mafka.errors import ErrorCode as E
+from mafka.errors import IllegalStateError
 from mafka.transaction.metadata import (
     VALID_PREVIOUS_STATES,
-    IllegalStateError,
     TransactionMetadata,
     TransactionState,
     is_epoch_exhausted,

@@ -1,5 +1,9 @@
 """Produce-side validation of record batches (Kafka's ``LogValidator``), per batch, never per record.
 
+Plain record-batch checks against a topic's :class:`~mafka.log.config.LogConfig`,
+no broker state: the broker's produce path (``mafka.broker.replica_manager``)
+and the delayed-message envelope (``mafka.delayed.produce``) both use them.
+
 ``shared/reference/kafka-protocol.md`` §4.1: Produce v3+ carries exactly one
 magic-2 batch per partition; its size, CRC-32C, offset delta and record
 count are checked from the 61-byte header; control batches and zstd before
@@ -24,18 +28,24 @@ from mafka.errors import (
     MessageTooLargeError,
     UnsupportedCompressionTypeError,
 )
-from mafka.log.config import LONG_MAX, LogConfig
-from mafka.wire.batch import BatchHeader, validate_batch
+from mafka.wire.batch import (
+    LOG_APPEND_TIME,
+    LOG_OVERHEAD,
+    NO_TIMESTAMP,
+    BatchHeader,
+    validate_batch,
+)
 from mafka.wire.compression import DEFAULT_MAX_DECOMPRESSED, CompressionType
 from mafka.wire.errors import ProtocolError
 from mafka.wire.legacy_records import (
-    LOG_OVERHEAD,
     MAGIC_V0,
     iter_entries,
     iter_legacy_records,
     record_overhead,
 )
 from mafka.wire.records import Record, build_batch, decode_batch
+
+from .config import LONG_MAX, LogConfig
 
 __all__ = [
     "RecordValidationError",
@@ -44,9 +54,6 @@ __all__ = [
     "validate_produce_batch",
     "validate_records",
 ]
-
-LOG_APPEND_TIME = 1
-NO_TIMESTAMP = -1
 
 
 def validate_produce_batch(records: bytes | memoryview, *, produce_version: int, max_message_bytes: int) -> BatchHeader:
