@@ -213,7 +213,7 @@ def main() -> int:
     cluster = None
     bootstrap = args.bootstrap
     if bootstrap is None:
-        from tests.integration.cluster import LocalCluster
+        from tests.harness.cluster import LocalCluster
 
         cluster = LocalCluster(Path(tempfile.mkdtemp(prefix="bench-client-")) / "cluster", brokers=3)
         cluster.start()

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
-from tests.integration.cluster import LocalCluster  # noqa: E402
-from tests.integration.group_clients import Group  # noqa: E402
+from tests.harness.cluster import LocalCluster  # noqa: E402
+from tests.harness.group_clients import Group  # noqa: E402
 
 SESSION_TIMEOUT_MS = 6000
 #: librdkafka's default session.timeout.ms (the join measurement uses the client's default).

@@ -33,8 +33,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
-from tests.integration.chaos import process_state  # noqa: E402
-from tests.integration.cluster import LocalCluster  # noqa: E402
+from tests.harness.chaos import process_state  # noqa: E402
+from tests.harness.cluster import LocalCluster  # noqa: E402
 
 
 def wait_for(predicate, timeout: float, what: str):

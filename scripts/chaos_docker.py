@@ -4,7 +4,7 @@
 Builds the images if needed (``docker/build.sh``), starts its own compose
 project of ``docker/docker-compose.yml`` on free ports with
 ``replica.lag.time.max.ms=10000``, and runs the fault rows of
-``tests/integration/docker/chaos_docker.py`` one by one under an idempotent
+``tests/harness/docker/chaos_docker.py`` one by one under an idempotent
 acks=all producer (RF 3, ``min.insync.replicas=2``, unclean election off):
 container kill, pause, graceful restart, a broker isolated from everything,
 a leader cut from ZooKeeper only, a follower cut from its leader, a ZooKeeper
@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.integration.docker.chaos_docker import ROWS, DockerChaos, render_table  # noqa: E402
-from tests.integration.docker.compose import ComposeCluster, build_images, docker_available  # noqa: E402
+from tests.harness.docker.chaos_docker import ROWS, DockerChaos, render_table  # noqa: E402
+from tests.harness.docker.compose import ComposeCluster, build_images, docker_available  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A longer randomized fault run against a local 3-broker cluster (``make chaos``).
 
-Starts ZooKeeper and the brokers (``tests/integration/cluster.py``), creates
+Starts ZooKeeper and the brokers (``tests/harness/cluster.py``), creates
 an RF 3 topic with ``min.insync.replicas=2`` and unclean election off, runs
 an idempotent acks=all confluent-kafka producer for ``--duration`` seconds
 (default 300) while one fault at a time is injected at random, every
@@ -16,7 +16,7 @@ an idempotent acks=all confluent-kafka producer for ``--duration`` seconds
   ZooKeeper session timeout — a zombie;
 * ``terminate``  SIGTERM (controlled shutdown) a random broker, then restart it.
 
-Meanwhile a consumer group (``tests/integration/group_chaos.py``; 3
+Meanwhile a consumer group (``tests/harness/group_chaos.py``; 3
 confluent-kafka members by default, ``--group-client`` for kafka-python or
 aiokafka, each committing offset+1 synchronously after every message,
 session.timeout.ms 6000) consumes the topic; member processes that exit or get
@@ -28,7 +28,7 @@ only when named in ``--faults``: ``kill-coordinator`` (as kill-leader) and
 After each fault it heals (SIGCONT / restart) and waits, bounded, for the ISR
 to be full again.  At the end it heals everything, lets the producer drain,
 reads every partition from offset 0 to its high watermark and runs the
-checkers (``tests/integration/checker.py``): lost / duplicated / reordered
+checkers (``tests/harness/checker.py``): lost / duplicated / reordered
 acknowledged writes, offsets that differ from the acknowledged ones,
 unexpected values, and byte identity of every partition's replicas.  Then it
 waits until the group consumed every acknowledged value and committed the end
@@ -41,7 +41,7 @@ time a partition was unowned, re-deliveries, commit failures by error).  Prints 
 summary; exits 1 on any violation (0 otherwise, 2 if the cluster could not be
 set up).
 
-``--eos`` runs the exactly-once run instead (``tests/integration/txn_chaos.py``;
+``--eos`` runs the exactly-once run instead (``tests/harness/txn_chaos.py``;
 ``make chaos`` runs it after this one): a transactional consume-transform-produce
 app (``--eos-members`` member processes, KIP-447: one transactional id per member,
 offsets sent with the group metadata) copies topic A, filled at ``--rate`` by an
@@ -71,12 +71,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.chaos import Chaos, ContinuousProducer, Drain, create_topic, drain  # noqa: E402
-from tests.integration.checker import ACKED, check_delivery  # noqa: E402
-from tests.integration.cluster import LocalCluster  # noqa: E402
-from tests.integration.group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed  # noqa: E402
-from tests.integration.txn_chaos import FAULTS as EOS_FAULTS  # noqa: E402
-from tests.integration.txn_chaos import EosSettings, cluster_settings, run_eos  # noqa: E402
+from tests.harness.chaos import Chaos, ContinuousProducer, Drain, create_topic, drain  # noqa: E402
+from tests.harness.checker import ACKED, check_delivery  # noqa: E402
+from tests.harness.cluster import LocalCluster  # noqa: E402
+from tests.harness.group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed  # noqa: E402
+from tests.harness.txn_chaos import FAULTS as EOS_FAULTS  # noqa: E402
+from tests.harness.txn_chaos import EosSettings, cluster_settings, run_eos  # noqa: E402
 
 FAULTS = ("kill-leader", "kill-controller", "kill-any", "pause-short", "pause-long", "terminate")
 #: only when named in --faults (and with a group)
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def main_eos(args: argparse.Namespace) -> int:
-    """The exactly-once run on a cluster of its own (tests/integration/txn_chaos.py)."""
+    """The exactly-once run on a cluster of its own (tests/harness/txn_chaos.py)."""
     client_log = logging.getLogger("chaos.producer")
     client_log.propagate = False
     client_log.addHandler(logging.StreamHandler() if args.verbose else logging.NullHandler())

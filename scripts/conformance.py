@@ -43,7 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.integration.cluster import LocalCluster  # noqa: E402
+from tests.harness.cluster import LocalCluster  # noqa: E402
 
 #: Tests that need authentication or encryption: left to the security issue.
 SECURITY = re.compile(r"ssl|sasl|oauth|_auth|reauth|scram|kerberos|gssapi", re.IGNORECASE)

@@ -34,7 +34,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from mafka.client import AdminClient, NewTopic, Producer
-    from tests.integration.cluster import LocalCluster
+    from tests.harness.cluster import LocalCluster
 
     work = Path(tempfile.mkdtemp(prefix="mafka-demo-"))
     print(f"starting ZooKeeper and 3 brokers under {work} ...", flush=True)

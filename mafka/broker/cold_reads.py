@@ -32,7 +32,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal, Protocol, cast
 
 from twisted.internet import threads
 from twisted.python.threadpool import ThreadPool
@@ -88,7 +89,7 @@ class ColdReader:
         #: per cold dir read latencies (``read:<dir>``), a ``RequestLatencies`` the broker sets
         self.dir_latencies: Any = None
         #: called (in the pool) as ``(key, error)`` when a read fails: the broker takes the cold dir offline
-        self.on_io_error: Callable[[Any, OSError], None] | None = None
+        self.on_io_error: Callable[[Any, OSError], object] | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -122,14 +123,14 @@ class ColdReader:
         aborted = None
         where = None
         if isinstance(region, ColdRead):
-            cold = region.log.cold_directory
+            cold = cast(_TieredLog, region.log).cold_directory
             where = None if cold is None else f"read:{cold.parent}"
             info = region.resolve()
             aborted = info.aborted_transactions
             if info.region is None:
                 self._record(0, started)
                 return b"", aborted
-            region = info.region
+            region = _resolved(info.region)
         data = os.pread(region.fd, region.length, region.position)
         try:
             os.posix_fadvise(region.fd, region.position, region.length, os.POSIX_FADV_DONTNEED)
@@ -150,7 +151,7 @@ class ColdReader:
         """A Deferred of {key: (bytes, aborted transactions or None)} for the (key, region) pairs, read in the pool."""
         wanted = list(regions)
 
-        def work() -> dict[Any, tuple[bytes, list | None]]:
+        def work() -> dict[Any, tuple[bytes | None, list | None]]:
             return {key: self._read(key, region) for key, region in wanted}
 
         return threads.deferToThreadPool(self.reactor, self.pool, work)
@@ -176,10 +177,22 @@ class ColdReader:
         return samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 
 
-def resolve(region: FileRegion | ColdRead) -> tuple[FileRegion | bytes, list | None]:
+def resolve(region: FileRegion | ColdRead) -> tuple[FileRegion | Literal[b""], list | None]:
     """(the file region, or b"" when nothing is there; aborted transactions or None) of *region*,
     resolving a :class:`ColdRead` (blocking)."""
     if isinstance(region, ColdRead):
         info = region.resolve()
-        return (info.region if info.region is not None else b""), info.aborted_transactions
+        return (_resolved(info.region) if info.region is not None else b""), info.aborted_transactions
     return region, None
+
+
+class _TieredLog(Protocol):
+    """What a :class:`ColdRead`'s log (a :class:`mafka.log.log.Log`) has beyond ``ReadableLog``."""
+
+    cold_directory: Path | None
+
+
+def _resolved(region: FileRegion | ColdRead) -> FileRegion:
+    """The region of a resolved :class:`ColdRead`: ``ColdRead.resolve`` reads with
+    ``defer_cold=False``, so it is a file region (never another ColdRead)."""
+    return cast(FileRegion, region)

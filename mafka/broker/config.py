@@ -11,6 +11,22 @@ listener properties.  Sources: apache/kafka 2.8.2 ``KafkaConfig.scala``
 (``Defaults``, ``configDef``, ``validateValues``), ``cluster/EndPoint.scala``,
 ``utils/CoreUtils.scala`` and ``log/LogConfig.scala``.
 
+This module owns the record itself: its field table (one field per Kafka
+key, declared with :func:`~mafka.broker.config_keys.kafka_field`),
+construction and loading, the ``effective_*`` fallbacks and display.  The
+rest is split by concern, and every public name below is re-exported here:
+
+* :mod:`mafka.broker.config_keys` — one key's ``ConfigDef`` type, default,
+  validator and Java value syntax (:class:`ConfigKey`);
+* :mod:`mafka.broker.config_sources` — the properties file, ``KAFKA_*``
+  variables, ``--set`` overrides and the unknown-key warning;
+* :mod:`mafka.broker.config_listeners` — listener parsing and the bound,
+  advertised and inter-broker endpoints;
+* :mod:`mafka.broker.config_validation` — Kafka's cross-key checks
+  (``validateValues``);
+* :mod:`mafka.broker.config_log_defaults` — the broker keys that default
+  topic configs (:data:`LOG_CONFIG_SYNONYMS`, :meth:`BrokerConfig.log_config`).
+
 Loading (:meth:`BrokerConfig.from_file`), lowest precedence first:
 
 1. the properties file, parsed with ``java.util.Properties.load``'s rules
@@ -81,22 +97,38 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import os
-import re
-import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from mafka import properties
-from mafka.endpoint import SECURITY_PROTOCOLS, Endpoint, parse_endpoint
+from mafka.endpoint import SECURITY_PROTOCOLS, Endpoint
 from mafka.errors import ConfigError
-from mafka.log.config import LONG_MAX, TOPIC_CONFIG_NAMES, LogConfig
+from mafka.log.config import LONG_MAX, LogConfig
 
-from .replica_selector import UnknownReplicaSelectorError, replica_selector_for
+from . import config_listeners, config_log_defaults
+from .config_keys import DOUBLE_MAX, INT_MAX, LIST_SPLIT, ConfigKey, collect_keys, parse_csv_map
+from .config_keys import kafka_field as _key
+from .config_listeners import (
+    DEFAULT_ADVERTISED_HOST,
+    DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP,
+    parse_listeners,
+)
+from .config_log_defaults import LOG_CONFIG_SYNONYMS
+from .config_sources import (
+    NON_CONFIG_ENV_VARS,
+    PASSTHROUGH_PREFIXES,
+    collect_properties,
+    env_overrides,
+    env_var_to_key,
+    key_to_env_var,
+    load_properties,
+    parse_override,
+    parse_properties,
+    warn_unknown,
+)
+from .config_validation import cross_check
 
 __all__ = [
     "BrokerConfig",
@@ -104,6 +136,7 @@ __all__ = [
     "ConfigKey",
     "DEFAULT_ADVERTISED_HOST",
     "DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP",
+    "INT_MAX",
     "LOG_CONFIG_SYNONYMS",
     "NON_CONFIG_ENV_VARS",
     "PASSTHROUGH_PREFIXES",
@@ -116,308 +149,8 @@ __all__ = [
     "parse_properties",
 ]
 
-log = logging.getLogger("mafka.broker.config")
-
-INT_MAX: Final = 2**31 - 1
-_RANGES: Final = {"SHORT": (-(2**15), 2**15 - 1), "INT": (-(2**31), INT_MAX), "LONG": (-(2**63), LONG_MAX)}
-_DOUBLE_MAX: Final = sys.float_info.max  # Java's Double.MAX_VALUE
-
-#: Where an empty listener host is advertised (Kafka: the canonical host name); see the module docstring.
-DEFAULT_ADVERTISED_HOST: Final = "localhost"
-#: Kafka's default ``listener.security.protocol.map`` (every protocol maps to a listener of its own name).
-DEFAULT_LISTENER_SECURITY_PROTOCOL_MAP: Final = ",".join(f"{p}:{p}" for p in SECURITY_PROTOCOLS)
 #: ``compression.type`` values a broker accepts (``BrokerCompressionCodec``).
 _BROKER_COMPRESSION: Final = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-
-#: ``KAFKA_*`` environment variables that configure the launcher (JVM, log4j, JMX), not the broker:
-#: the exclusions of cp-kafka's ``kafka.properties.template`` plus those of Apache Kafka's
-#: ``kafka-run-class.sh``.  Every ``KAFKA_JMX_*`` variable is skipped as well.
-NON_CONFIG_ENV_VARS: Final = frozenset(
-    {
-        "KAFKA_VERSION",
-        "KAFKA_HOME",
-        "KAFKA_HEAP_OPTS",
-        "KAFKA_OPTS",
-        "KAFKA_JVM_PERFORMANCE_OPTS",
-        "KAFKA_GC_LOG_OPTS",
-        "KAFKA_LOG4J_OPTS",
-        "KAFKA_LOG4J_ROOT_LOGLEVEL",
-        "KAFKA_LOG4J_LOGGERS",
-        "KAFKA_TOOLS_LOG4J_LOGLEVEL",
-        "KAFKA_DEBUG",
-        "KAFKA_JMX_OPTS",
-        "KAFKA_JMX_PORT",
-        "KAFKA_JMX_HOSTNAME",
-    }
-)
-_NON_CONFIG_ENV_PREFIXES: Final = ("KAFKA_JMX_",)
-_ENV_PREFIX: Final = "KAFKA_"
-
-#: Kafka broker config families Mafka does not model; such keys are kept in
-#: :attr:`BrokerConfig.unknown` without the unknown-key warning.
-PASSTHROUGH_PREFIXES: Final = (
-    "listener.name.",
-    "ssl.",
-    "sasl.",
-    "zookeeper.ssl.",
-    "security.providers",
-    "principal.builder.class",
-    "quota.",
-    "replication.quota.",
-    "alter.log.dirs.replication.quota.",
-    "controller.quota.",
-    "client.quota.callback.class",
-    "delegation.token.",
-    "password.encoder.",
-)
-
-# Java's String.trim() removes every char <= U+0020; Java's regex \s is ASCII whitespace only.
-_JAVA_TRIM: Final = "".join(chr(c) for c in range(0x21))
-_LIST_SPLIT: Final = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
-_JAVA_INT: Final = re.compile(r"[+-]?[0-9]+\Z")
-_JAVA_DOUBLE: Final = re.compile(r"[+-]?(?:NaN|Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[fFdD]?\Z")
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigKey:
-    """One broker config: Kafka name, attribute, ``ConfigDef`` type and default, validator."""
-
-    name: str
-    attr: str
-    type: str  # SHORT, INT, LONG, DOUBLE, BOOLEAN, STRING or LIST (Kafka's ConfigDef.Type)
-    default: Any
-    at_least: int | float | None = None
-    one_of: tuple[str, ...] | None = None
-
-    def parse(self, raw: Any, source: str | None = None) -> Any:
-        """Convert a raw value (string, or a Python value of the right kind) as ``ConfigDef.parseType`` does.
-
-        Raises:
-            ConfigError: the value is not of this key's type.
-        """
-        if raw is None:
-            return None
-        kind = self.type
-        if kind == "LIST" and isinstance(raw, (list, tuple)):
-            return tuple(str(v).strip(_JAVA_TRIM) for v in raw)
-        if isinstance(raw, bool):
-            text = "true" if raw else "false"
-        else:
-            text = str(raw).strip(_JAVA_TRIM)
-        if kind in _RANGES:
-            lo, hi = _RANGES[kind]
-            if not _JAVA_INT.match(text) or not lo <= int(text) <= hi:
-                raise ConfigError.for_key(self.name, f"Not a number of type {kind}", value=raw, source=source)
-            return int(text)
-        if kind == "BOOLEAN":
-            if text.lower() not in ("true", "false"):
-                raise ConfigError.for_key(self.name, "Expected value to be either true or false", value=raw, source=source)
-            return text.lower() == "true"
-        if kind == "DOUBLE":
-            if not _JAVA_DOUBLE.match(text):
-                raise ConfigError.for_key(self.name, "Not a number of type DOUBLE", value=raw, source=source)
-            return float(text.rstrip("fFdD").replace("Infinity", "inf"))
-        if kind == "LIST":
-            return () if not text else tuple(_LIST_SPLIT.split(text))
-        if self.name == "compression.type":
-            return text.lower()
-        return text
-
-    def check(self, value: Any, source: str | None = None) -> None:
-        """Apply the key's range / allowed-values validator (``ConfigDef.Range.atLeast``, ``ValidString.in``).
-
-        Raises:
-            ConfigError: the value is out of range.
-        """
-        if value is None:
-            return
-        if self.at_least is not None and value < self.at_least:
-            raise ConfigError.for_key(self.name, f"Value must be at least {self.at_least}", value=value, source=source)
-        if self.one_of is not None:
-            items = value if isinstance(value, tuple) else (value,)
-            bad = [v for v in items if v not in self.one_of]
-            if bad:
-                shown = ",".join(items) if isinstance(value, tuple) else value
-                raise ConfigError.for_key(
-                    self.name, f"String must be one of: {', '.join(self.one_of)}", value=shown, source=source
-                )
-
-    def render(self, value: Any) -> str | None:
-        """The value as Kafka would print it (``true``, ``a,b``); ``None`` for a null value."""
-        if value is None:
-            return None
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, tuple):
-            return ",".join(value)
-        return str(value)
-
-
-def _key(
-    name: str,
-    kind: str,
-    default: Any = None,
-    *,
-    at_least: int | float | None = None,
-    one_of: tuple[str, ...] | None = None,
-) -> Any:
-    """A dataclass field carrying its Kafka key definition (the field name is the attribute)."""
-    meta = {"kafka": (name, kind, default, at_least, one_of)}
-    return field(default=default, metadata=MappingProxyType(meta))
-
-
-def _listener(text: str, protocol_map: Mapping[str, str]) -> Endpoint:
-    """One listener: :func:`~mafka.endpoint.parse_endpoint`, its port within 0..65535."""
-    endpoint = parse_endpoint(text, protocol_map)
-    if not 0 <= endpoint.port <= 65535:
-        raise ValueError(f"port {endpoint.port} of {text} is not within 0..65535")
-    return endpoint
-
-
-def parse_listeners(
-    text: str, protocol_map: Mapping[str, str], *, require_distinct_ports: bool = True
-) -> tuple[Endpoint, ...]:
-    """Parse a comma-separated listener list (``CoreUtils.listenerListToEndPoints``).
-
-    Raises:
-        ValueError: a bad listener, two listeners with one name, or (if
-            ``require_distinct_ports``) two with one non-zero port.
-    """
-    items = [s for s in _LIST_SPLIT.split(text) if s] if text else []
-    try:
-        endpoints = tuple(_listener(s, protocol_map) for s in items)
-    except ValueError as exc:
-        raise ValueError(f"Error creating broker listeners from '{text}': {exc}") from None
-    names = [e.name for e in endpoints]
-    if len(set(names)) != len(names):
-        raise ValueError(f"Each listener must have a different name, listeners: {text}")
-    ports = [e.port for e in endpoints if e.port != 0]
-    if require_distinct_ports and len(set(ports)) != len(ports):
-        raise ValueError(f"Each listener must have a different port, listeners: {text}")
-    return endpoints
-
-
-def _parse_csv_map(text: str) -> dict[str, str]:
-    """``CoreUtils.parseCsvMap``: ``k:v,k2:v2``, split at each entry's last colon."""
-    out: dict[str, str] = {}
-    if text == "":
-        return out
-    for entry in _LIST_SPLIT.split(text):
-        cut = entry.rfind(":")
-        if cut < 0:
-            raise ValueError(f"entry {entry!r} is not key:value")
-        out[entry[:cut].strip(_JAVA_TRIM)] = entry[cut + 1 :].strip(_JAVA_TRIM)
-    return out
-
-
-# =================================================================== Java properties files
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text exactly as ``java.util.Properties.load(Reader)``.
-
-    See :mod:`mafka.properties`: the key ends at the first unescaped ``=``,
-    ``:`` or blank; blanks and one ``=``/``:`` after it are skipped; the rest of
-    the logical line (trailing blanks included) is the value.  A later duplicate
-    key wins.
-
-    Raises:
-        ConfigError: a malformed ``\\uXXXX`` escape.
-    """
-    try:
-        return properties.loads(text)
-    except properties.MalformedEscapeError as exc:
-        raise ConfigError(f"{exc} (line {exc.line})") from None
-
-
-def load_properties(path: str | os.PathLike[str]) -> dict[str, str]:
-    """Read a properties file as Kafka's ``Utils.loadProps``: ISO-8859-1 bytes, Java syntax.
-
-    Raises:
-        OSError: the file cannot be read.
-        ConfigError: a malformed ``\\uXXXX`` escape.
-    """
-    data = Path(path).read_bytes()
-    try:
-        return parse_properties(data.decode("iso-8859-1"))
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-
-
-# =================================================================== environment and overrides
-
-_ENV_SINGLE_UNDERSCORE: Final = re.compile(r"(?<=[^_])_(?=[^_])")
-
-
-def env_var_to_key(name: str) -> str | None:
-    """The config key a ``KAFKA_*`` environment variable sets, or ``None`` if it sets none.
-
-    cp-kafka's rule (confluent-docker-utils ``env_to_props``): drop the
-    ``KAFKA_`` prefix, lower-case, turn each single ``_`` (one between two
-    non-underscores) into ``.``, then ``___`` into ``-`` and ``__`` into ``_``.
-    Launcher variables (:data:`NON_CONFIG_ENV_VARS`, ``KAFKA_JMX_*``) give ``None``.
-
-    >>> env_var_to_key("KAFKA_LISTENER_SECURITY_PROTOCOL_MAP")
-    'listener.security.protocol.map'
-    >>> env_var_to_key("KAFKA_LISTENER_NAME_INTERNAL_SSL_KEY___PASSWORD")
-    'listener.name.internal.ssl.key-password'
-    >>> env_var_to_key("KAFKA_HEAP_OPTS") is None
-    True
-    """
-    if not name.startswith(_ENV_PREFIX) or name in NON_CONFIG_ENV_VARS:
-        return None
-    if name.startswith(_NON_CONFIG_ENV_PREFIXES):
-        return None
-    raw = name[len(_ENV_PREFIX) :].lower()
-    if not raw:
-        return None
-    dotted = ".".join(_ENV_SINGLE_UNDERSCORE.split(raw))
-    return "_".join("-".join(dotted.split("___")).split("__"))
-
-
-def key_to_env_var(key: str) -> str:
-    """The ``KAFKA_*`` variable that sets ``key`` (inverse of :func:`env_var_to_key`).
-
-    >>> key_to_env_var("advertised.listeners")
-    'KAFKA_ADVERTISED_LISTENERS'
-    """
-    return _ENV_PREFIX + key.replace("_", "__").replace("-", "___").replace(".", "_").upper()
-
-
-def env_overrides(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
-    """The config keys set by ``env``, as ``{key: (value, variable name)}``.
-
-    Variables are applied in sorted name order, so if two map to one key the
-    result does not depend on the environment's order.
-    """
-    out: dict[str, tuple[str, str]] = {}
-    for name in sorted(env):
-        key = env_var_to_key(name)
-        if key is not None:
-            out[key] = (env[name], name)
-    return out
-
-
-def parse_override(text: str) -> tuple[str, str]:
-    """Split one ``--set key=value`` argument at its first ``=``.
-
-    Raises:
-        ConfigError: no ``=`` or an empty key.
-    """
-    key, sep, value = text.partition("=")
-    key = key.strip()
-    if not sep or not key:
-        raise ConfigError(f"override {text!r} is not of the form key=value")
-    return key, value
-
-
-def _is_passthrough(key: str) -> bool:
-    return key.startswith(PASSTHROUGH_PREFIXES)
-
-
-def _warn_unknown(key: str, source: str | None) -> None:
-    if not _is_passthrough(key):
-        where = f" (set by {source})" if source else ""
-        log.warning("The configuration '%s' was supplied but isn't a known config.%s", key, where)
 
 
 # =================================================================== the config
@@ -509,7 +242,7 @@ class BrokerConfig:
     )
     log_cleaner_enable: bool = _key("log.cleaner.enable", "BOOLEAN", True)
     log_cleaner_threads: int = _key("log.cleaner.threads", "INT", 1, at_least=0)
-    log_cleaner_io_max_bytes_per_second: float = _key("log.cleaner.io.max.bytes.per.second", "DOUBLE", _DOUBLE_MAX)
+    log_cleaner_io_max_bytes_per_second: float = _key("log.cleaner.io.max.bytes.per.second", "DOUBLE", DOUBLE_MAX)
     log_cleaner_dedupe_buffer_size: int = _key("log.cleaner.dedupe.buffer.size", "LONG", 134217728)
     log_cleaner_io_buffer_size: int = _key("log.cleaner.io.buffer.size", "INT", 524288, at_least=0)
     log_cleaner_io_buffer_load_factor: float = _key("log.cleaner.io.buffer.load.factor", "DOUBLE", 0.9)
@@ -681,7 +414,7 @@ class BrokerConfig:
     def __post_init__(self) -> None:
         for spec in CONFIG_KEYS.values():
             spec.check(getattr(self, spec.attr), self.sources.get(spec.name))
-        self._cross_check()
+        cross_check(self)
 
     @classmethod
     def from_properties(
@@ -708,7 +441,7 @@ class BrokerConfig:
         for key, raw in props.items():
             spec = CONFIG_KEYS.get(key)
             if spec is None:
-                _warn_unknown(key, sources.get(key))
+                warn_unknown(key, sources.get(key))
                 unknown[key] = raw if isinstance(raw, str) else str(raw)
                 continue
             values[spec.attr] = spec.parse(raw, sources.get(key))
@@ -742,17 +475,7 @@ class BrokerConfig:
             OSError: the file cannot be read.
             ConfigError: see :meth:`from_properties`; also a malformed file or override.
         """
-        merged: dict[str, Any] = {}
-        sources: dict[str, str] = {}
-        if path is not None:
-            for key, value in load_properties(path).items():
-                merged[key], sources[key] = value, str(path)
-        for key, (value, var) in env_overrides(env or {}).items():
-            merged[key], sources[key] = value, f"environment variable {var}"
-        if overrides is not None:
-            pairs = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides)
-            for key, value in pairs:
-                merged[key], sources[key] = value, "--set override"
+        merged, sources = collect_properties(path, env, overrides)
         return cls.from_properties(merged, sources=sources, require_zookeeper=require_zookeeper)
 
     # ================================================================ derived values (Kafka's fallbacks)
@@ -771,13 +494,13 @@ class BrokerConfig:
             text: str | None = self.mafka_hot_log_dirs
         else:
             text = self.log_dirs if self.log_dirs is not None else self.log_dir
-        return tuple(s for s in _LIST_SPLIT.split(text) if s) if text else ()
+        return tuple(s for s in LIST_SPLIT.split(text) if s) if text else ()
 
     @property
     def effective_cold_log_dirs(self) -> tuple[str, ...]:
         """``mafka.cold.log.dirs`` split on commas (empty: no cold tier)."""
         text = self.mafka_cold_log_dirs
-        return tuple(s for s in _LIST_SPLIT.split(text) if s) if text else ()
+        return tuple(s for s in LIST_SPLIT.split(text) if s) if text else ()
 
     @property
     def effective_log_retention_ms(self) -> int:
@@ -813,7 +536,7 @@ class BrokerConfig:
     def effective_max_connections_per_ip_overrides(self) -> dict[str, int]:
         """``max.connections.per.ip.overrides`` as ``{host or IP: limit}``."""
         try:
-            return {k: int(v) for k, v in _parse_csv_map(self.max_connections_per_ip_overrides).items()}
+            return {k: int(v) for k, v in parse_csv_map(self.max_connections_per_ip_overrides).items()}
         except ValueError as exc:
             raise ConfigError.for_key(
                 "max.connections.per.ip.overrides",
@@ -825,33 +548,12 @@ class BrokerConfig:
     @property
     def security_protocol_map(self) -> dict[str, str]:
         """``listener.security.protocol.map`` as ``{LISTENER_NAME: PROTOCOL}`` (names upper-cased)."""
-        key = "listener.security.protocol.map"
-        try:
-            raw = _parse_csv_map(self.listener_security_protocol_map)
-        except ValueError as exc:
-            raise ConfigError.for_key(
-                key, str(exc), value=self.listener_security_protocol_map, source=self.sources.get(key)
-            ) from None
-        out = {}
-        for name, protocol in raw.items():
-            if protocol.upper() not in SECURITY_PROTOCOLS:
-                raise ConfigError.for_key(
-                    key, f"Invalid security protocol `{protocol}` defined in {key}", source=self.sources.get(key)
-                )
-            out[name.upper()] = protocol.upper()
-        return out
+        return config_listeners.security_protocol_map(self)
 
     @property
     def listener_endpoints(self) -> tuple[Endpoint, ...]:
         """The endpoints to bind: ``listeners``, else ``PLAINTEXT://{host.name}:{port}`` (``PLAINTEXT://:9092``)."""
-        if self.listeners is not None:
-            key, text = "listeners", self.listeners
-        else:
-            key, text = "port", f"PLAINTEXT://{self.host_name}:{self.port}"
-        try:
-            return parse_listeners(text, self.security_protocol_map)
-        except ValueError as exc:
-            raise ConfigError.for_key(key, str(exc), source=self.sources.get(key)) from None
+        return config_listeners.listener_endpoints(self)
 
     @property
     def advertised_endpoints(self) -> tuple[Endpoint, ...]:
@@ -861,24 +563,7 @@ class BrokerConfig:
         ``advertised.port``, else :attr:`listener_endpoints`; an empty host is
         replaced by :data:`DEFAULT_ADVERTISED_HOST`.
         """
-        if self.advertised_listeners is not None:
-            key, text = "advertised.listeners", self.advertised_listeners
-            try:
-                endpoints = parse_listeners(text, self.security_protocol_map, require_distinct_ports=False)
-            except ValueError as exc:
-                raise ConfigError.for_key(key, str(exc), source=self.sources.get(key)) from None
-        elif self.advertised_host_name is not None or self.advertised_port is not None:
-            host = self.advertised_host_name if self.advertised_host_name is not None else self.host_name
-            port = self.advertised_port if self.advertised_port is not None else self.port
-            try:
-                endpoints = parse_listeners(
-                    f"PLAINTEXT://{host}:{port}", self.security_protocol_map, require_distinct_ports=False
-                )
-            except ValueError as exc:
-                raise ConfigError.for_key("advertised.host.name", str(exc)) from None
-        else:
-            endpoints = self.listener_endpoints
-        return tuple(e._replace(host=DEFAULT_ADVERTISED_HOST) if not e.host else e for e in endpoints)
+        return config_listeners.advertised_endpoints(self)
 
     @property
     def inter_broker_listener(self) -> str:
@@ -887,18 +572,12 @@ class BrokerConfig:
         ``inter.broker.listener.name`` (upper-cased) if set, else the listener
         named after ``security.inter.broker.protocol`` (``PLAINTEXT``).
         """
-        if self.inter_broker_listener_name is not None:
-            return self.inter_broker_listener_name.upper()
-        return self.security_inter_broker_protocol.upper()
+        return config_listeners.inter_broker_listener(self)
 
     @property
     def inter_broker_endpoint(self) -> Endpoint:
         """The advertised endpoint of :attr:`inter_broker_listener`."""
-        name = self.inter_broker_listener
-        for endpoint in self.advertised_endpoints:
-            if endpoint.name == name:
-                return endpoint
-        raise ConfigError.for_key("inter.broker.listener.name", f"no advertised listener named {name}")
+        return config_listeners.inter_broker_endpoint(self)
 
     def get(self, key: str) -> Any:
         """The value of a Kafka key (typed for known keys, the raw string for kept unknown ones).
@@ -916,53 +595,14 @@ class BrokerConfig:
     def log_config(self) -> LogConfig:
         """The :class:`LogConfig` of topics without overrides, from the broker's ``log.*`` synonyms.
 
-        Follows Kafka's ``LogConfig.extractLogConfigMap`` (``segment.ms`` from
-        ``log.roll.ms``/``log.roll.hours``, ``retention.ms`` from the retention
-        precedence, ``flush.ms`` from ``log.flush.interval.ms`` or the scheduler
-        interval …).  Topic overrides are applied on top with
+        See :func:`mafka.broker.config_log_defaults.log_config`.  Topic
+        overrides are applied on top with
         ``LogConfig.from_properties(overrides, base=config.log_config())``.
 
         Raises:
             ConfigError: :class:`LogConfig` refuses a value (named by its broker key).
         """
-        candidates = {
-            "segment.bytes": self.log_segment_bytes,
-            "segment.ms": self.effective_log_roll_ms,
-            "segment.jitter.ms": self.effective_log_roll_jitter_ms,
-            "segment.index.bytes": self.log_index_size_max_bytes,
-            "flush.messages": self.log_flush_interval_messages,
-            "flush.ms": self.effective_log_flush_interval_ms,
-            "retention.bytes": self.log_retention_bytes,
-            "retention.ms": self.effective_log_retention_ms,
-            "max.message.bytes": self.message_max_bytes,
-            "index.interval.bytes": self.log_index_interval_bytes,
-            "delete.retention.ms": self.log_cleaner_delete_retention_ms,
-            "min.compaction.lag.ms": self.log_cleaner_min_compaction_lag_ms,
-            "max.compaction.lag.ms": self.log_cleaner_max_compaction_lag_ms,
-            "file.delete.delay.ms": self.log_segment_delete_delay_ms,
-            "min.cleanable.dirty.ratio": self.log_cleaner_min_cleanable_ratio,
-            "cleanup.policy": ",".join(self.log_cleanup_policy),
-            "min.insync.replicas": self.min_insync_replicas,
-            "compression.type": self.compression_type,
-            "unclean.leader.election.enable": self.unclean_leader_election_enable,
-            "preallocate": self.log_preallocate,
-            "message.format.version": self.log_message_format_version,
-            "message.timestamp.type": self.log_message_timestamp_type,
-            "message.timestamp.difference.max.ms": self.log_message_timestamp_difference_max_ms,
-            "message.downconversion.enable": self.log_message_downconversion_enable,
-            "mafka.delay.ms": self.mafka_delay_ms,
-            "mafka.delay.max.ms": self.mafka_delay_max_ms,
-            "mafka.txn.check.interval.ms": self.mafka_txn_check_interval_ms,
-            "mafka.txn.check.max.times": self.mafka_txn_check_max_times,
-            "mafka.txn.check.default.action": self.mafka_txn_check_default_action,
-        }
-        # Only the topic configs LogConfig models (it may grow; the rest belong to other layers).
-        props = {k: v for k, v in candidates.items() if k in TOPIC_CONFIG_NAMES}
-        try:
-            return LogConfig.from_properties(props)
-        except ConfigError as exc:
-            culprit = next((LOG_CONFIG_SYNONYMS[k] for k in props if k in str(exc)), None)
-            raise ConfigError.for_key(culprit, f"not a valid log default: {exc}") from None
+        return config_log_defaults.log_config(self)
 
     # ================================================================ display
 
@@ -990,178 +630,6 @@ class BrokerConfig:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.to_properties(include_defaults=False).items())
         return f"BrokerConfig({shown})"
 
-    # ================================================================ Kafka's validateValues
-
-    def _fail(self, key: str, reason: str, value: Any = None) -> ConfigError:
-        return ConfigError.for_key(key, reason, value=value, source=self.sources.get(key))
-
-    def _cross_check(self) -> None:
-        if self.broker_id_generation_enable:
-            if not -1 <= self.broker_id <= self.reserved_broker_max_id:
-                raise self._fail(
-                    "broker.id",
-                    "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id",
-                    self.broker_id,
-                )
-        elif self.broker_id < 0:
-            raise self._fail("broker.id", "broker.id must be greater than or equal to 0", self.broker_id)
-        if self.effective_log_roll_ms < 1:
-            raise self._fail("log.roll.ms", "log.roll.ms must be greater than or equal to 1", self.effective_log_roll_ms)
-        if self.effective_log_roll_jitter_ms < 0:
-            raise self._fail("log.roll.jitter.ms", "log.roll.jitter.ms must be greater than or equal to 0")
-        retention = self.effective_log_retention_ms
-        if retention != -1 and retention < 1:
-            key = next(
-                (k for k in ("log.retention.ms", "log.retention.minutes") if getattr(self, k.replace(".", "_")) is not None),
-                "log.retention.hours",
-            )
-            raise self._fail(key, "log.retention.ms must be unlimited (-1) or, greater than or equal to 1", 0)
-        if not self.effective_log_dirs:
-            raise self._fail("log.dirs", "At least one log directory must be defined via log.dirs or log.dir.")
-        if not self.log_cleanup_policy:
-            raise self._fail("log.cleanup.policy", "log.cleanup.policy must name delete and/or compact")
-        try:
-            replica_selector_for(self.replica_selector_class)
-        except UnknownReplicaSelectorError as exc:
-            # Kafka fails later, instantiating the class at ReplicaManager start; the broker
-            # does not start either way, so say so while reading the config.
-            raise self._fail("replica.selector.class", str(exc), self.replica_selector_class) from None
-        if self.log_cleaner_threads > 0 and self.log_cleaner_dedupe_buffer_size / self.log_cleaner_threads <= 1024 * 1024:
-            raise self._fail(
-                "log.cleaner.dedupe.buffer.size", "log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread."
-            )
-        if self.replica_fetch_wait_max_ms > self.replica_socket_timeout_ms:
-            raise self._fail(
-                "replica.fetch.wait.max.ms",
-                "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms"
-                " to prevent unnecessary socket timeouts",
-            )
-        if self.replica_fetch_wait_max_ms > self.replica_lag_time_max_ms:
-            raise self._fail(
-                "replica.fetch.wait.max.ms",
-                "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms"
-                " to prevent frequent changes in ISR",
-            )
-        if not -1 <= self.offsets_commit_required_acks <= self.offsets_topic_replication_factor:
-            raise self._fail(
-                "offsets.commit.required.acks",
-                "offsets.commit.required.acks must be greater or equal -1 and less or equal to"
-                " offsets.topic.replication.factor",
-            )
-        if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
-            raise self._fail(
-                "queued.max.request.bytes", "queued.max.request.bytes must be larger or equal to socket.request.max.bytes"
-            )
-        if self.max_connections_per_ip == 0 and not self.effective_max_connections_per_ip_overrides:
-            raise self._fail(
-                "max.connections.per.ip",
-                "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.",
-            )
-        if self.connections_max_idle_ms >= 0 and self.connection_failed_authentication_delay_ms >= self.connections_max_idle_ms:
-            raise self._fail(
-                "connection.failed.authentication.delay.ms",
-                "connection.failed.authentication.delay.ms should always be less than connections.max.idle.ms"
-                " to prevent failed authentication responses from timing out",
-            )
-        self._check_listeners()
-
-    def _check_listeners(self) -> None:
-        protocols = self.security_protocol_map
-        listeners = self.listener_endpoints
-        advertised = self.advertised_endpoints
-        names = {e.name for e in listeners}
-        advertised_names = {e.name for e in advertised}
-        if self.inter_broker_listener_name is not None:
-            if "security.inter.broker.protocol" in self.explicit_keys:
-                raise self._fail(
-                    "inter.broker.listener.name",
-                    "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
-                )
-            if self.inter_broker_listener not in protocols:
-                raise self._fail(
-                    "inter.broker.listener.name",
-                    f"Listener with name {self.inter_broker_listener} defined in inter.broker.listener.name"
-                    " not found in listener.security.protocol.map.",
-                )
-        if self.inter_broker_listener not in advertised_names:
-            key = "inter.broker.listener.name" if self.inter_broker_listener_name else "security.inter.broker.protocol"
-            raise self._fail(
-                key,
-                "inter.broker.listener.name must be a listener name defined in advertised.listeners. The valid"
-                f" options based on currently configured listeners are {','.join(sorted(advertised_names))}",
-            )
-        if not advertised_names <= names:
-            raise self._fail(
-                "advertised.listeners",
-                "advertised.listeners listener names must be equal to or a subset of the ones defined in listeners."
-                f" Found {','.join(sorted(advertised_names))}. The valid options based on the current configuration"
-                f" are {','.join(sorted(names))}",
-            )
-        if any(e.host in ("0.0.0.0", "::") for e in advertised):
-            raise self._fail(
-                "advertised.listeners",
-                "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. Use a routable IP address.",
-            )
-        if self.control_plane_listener_name is not None:
-            name = self.control_plane_listener_name.upper()
-            if name not in protocols or name not in advertised_names:
-                raise self._fail(
-                    "control.plane.listener.name",
-                    "control.plane.listener.name must be a listener name defined in advertised.listeners.",
-                )
-            if name == self.inter_broker_listener:
-                raise self._fail(
-                    "control.plane.listener.name",
-                    "control.plane.listener.name, when defined, should have a different value from the inter broker"
-                    f" listener name. Currently they both have the value {name}",
-                )
-
-
-def _collect_keys() -> dict[str, ConfigKey]:
-    keys: dict[str, ConfigKey] = {}
-    for f in fields(BrokerConfig):
-        meta = f.metadata.get("kafka")
-        if meta is None:
-            continue
-        name, kind, default, at_least, one_of = meta
-        keys[name] = ConfigKey(name, f.name, kind, default, at_least, one_of)
-    return keys
-
 
 #: Every Kafka key :class:`BrokerConfig` defines, in declaration order.
-CONFIG_KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType(_collect_keys())
-
-#: Topic config → the broker config that supplies its default (Kafka's ``LogConfig.TopicConfigSynonyms``).
-LOG_CONFIG_SYNONYMS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "segment.bytes": "log.segment.bytes",
-        "segment.ms": "log.roll.ms",
-        "segment.jitter.ms": "log.roll.jitter.ms",
-        "segment.index.bytes": "log.index.size.max.bytes",
-        "flush.messages": "log.flush.interval.messages",
-        "flush.ms": "log.flush.interval.ms",
-        "retention.bytes": "log.retention.bytes",
-        "retention.ms": "log.retention.ms",
-        "max.message.bytes": "message.max.bytes",
-        "index.interval.bytes": "log.index.interval.bytes",
-        "delete.retention.ms": "log.cleaner.delete.retention.ms",
-        "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
-        "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
-        "file.delete.delay.ms": "log.segment.delete.delay.ms",
-        "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
-        "cleanup.policy": "log.cleanup.policy",
-        "unclean.leader.election.enable": "unclean.leader.election.enable",
-        "min.insync.replicas": "min.insync.replicas",
-        "compression.type": "compression.type",
-        "preallocate": "log.preallocate",
-        "message.format.version": "log.message.format.version",
-        "message.timestamp.type": "log.message.timestamp.type",
-        "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
-        "message.downconversion.enable": "log.message.downconversion.enable",
-        "mafka.delay.ms": "mafka.delay.ms",
-        "mafka.delay.max.ms": "mafka.delay.max.ms",
-        "mafka.txn.check.interval.ms": "mafka.txn.check.interval.ms",
-        "mafka.txn.check.max.times": "mafka.txn.check.max.times",
-        "mafka.txn.check.default.action": "mafka.txn.check.default.action",
-    }
-)
+CONFIG_KEYS: Final[Mapping[str, ConfigKey]] = MappingProxyType(collect_keys(BrokerConfig))

@@ -30,7 +30,7 @@ from twisted.internet import defer, threads
 from mafka.delayed.checks import Check, HalfChecks
 from mafka.delayed.envelope import Envelope, cancel_batch, delivery_batch, read_envelope
 from mafka.delayed.headers import HALF_HEADER, TXN_ID_HEADER
-from mafka.delayed.index import BucketLoad, DelayIndex, Pending
+from mafka.delayed.index import DelayIndex, Pending
 from mafka.errors import ErrorCode, KafkaError, NotLeaderOrFollowerError, OffsetOutOfRangeError
 from mafka.wire.batch import BatchHeader
 from mafka.wire.records import Record, decode_batch
@@ -115,7 +115,7 @@ class DelayedDelivery:
         if job is None:
             return
 
-        def failed(failure: Any, job: BucketLoad = job) -> None:
+        def failed(failure: Any) -> None:
             idx.loading.difference_update(start for start, _, _ in job.buckets)  # chosen again next tick
             log.warning("%s-%d: loading delayed buckets failed: %s", tp[0], tp[1], failure.getErrorMessage())
 

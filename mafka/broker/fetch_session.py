@@ -309,10 +309,10 @@ class FetchContext:
         out = []
         for r in results:
             tp = (r.topic, r.partition)
-            c = session.partitions.get(tp)
-            if c is None:  # forgotten meanwhile
+            known = session.partitions.get(tp)
+            if known is None:  # forgotten meanwhile
                 continue
-            if _note(c, r):
+            if _note(known, r):
                 out.append(r)
                 session.move_to_end(tp)
         return ErrorCode.NONE, session.id, out

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
@@ -66,7 +67,7 @@ class OffsetsTopicLog:
     def append(
         self,
         partition: int,
-        records: list[tuple[bytes, bytes | None]],
+        records: Sequence[tuple[bytes, bytes | None]],
         done: Any,
         *,
         producer_id: int = -1,

@@ -237,8 +237,13 @@ class LogDirMover:
         self._timer = None
         if self._running is None:
             return defer.succeed(None)
-        waiter: defer.Deferred = defer.Deferred()
-        self._running.addBoth(lambda r: (waiter.callback(None), r)[1])
+        waiter: defer.Deferred[None] = defer.Deferred()
+
+        def relay(result: Any) -> Any:
+            waiter.callback(None)
+            return result
+
+        self._running.addBoth(relay)
         return waiter
 
 

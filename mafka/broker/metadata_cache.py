@@ -113,7 +113,9 @@ class MetadataCache:
         Returns whether the cache changed.
         """
         parts = self.partitions.get(topic)
-        current = parts.get(ps.partition_index) if parts is not None else None
+        if parts is None:
+            return False
+        current = parts.get(ps.partition_index)
         if current is None or ps.leader_epoch <= current.leader_epoch:
             return False
         parts[ps.partition_index] = PartitionInfo(

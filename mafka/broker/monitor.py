@@ -176,7 +176,7 @@ class Monitor:
         """The report of *inputs* (in a worker thread: ``statvfs`` on every dir)."""
         b = self.broker
         lm = b.log_manager
-        dirs = []
+        dirs: list[tuple[str, tuple[int, int, int] | None]] = []
         for d, is_offline in inputs.log_dirs:
             if is_offline:
                 dirs.append((str(d), None))

@@ -28,6 +28,7 @@ from twisted.internet.interfaces import IPullProducer
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
+from mafka.tcp import tcp_transport
 from mafka.wire.codec import Request, decode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
@@ -153,9 +154,10 @@ class KafkaProtocol(Protocol):
         # As Kafka's SocketServer: no Nagle.  A response is often a small header
         # write followed by a sendfile region; with Nagle the region would wait
         # for the client's delayed ACK (tens of milliseconds per round trip).
-        if hasattr(self.transport, "setTcpNoDelay"):
-            self.transport.setTcpNoDelay(True)
-        peer = self.transport.getPeer()
+        transport = tcp_transport(self)
+        if hasattr(transport, "setTcpNoDelay"):
+            transport.setTcpNoDelay(True)
+        peer = transport.getPeer()
         self.connection = Connection(f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}", self.listener, self.close)
         self._touch()
 
@@ -169,7 +171,7 @@ class KafkaProtocol(Protocol):
         """Closes this connection at once (other connections are untouched)."""
         if not self.closed:
             self.closed = True
-            self.transport.abortConnection()
+            tcp_transport(self).abortConnection()
 
     def _touch(self) -> None:
         if self.idle_s <= 0:
@@ -201,7 +203,7 @@ class KafkaProtocol(Protocol):
         if self.busy:
             if not self.paused and self.frames.buffered > self.max_request_size:
                 self.paused = True
-                self.transport.pauseProducing()
+                tcp_transport(self).pauseProducing()
             return
         self._next()
 
@@ -224,7 +226,7 @@ class KafkaProtocol(Protocol):
             if frame is None:
                 if self.paused:
                     self.paused = False
-                    self.transport.resumeProducing()
+                    tcp_transport(self).resumeProducing()
                 return
             try:
                 request = decode_request(frame)
@@ -249,14 +251,14 @@ class KafkaProtocol(Protocol):
             self._done(None)
             return None
         if all(isinstance(c, _BYTES) for c in chunks):
-            self.transport.writeSequence(chunks)
+            tcp_transport(self).writeSequence(chunks)
             self._done(None)
             return None
         done: defer.Deferred = defer.Deferred()
         done.addCallback(self._done)
         done.addErrback(self._after_write_failed)
         writer = _ResponseWriter(self.transport, list(chunks), done)
-        self.transport.registerProducer(writer, False)
+        tcp_transport(self).registerProducer(writer, False)
         return None
 
     def _done(self, _: Any) -> None:

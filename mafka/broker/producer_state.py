@@ -740,10 +740,10 @@ class ProducerStateManager:
                 # Its marker is gone: the transaction is undecided again.
                 del self._unreplicated[first]
                 ongoing[first] = TxnMetadata(txn.producer_id, first)
-                entry = producers.get(txn.producer_id)
-                if entry is None:
-                    entry = producers[txn.producer_id] = ProducerStateEntry(txn.producer_id)
-                entry.current_txn_first_offset = first
+                txn_entry = producers.get(txn.producer_id)
+                if txn_entry is None:
+                    txn_entry = producers[txn.producer_id] = ProducerStateEntry(txn.producer_id)
+                txn_entry.current_txn_first_offset = first
         self._ongoing = dict(sorted(ongoing.items()))
         for pid in emptied:
             if producers[pid].current_txn_first_offset is None:

@@ -45,6 +45,7 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode
 from mafka.interbroker.connection import InterBrokerConnection
 from mafka.log.epoch_cache import UNDEFINED_EPOCH
+from mafka.tcp import tcp_transport
 
 from .fetch_session_handler import FetchSessionHandler, PartitionFetchState
 from .truncation import truncation_for
@@ -190,7 +191,7 @@ class ReplicaFetcher:
             self._interrupted = True
             proto = self.conn.protocol
             if proto is not None and not proto.lost:
-                proto.transport.abortConnection()
+                tcp_transport(proto).abortConnection()
 
     def remove(self, tp: tuple[str, int]) -> None:
         self.partitions.pop(tp, None)
@@ -246,7 +247,7 @@ class ReplicaFetcher:
             timed_out.append(True)
             proto = self.conn.protocol
             if proto is not None and not proto.lost:
-                proto.transport.abortConnection()
+                tcp_transport(proto).abortConnection()
             d.cancel()
 
         call = self.reactor.callLater(timeout_ms / 1000, expire)
@@ -270,6 +271,7 @@ class ReplicaFetcher:
     async def _truncate(self, tps: list[tuple[str, int]]) -> None:
         asked: dict[tuple[str, int], int] = {}
         by_topic: dict[str, list[dict[str, int]]] = {}
+        state: _PartitionFetch | None  # None once the partition moved on while we waited (_current)
         for tp in tps:
             state = self.partitions[tp]
             partition = self.rm.follower_partition(tp, state.leader_epoch)
@@ -325,6 +327,7 @@ class ReplicaFetcher:
         wanted: dict[tuple[str, int], PartitionFetchState] = {}
         throttled = set()
         over_quota = self.throttle is not None and self.throttle.quota.exceeded()
+        state: _PartitionFetch | None  # None once the partition moved on while we waited (_current)
         for tp, state in ready.items():
             partition = self.rm.follower_partition(tp, state.leader_epoch)
             if partition is None:

@@ -37,15 +37,18 @@ from an injected ``IReactorTime`` (``callLater``), so tests drive it with
   follower that holds the fetch offset and caught up within
   ``replica.lag.time.max.ms``; if it picks a follower, that partition is
   answered at once with no records and its ``preferred_read_replica``.
+
+The waiting rooms themselves (parking, waking, timing out) are
+:mod:`mafka.broker.waiting_rooms`; the records of this API
+(:class:`FetchPartition`, :class:`FetchedPartition`, :class:`ProduceResult` …)
+are :mod:`mafka.broker.replica_records`, re-exported here.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from twisted.internet import defer
@@ -69,8 +72,17 @@ from mafka.log.validation import (
 from mafka.wire.batch import BatchHeader
 from mafka.wire.legacy_records import is_legacy_message_set
 
-from .partition import LeaderState, Partition, ReadResult
+from .partition import LeaderState, Partition
+from .replica_records import (
+    FetchedPartition,
+    FetchPartition,
+    FollowerTarget,
+    ProduceResult,
+    TxnMarker,
+    fetch_only_from_leader,
+)
 from .replica_selector import NO_NODE, ClientMetadata, PartitionView, ReplicaSelector, ReplicaView
+from .waiting_rooms import WaitingRooms
 
 #: Kafka 2.6 ``ReplicaManager``: ISR changes are announced when none happened for this long …
 ISR_CHANGE_BLACKOUT_MS = 5000
@@ -80,92 +92,6 @@ ISR_CHANGE_MAX_DELAY_MS = 60000
 __all__ = ["ReplicaManager", "FetchPartition", "FetchedPartition", "ProduceResult", "TxnMarker"]
 
 log = logging.getLogger("mafka.broker.replica_manager")
-
-
-@dataclass(frozen=True, slots=True)
-class FollowerTarget:
-    """Where a follower partition fetches from, and at which leader epoch."""
-
-    leader_id: int
-    host: str
-    port: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPartition:
-    topic: str
-    partition: int
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int = -1
-    #: A follower's log start offset (Fetch v5+; −1 from consumers).
-    log_start_offset: int = -1
-
-
-@dataclass(slots=True)
-class FetchedPartition:
-    topic: str
-    partition: int
-    error: ErrorCode
-    result: ReadResult | None
-    #: KIP-392: the replica the consumer should fetch from instead (then ``result`` has no records); −1 none.
-    preferred_read_replica: int = -1
-
-    @property
-    def last_stable_offset(self) -> int:
-        """The partition's LSO as of the read (−1 on error)."""
-        return self.result.last_stable_offset if self.result is not None else -1
-
-    @property
-    def aborted_transactions(self) -> list[tuple[int, int]] | None:
-        """``(producer_id, first_offset)`` overlapping the data of a READ_COMMITTED read, else None."""
-        return self.result.aborted_transactions if self.result is not None else None
-
-
-#: One WriteTxnMarkers entry: (topic, partition, producer_id, producer_epoch, coordinator_epoch, commit).
-TxnMarker = tuple[str, int, int, int, int, bool]
-
-
-@dataclass(slots=True)
-class ProduceResult:
-    error: ErrorCode
-    base_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    last_offset: int = -1
-    #: Produce v8+ (KIP-467): the refused records ``(batch_index, message)`` and the partition's message.
-    record_errors: list[tuple[int, str]] | None = None
-    error_message: str | None = None
-
-
-@dataclass(eq=False)
-class _DelayedFetch:
-    replica_id: int
-    min_bytes: int
-    max_bytes: int
-    partitions: Sequence[FetchPartition]
-    deferred: defer.Deferred
-    timer: Any = None
-    done: bool = False
-    whole_first_batches: bool = False
-    client_metadata: ClientMetadata | None = None
-    isolation_level: int = 0
-
-    @property
-    def fetch_only_from_leader(self) -> bool:
-        return _fetch_only_from_leader(self.replica_id, self.client_metadata)
-
-
-@dataclass(eq=False)
-class _DelayedProduce:
-    min_isr: dict[tuple[str, int], int]
-    waiting: dict[tuple[str, int], ProduceResult]
-    results: dict[tuple[str, int], ProduceResult]
-    deferred: defer.Deferred
-    timer: Any = None
-    done: bool = False
-    keys: list = field(default_factory=list)
 
 
 class ReplicaManager:
@@ -227,8 +153,13 @@ class ReplicaManager:
         #: partitions whose log dir failed (until restart): KAFKA_STORAGE_ERROR
         self.offline_partitions: set[tuple[str, int]] = set()
         self.controller_epoch = 0
-        self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
-        self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
+        #: the parked acks=−1 produces and fetches (:mod:`mafka.broker.waiting_rooms`)
+        self.waiting_rooms = WaitingRooms(
+            clock,
+            partition=lambda tp: self.partitions.get(tp),
+            min_insync_replicas=lambda topic: self.min_insync_replicas(topic),
+            read=self._read,
+        )
         self._prepared: dict[tuple[str, int], Partition] = {}  # opened off the reactor, not yet applied
         self._truncating: dict[tuple[str, int], defer.Deferred] = {}
         self.isr_change_set: set[tuple[str, int]] = set()
@@ -304,10 +235,14 @@ class ReplicaManager:
         ]
         if not pending:
             return defer.succeed(None)
+        def relay(result: Any, waiter: defer.Deferred[None]) -> Any:
+            waiter.callback(None)
+            return result
+
         waits = []
         for d in pending:
-            w: defer.Deferred = defer.Deferred()
-            d.addBoth(lambda r, w=w: (w.callback(None), r)[1])
+            w: defer.Deferred[None] = defer.Deferred()
+            d.addBoth(relay, w)
             waits.append(w)
         return defer.DeferredList(waits)
 
@@ -539,47 +474,8 @@ class ReplicaManager:
         return d.addCallback(lambda done: {tp: r.error for tp, r in done.items()})
 
     def _await_replication(self, results: dict[tuple[str, int], ProduceResult], timeout_ms: int) -> defer.Deferred:
-        waiting = {tp: r for tp, r in results.items() if r.error == ErrorCode.NONE}
-        d: defer.Deferred = defer.Deferred()
-        delayed = _DelayedProduce({tp: self.min_insync_replicas(tp[0]) for tp in waiting}, waiting, results, d, keys=list(waiting))
-        for tp in waiting:
-            self._produce_waiters[tp].add(delayed)
-        delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
-        self._check_produce(delayed)  # watch first, then check (answers at once when already replicated)
-        return d
-
-    def _check_produce(self, delayed: _DelayedProduce) -> None:
-        for tp, r in list(delayed.waiting.items()):
-            partition = self.partitions.get(tp)
-            status = (
-                ErrorCode.NOT_LEADER_OR_FOLLOWER
-                if partition is None
-                else partition.replication_status(r.last_offset + 1, delayed.min_isr[tp])
-            )
-            if status is None:
-                continue
-            if status != ErrorCode.NONE:
-                delayed.results[tp] = ProduceResult(status)
-            del delayed.waiting[tp]
-        if not delayed.waiting:
-            self._finish_produce(delayed)
-
-    def _expire_produce(self, delayed: _DelayedProduce) -> None:
-        delayed.timer = None
-        for tp in delayed.waiting:
-            delayed.results[tp] = ProduceResult(ErrorCode.REQUEST_TIMED_OUT)
-        delayed.waiting.clear()
-        self._finish_produce(delayed)
-
-    def _finish_produce(self, delayed: _DelayedProduce) -> None:
-        if delayed.done:
-            return
-        delayed.done = True
-        if delayed.timer is not None and delayed.timer.active():
-            delayed.timer.cancel()
-        for tp in delayed.keys:
-            self._produce_waiters[tp].discard(delayed)
-        delayed.deferred.callback(delayed.results)
+        """The acks=−1 waiting room (:meth:`WaitingRooms.await_replication`); also used by delayed delivery."""
+        return self.waiting_rooms.await_replication(results, timeout_ms)
 
     # ================================================================== fetch
 
@@ -610,19 +506,10 @@ class ReplicaManager:
             or any(r.error != ErrorCode.NONE or r.preferred_read_replica >= 0 for r in results)
         ):
             return defer.succeed(results)
-        d: defer.Deferred = defer.Deferred()
-        delayed = _DelayedFetch(
-            replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches,
+        return self.waiting_rooms.park_fetch(
+            replica_id, max_wait_ms, min_bytes, max_bytes, partitions, whole_first_batches=whole_first_batches,
             client_metadata=client_metadata, isolation_level=isolation_level,
         )
-        for p in partitions:
-            self._fetch_waiters[(p.topic, p.partition)].add(delayed)
-        delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
-        # Check again now that it is watched (Kafka's tryCompleteElseWatch): the reads
-        # above can complete a parked produce, whose connection may then run its next,
-        # pipelined produce at once — an append this fetch was not yet watching for.
-        self._try_complete_fetch(delayed)
-        return d
 
     def _read(
         self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False,
@@ -631,7 +518,7 @@ class ReplicaManager:
         out = []
         left = max_bytes
         first = True
-        only_leader = _fetch_only_from_leader(replica_id, client_metadata)
+        only_leader = fetch_only_from_leader(replica_id, client_metadata)
         now = self.now_ms()
         for p in partitions:
             try:
@@ -674,44 +561,6 @@ class ReplicaManager:
         new_isr = partition.isr_to_expand(replica_id)
         if new_isr is not None:
             self._write_isr(partition, new_isr, "expand")
-
-    def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
-        available = 0
-        only_leader = delayed.fetch_only_from_leader
-        for p in delayed.partitions:
-            partition = self.partitions.get((p.topic, p.partition))
-            if (
-                partition is None
-                or (only_leader and not partition.is_leader)
-                or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
-            ):
-                # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
-                # answer now, with the error, so a follower re-truncates at once
-                # rather than after max_wait_ms.
-                available = delayed.min_bytes
-                break
-            available += partition.bytes_available(
-                p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader, isolation_level=delayed.isolation_level
-            )
-            if available >= delayed.min_bytes:
-                break
-        if available >= delayed.min_bytes:
-            self._complete_fetch(delayed)
-
-    def _complete_fetch(self, delayed: _DelayedFetch) -> None:
-        if delayed.done:
-            return
-        delayed.done = True
-        if delayed.timer is not None and delayed.timer.active():
-            delayed.timer.cancel()
-        for p in delayed.partitions:
-            self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
-        delayed.deferred.callback(
-            self._read(
-                delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches, delayed.client_metadata,
-                delayed.isolation_level,
-            )
-        )
 
     # ================================================================== fetch from the closest replica (KIP-392)
 
@@ -760,10 +609,7 @@ class ReplicaManager:
 
     def _wake(self, tp: tuple[str, int]) -> None:
         """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it."""
-        for delayed in list(self._fetch_waiters.get(tp, ())):
-            self._try_complete_fetch(delayed)
-        for delayed in list(self._produce_waiters.get(tp, ())):
-            self._check_produce(delayed)
+        self.waiting_rooms.wake(tp)
 
     # ================================================================== ISR maintenance (leader)
 
@@ -1002,11 +848,6 @@ class ReplicaManager:
         if replica_id == -1 and any(o > partition.high_watermark for o in offsets):
             offsets = [partition.high_watermark] + [o for o in offsets if o <= partition.high_watermark]
         return offsets
-
-
-def _fetch_only_from_leader(replica_id: int, client_metadata: ClientMetadata | None) -> bool:
-    # Kafka's fetchMessages: followers always, consumers without client metadata (Fetch ≤ v10).
-    return replica_id >= 0 or client_metadata is None
 
 
 def _partition_error(topic: str, index: int, error: ErrorCode) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from twisted.internet import defer, task, threads
 from mafka.background import BackgroundPasses
 from mafka.coordination.kafka_zk import BrokerIdAlreadyRegisteredError, KafkaZkClient
 from mafka.coordination.znodes import BrokerRegistration
+from mafka.errors import ConfigError
 from mafka.log.config import LogConfig
 from mafka.log.manager import LogManager
 from mafka.rebalancer.service import RebalancerService
@@ -177,6 +178,7 @@ class KafkaServer:
             create_topic_in_zookeeper,  # the controller owns the rule
         )
 
+        assert self.zk is not None  # set by startup() before any listener opens
         racks = {b: info.rack for b, info in self.metadata_cache.brokers.items()}
         d = create_topic_in_zookeeper(self.zk, name, self.config.num_partitions, self.config.default_replication_factor, racks, {})
         d.addErrback(lambda f: log.info("auto-creating %s: %s", name, f.getErrorMessage()))
@@ -349,6 +351,7 @@ class KafkaServer:
         Mafka retries until that session has expired (bounded by twice the
         session timeout), so a restart after SIGKILL simply takes a little longer.
         """
+        assert self.zk is not None  # set by startup() before it registers
         deadline = self.reactor.seconds() + 2 * self.config.zookeeper_session_timeout_ms / 1000 + 5
         told = False
         while True:
@@ -364,8 +367,10 @@ class KafkaServer:
 
     def _start_background_tasks(self) -> None:
         config = self.config
-        lm = self.log_manager
-        rm = self.replica_manager
+        lm, rm, mover = self.log_manager, self.replica_manager, self.log_dir_mover
+        groups, txns = self.group_service, self.transaction_service
+        # all set up by startup() before it starts these
+        assert lm is not None and rm is not None and mover is not None and groups is not None and txns is not None
         bg = self.background
 
         # Taken on the reactor before each pass: the worker thread never reads the partitions.
@@ -403,12 +408,12 @@ class KafkaServer:
         for name, interval_ms, work, snapshot in passes:
             bg.every_in_thread(name, interval_ms / 1000, work, snapshot=snapshot)
         bg.every("isr-shrink", max(50, config.replica_lag_time_max_ms // 2) / 1000, rm.maybe_shrink_isr)
-        bg.every("log-dir-mover", 1.0, self.log_dir_mover.kick)  # resumes moves found at startup
+        bg.every("log-dir-mover", 1.0, mover.kick)  # resumes moves found at startup
         bg.every("isr-change-propagation", 2.5, self._propagate_isr_changes)
         bg.every("offsets-expiration", config.offsets_retention_check_interval_ms / 1000,
-                 self.group_service.expire_offsets)
-        bg.every("group-coordinator-tick", 0.1, self.group_service.tick)
-        bg.every("transaction-coordinator-tick", 0.1, self.transaction_service.tick)
+                 groups.expire_offsets)
+        bg.every("group-coordinator-tick", 0.1, groups.tick)
+        bg.every("transaction-coordinator-tick", 0.1, txns.tick)
         bg.every("delayed-delivery", TICK_MS / 1000, self.delayed_delivery.tick)
         rm.dir_latencies = self.dir_latencies
         if self.cold_reads is not None:
@@ -417,7 +422,7 @@ class KafkaServer:
         bg.every("monitor", config.mafka_monitor_interval_ms / 1000, self._monitor_pass)
         self.rebalancer = RebalancerService(self)
         bg.every("rebalancer", 1.0, self._rebalancer_tick)
-        self.transaction_service.startup()  # its coordinator's passes (timed-out aborts, id expiration)
+        txns.startup()  # its coordinator's passes (timed-out aborts, id expiration)
 
     def _monitor_pass(self) -> defer.Deferred:
         """The slow-node report: inputs copied on the reactor, computed off it, written to ZooKeeper."""
@@ -431,6 +436,7 @@ class KafkaServer:
 
     def _propagate_isr_changes(self) -> defer.Deferred | None:
         rm = self.replica_manager
+        assert rm is not None  # the pass is started once startup() made it
         changed = rm.isr_changes_to_propagate()
         if not changed or self.zk is None:
             return None
@@ -506,6 +512,7 @@ class KafkaServer:
         """
         from mafka.interbroker.connection import InterBrokerConnection
 
+        assert self.zk is not None  # shutdown() asks only with a ZooKeeper client
         config = self.config
         backoff = config.controlled_shutdown_retry_backoff_ms / 1000
         for attempt in range(1, max(1, config.controlled_shutdown_max_retries) + 1):
@@ -541,6 +548,7 @@ class KafkaServer:
 
     async def _controller_change_or(self, timeout_s: float, controller_id: int | None) -> None:
         """Waits *timeout_s*, or less: until ZooKeeper names a controller other than *controller_id*."""
+        assert self.zk is not None  # only during _controlled_shutdown
         deadline = self.reactor.seconds() + timeout_s
         while True:
             left = deadline - self.reactor.seconds()
@@ -587,7 +595,12 @@ class _FollowerThrottle:
         return is_throttled_replica(setting, tp[1], self.server.broker_id)
 
 
-def _kazoo_store(connect: str, session_timeout_ms: int) -> Any:
+def _kazoo_store(connect: str | None, session_timeout_ms: int) -> Any:
     from mafka.coordination.kazoo_store import KazooStore
+
+    if not connect:
+        raise ConfigError.for_key(
+            "zookeeper.connect", 'Missing required configuration "zookeeper.connect" which has no default value.'
+        )
 
     return KazooStore(connect, session_timeout_ms=session_timeout_ms)

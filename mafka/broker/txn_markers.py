@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from twisted.internet import defer
 
@@ -54,6 +54,15 @@ WRITE_TXN_MARKERS_VERSION = 1
 
 _SKIP = frozenset({ErrorCode.UNSUPPORTED_FOR_MESSAGE_FORMAT})
 _ABANDON = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
+
+
+class MarkerConnection(Protocol):
+    """A connection to one broker, as the ``connection_factory`` makes it
+    (:class:`mafka.interbroker.connection.InterBrokerConnection`)."""
+
+    def request(self, api_key: int, version: int, body: Any) -> defer.Deferred[Any]: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(eq=False)
@@ -93,7 +102,7 @@ class TxnMarkerChannel:
         reactor: Any,
         leader_of: Callable[[str, int], int | None],
         endpoint_of: Callable[[int], tuple[str, int] | None],
-        connection_factory: Callable[[int, str, int], Any],
+        connection_factory: Callable[[int, str, int], MarkerConnection],
         *,
         request_timeout_s: float = 30.0,
         retry_backoff_s: float = 0.1,
@@ -104,7 +113,7 @@ class TxnMarkerChannel:
         self.connection_factory = connection_factory
         self.request_timeout_s = request_timeout_s
         self.retry_backoff_s = retry_backoff_s
-        self._connections: dict[int, Any] = {}
+        self._connections: dict[int, MarkerConnection] = {}
         self._deliveries: set[_Delivery] = set()
         self._closed = False
 
@@ -199,7 +208,7 @@ class TxnMarkerChannel:
         )
         d.addErrback(self._crashed, delivery, tps)
 
-    def _connection(self, broker_id: int) -> Any:
+    def _connection(self, broker_id: int) -> MarkerConnection | None:
         conn = self._connections.get(broker_id)
         if conn is None:
             endpoint = self.endpoint_of(broker_id)
@@ -240,7 +249,7 @@ class TxnMarkerChannel:
         elif retry or delivery.remaining - delivery.in_flight:
             self._retry_later(delivery)
 
-    def _failed(self, failure: Any, broker_id: int, conn: Any, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
+    def _failed(self, failure: Any, broker_id: int, conn: MarkerConnection, delivery: _Delivery, tps: list[TopicPartitionTuple]) -> None:
         delivery.in_flight.difference_update(tps)
         log.info(
             "WriteTxnMarkers to broker %d failed (%s); retrying", broker_id, failure.getErrorMessage()

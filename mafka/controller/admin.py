@@ -81,7 +81,8 @@ class NewPartitions(NamedTuple):
     """One CreatePartitions entry: the new total count and, optionally, the new partitions' replicas."""
 
     name: str
-    count: int
+    # Kafka's name for the field, which shadows tuple.count (nothing here calls that method).
+    count: int  # type: ignore[assignment]
     assignment: Sequence[Sequence[int]] | None = None
 
 

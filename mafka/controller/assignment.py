@@ -116,9 +116,9 @@ def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
     result: list[int] = []
     rack_index = 0
     while len(result) < len(broker_racks):
-        broker = next(iterators[racks[rack_index]], None)
-        if broker is not None:
-            result.append(broker)
+        taken = next(iterators[racks[rack_index]], None)
+        if taken is not None:
+            result.append(taken)
         rack_index = (rack_index + 1) % len(racks)
     return result
 

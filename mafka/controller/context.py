@@ -308,8 +308,8 @@ class ControllerContext:
             self.partition_states.remove(tp)
             for replica in self.partition_replicas(tp):
                 self.replica_states.remove((tp, replica))
-        for key in [k for k in self.replica_states if k[0][0] == topic]:
-            self.replica_states.remove(key)
+        for replica_key in [k for k in self.replica_states if k[0][0] == topic]:
+            self.replica_states.remove(replica_key)
         for table in (self.adding_replicas, self.removing_replicas):
             for key in [k for k in table if k[0] == topic]:
                 del table[key]

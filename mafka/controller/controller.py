@@ -560,7 +560,7 @@ def controller_for_server(server: Any) -> Controller:
     )
 
     def reregister() -> Deferred[Any] | None:
-        own = getattr(server, "reregister_broker", None)
+        own: Callable[[], Deferred[Any] | None] | None = getattr(server, "reregister_broker", None)
         if own is not None:
             return own()
         registration = remembered.get("registration")

@@ -35,7 +35,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
@@ -53,6 +53,8 @@ from mafka.topics import TopicPartitionTuple
 __all__ = ["STATE_WRITE_ATTEMPTS", "ControllerCore", "OutcomeWaiters"]
 
 log = logging.getLogger("mafka.controller")
+
+T = TypeVar("T")
 
 #: Conditional state writes that hit a BadVersion are re-read and retried this many times.
 STATE_WRITE_ATTEMPTS = 10
@@ -174,10 +176,10 @@ class ControllerCore:
 
     # ------------------------------------------------------------------ event plumbing
 
-    def enqueue(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> Deferred[Any]:
+    def enqueue(self, name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> Deferred[T]:
         """Queues ``fn(*args)`` as the event *name*; fires with its result once it has run."""
 
-        async def run() -> Any:
+        async def run() -> T:
             try:
                 return await fn(*args)
             except ControllerMovedError as exc:
@@ -218,7 +220,7 @@ class ControllerCore:
     def _after_event(self, name: str) -> None:
         self.waiters.check()
 
-    async def run_admin(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+    async def run_admin(self, name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> T | None:
         """Runs an admin step as an event; None when this broker is not (or stops being) the controller."""
         if not self.is_active or self.stopped:
             return None

@@ -117,8 +117,8 @@ K = TypeVar("K", bound=Hashable)
 def valid_previous_states(target: PartitionState | ReplicaState) -> frozenset[State]:
     """The states ``target`` may be entered from."""
     if isinstance(target, PartitionState):
-        return PARTITION_VALID_PREVIOUS_STATES[target]  # type: ignore[return-value]
-    return REPLICA_VALID_PREVIOUS_STATES[target]  # type: ignore[return-value]
+        return PARTITION_VALID_PREVIOUS_STATES[target]
+    return REPLICA_VALID_PREVIOUS_STATES[target]
 
 
 def is_valid_transition(current: State, target: State) -> bool:

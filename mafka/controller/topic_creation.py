@@ -177,7 +177,7 @@ async def _create_topic(
     validate_topic_assignment(replica_assignment)
     validate_topic_configs(config)
     if validate_only:
-        return TopicAssignment(replica_assignment)
+        return TopicAssignment({p: tuple(replicas) for p, replicas in replica_assignment.items()})
     return await zk.create_topic(
         name, replica_assignment, {k: str(v) for k, v in config.items()}, topic_id=new_topic_id()
     )

@@ -165,10 +165,12 @@ class _Reader:
         return chunk
 
     def int16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
+        value: int = _I16.unpack(self._take(2))[0]
+        return value
 
     def int32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
+        value: int = _I32.unpack(self._take(4))[0]
+        return value
 
     def count(self, name: str, min_item: int) -> int:
         n = self.int32()

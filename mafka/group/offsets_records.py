@@ -208,13 +208,16 @@ class _Reader:
         return out
 
     def int16(self, what: str = "int16") -> int:
-        return _I16.unpack(self._take(2, what))[0]
+        value: int = _I16.unpack(self._take(2, what))[0]
+        return value
 
     def int32(self, what: str = "int32") -> int:
-        return _I32.unpack(self._take(4, what))[0]
+        value: int = _I32.unpack(self._take(4, what))[0]
+        return value
 
     def int64(self, what: str = "int64") -> int:
-        return _I64.unpack(self._take(8, what))[0]
+        value: int = _I64.unpack(self._take(8, what))[0]
+        return value
 
     def nullable_string(self, what: str = "string") -> str | None:
         n = self.int16(what + " length")

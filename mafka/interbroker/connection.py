@@ -26,6 +26,7 @@ from typing import Any
 from twisted.internet import defer, protocol
 from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
 
+from mafka.tcp import tcp_transport
 from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
@@ -55,8 +56,9 @@ class KafkaClientProtocol(protocol.Protocol):
         self.lost = False
 
     def connectionMade(self) -> None:  # noqa: N802
-        if hasattr(self.transport, "setTcpNoDelay"):
-            self.transport.setTcpNoDelay(True)  # small requests must not wait for delayed ACKs
+        transport = tcp_transport(self)
+        if hasattr(transport, "setTcpNoDelay"):
+            transport.setTcpNoDelay(True)  # small requests must not wait for delayed ACKs
         self.connected_deferred.callback(self)
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
@@ -67,7 +69,7 @@ class KafkaClientProtocol(protocol.Protocol):
         self.next_correlation_id = (cid + 1) & 0x7FFFFFFF
         d: defer.Deferred = defer.Deferred()
         self.pending.append((cid, api_key, version, d))
-        self.transport.write(encode_request(api_key, version, cid, self.client_id, body))
+        tcp_transport(self).write(encode_request(api_key, version, cid, self.client_id, body))
         return d
 
     def dataReceived(self, data: bytes) -> None:  # noqa: N802
@@ -82,8 +84,9 @@ class KafkaClientProtocol(protocol.Protocol):
                     raise ProtocolError(f"correlation id {got_cid}, expected {cid}")
                 d.callback(body)
         except ProtocolError as exc:
-            log.warning("bad response from %s: %s", self.transport.getPeer(), exc)
-            self.transport.abortConnection()
+            transport = tcp_transport(self)
+            log.warning("bad response from %s: %s", transport.getPeer(), exc)
+            transport.abortConnection()
 
     def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
         self.lost = True
@@ -157,7 +160,7 @@ class InterBrokerConnection:
     def _connected(self, proto: KafkaClientProtocol) -> None:
         self._attempting = False
         if self._closed:
-            proto.transport.loseConnection()
+            tcp_transport(proto).loseConnection()
             return
         self.protocol = proto
         self._last_failure_at = None
@@ -181,7 +184,7 @@ class InterBrokerConnection:
             self._retry_call.cancel()
         self._retry_call = None
         if self.protocol is not None and not self.protocol.lost:
-            self.protocol.transport.loseConnection()
+            tcp_transport(self.protocol).loseConnection()
         waiters, self._waiters = self._waiters, []
         for d in waiters:
             d.errback(ConnectionLostError("connection closed"))

@@ -30,6 +30,13 @@ returns (Kafka's ``Log.read`` with ``FetchTxnCommitted``).  Recovery empties
 the transaction indexes of the segments it re-reads and marks them stale
 (:attr:`txn_index_rebuild_offset`); the partition rebuilds them while it
 replays the log into its producer state.
+
+Two concerns live in their own modules: :mod:`mafka.log.recovery` finds the
+segments when the log is opened and recovers them after an unclean shutdown
+(before the log is shared, so without the lock), and :mod:`mafka.log.reads`
+holds what reads answer (:class:`FetchDataInfo`, :class:`ColdRead`,
+:class:`TimestampAndOffset`, re-exported here) and the half of each read
+done outside the lock, on the segments the method copied under it.
 """
 
 from __future__ import annotations
@@ -40,7 +47,6 @@ import os
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,13 +58,22 @@ from mafka.wire.batch import (
     set_log_append_time,
 )
 from mafka.wire.errors import ProtocolError
-from mafka.wire.records import decode_batch
 
 from .checkpoint import fsync_dir
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
-from .segment import BatchPosition, FileRegion, LogSegment
-from .tiering import resolve_tiers
+from .reads import (
+    ColdRead,
+    FetchDataInfo,
+    TimestampAndOffset,
+    batch_headers,
+    collect_aborted,
+    max_timestamp_and_offset,
+    offset_for_timestamp,
+    read_segments,
+)
+from .recovery import open_segments, recover_segments
+from .segment import BatchPosition, LogSegment
 from .txn_index import AbortedTxn
 
 __all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "UnexpectedAppendOffsetError", "TimestampAndOffset"]
@@ -85,76 +100,6 @@ class LogAppendInfo(NamedTuple):
     batch_count: int
     valid_bytes: int
     log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class FetchDataInfo:
-    """A read's result: the bytes to send (None when there is nothing to return).
-
-    ``aborted_transactions`` is None unless the read asked for them
-    (READ_COMMITTED); then it lists the aborted transactions overlapping the
-    returned range (empty when nothing was returned).
-    """
-
-    fetch_offset: int
-    region: FileRegion | ColdRead | None
-    aborted_transactions: list[AbortedTxn] | None = None
-
-    @property
-    def size(self) -> int:
-        return self.region.length if self.region else 0
-
-    def read(self) -> bytes:
-        return self.region.read() if self.region else b""
-
-
-@dataclass(frozen=True, slots=True)
-class ColdRead:
-    """A read that starts in a cold segment, to be done off the reactor (``Log.read(defer_cold=True)``).
-
-    Finding the batch that holds an offset reads batch headers from the
-    segment file; on a slow device that is a disk wait, which must not happen
-    on the thread serving tailing reads.  The fetch path carries this instead
-    of a :class:`FileRegion` and :meth:`resolve` s it in a worker
-    (``mafka.broker.cold_reads``).  ``length`` is an upper bound of the bytes
-    it will give (for fetch-size accounting), ``cold`` is always true.
-    """
-
-    log: Log
-    offset: int
-    max_bytes: int
-    max_offset: int | None
-    min_one_batch: bool
-    include_aborted_txns: bool
-    length: int
-    cold: bool = True
-
-    def __len__(self) -> int:
-        return self.length
-
-    def resolve(self) -> FetchDataInfo:
-        """The read itself (blocking: call it in a worker thread).
-
-        Nothing (not an error) if the offset left the log meanwhile (retention,
-        truncation): the consumer's next fetch gets OFFSET_OUT_OF_RANGE then.
-        """
-        try:
-            return self.log.read(self.offset, self.max_bytes, self.max_offset, min_one_batch=self.min_one_batch,
-                                 include_aborted_txns=self.include_aborted_txns)
-        except OffsetOutOfRangeError:
-            return FetchDataInfo(self.offset, None, [] if self.include_aborted_txns else None)
-
-    def read(self) -> bytes:
-        return self.resolve().read()
-
-
-@dataclass(frozen=True, slots=True)
-class TimestampAndOffset:
-    """A ListOffsets answer: the record's timestamp and offset, and its batch's leader epoch (−1 unknown)."""
-
-    timestamp: int
-    offset: int
-    leader_epoch: int = -1
 
 
 class Log:
@@ -218,21 +163,11 @@ class Log:
         self = cls(directory, config, clock, epoch_cache)
         self.cold_directory = cold_directory
         now = clock()
-        swapped = self._clean_leftovers()
-        hot, cold_list = resolve_tiers(directory, cold_directory)
-        cold = set(cold_list)
-        for base in sorted([*hot, *cold]):
-            if base in cold:
-                assert cold_directory is not None
-                seg = LogSegment.open(cold_directory, base, config, now)
-                seg.cold = True
-            else:
-                seg = LogSegment.open(directory, base, config, now)
-            self.segments.append(seg)
-        self._drop_segments_replaced_by_swaps(swapped)
+        self.segments = open_segments(directory, cold_directory, config, now)
         self._bases = [s.base_offset for s in self.segments]
         if not had_clean_shutdown:
-            self._recover(recovery_point)
+            recover_segments(directory.name, self.segments, self.epoch_cache, recovery_point)
+            self._bases = [s.base_offset for s in self.segments]
         if not self.segments:
             self._add_segment(LogSegment.create(directory, log_start_offset, config, now))
         self.next_offset = self.segments[-1].next_offset
@@ -243,63 +178,6 @@ class Log:
         self.epoch_cache.truncate_from_end(self.next_offset)
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         return self
-
-    def _clean_leftovers(self) -> list[int]:
-        """Removes ``.cleaned``/``.deleted`` files and completes ``.swap`` files (Kafka's rules)."""
-        swapped = []
-        for path in sorted(self.directory.iterdir()):
-            name = path.name
-            if name.endswith(".cleaned") or name.endswith(".deleted"):
-                path.unlink()
-            elif name.endswith(".swap"):
-                final = path.with_name(name[: -len(".swap")])
-                os.replace(path, final)
-                if final.suffix == ".log":
-                    swapped.append(int(final.stem))
-        return swapped
-
-    def _drop_segments_replaced_by_swaps(self, swapped: list[int]) -> None:
-        for base in swapped:
-            swap = next(s for s in self.segments if s.base_offset == base)
-            swap.recover()  # its indexes may be the replaced segment's (Kafka's recoverSegment)
-            for seg in list(self.segments):
-                if seg is not swap and base < seg.base_offset < swap.next_offset:
-                    log.warning("%s: dropping %s, replaced by a completed swap", self.directory.name, seg.log_path.name)
-                    self.segments.remove(seg)
-                    seg.delete_files()
-
-    def _recover(self, recovery_point: int) -> None:
-        """Re-reads segments from the recovery point on; cuts at the first invalid batch."""
-        i = max(0, bisect.bisect_right([s.base_offset for s in self.segments], recovery_point) - 1)
-        latest = self.epoch_cache.latest_epoch
-
-        def on_batch(h) -> None:
-            nonlocal latest
-            epoch = h.partition_leader_epoch
-            if epoch >= 0 and (latest is None or epoch > latest):
-                self.epoch_cache.assign(epoch, h.base_offset)
-                latest = epoch
-
-        for j in range(i, len(self.segments)):
-            seg = self.segments[j]
-            cut = seg.recover(on_batch, max_batch_size=None)
-            if cut:
-                later = self.segments[j + 1 :]
-                log.warning(
-                    "%s: unclean shutdown; cut %d bytes from %s at offset %d%s",
-                    self.directory.name,
-                    cut,
-                    seg.log_path.name,
-                    seg.next_offset,
-                    f" and deleted {len(later)} later segment(s)" if later else "",
-                )
-                for dead in later:
-                    dead.delete_files()
-                del self.segments[j + 1 :]
-                break
-        self._bases = [s.base_offset for s in self.segments]
-        if self.segments:
-            self.epoch_cache.truncate_from_end(self.segments[-1].next_offset)
 
     # ================================================================== appending
 
@@ -533,22 +411,7 @@ class Log:
                 estimate = max(1, min(max_bytes, segments[0].size))
                 lazy = ColdRead(self, offset, max_bytes, max_offset, min_one_batch, include_aborted_txns, estimate)
                 return FetchDataInfo(offset, lazy, [] if include_aborted_txns else None)
-        for k, seg in enumerate(segments):
-            max_position = None
-            if upper < seg.next_offset:
-                boundary = seg.translate_offset(upper)
-                max_position = boundary.position if boundary is not None else None
-            region = seg.read(offset, max_bytes, max_position, min_one_batch=min_one_batch)
-            if region is not None:
-                if not include_aborted_txns:
-                    return FetchDataInfo(offset, region)
-                bound = seg.fetch_upper_bound_offset(region.position + region.length)
-                if bound is None:
-                    bound = segments[k + 1].base_offset if k + 1 < len(segments) else end
-                return FetchDataInfo(offset, region, _collect_aborted(segments[k:], offset, bound))
-            if upper <= seg.next_offset:
-                break
-        return nothing
+        return read_segments(segments, offset, max_bytes, upper, end, min_one_batch, include_aborted_txns, nothing)
 
     def headers_from(self, start: int) -> Iterator[tuple[LogSegment, BatchPosition, BatchHeader]]:
         """Every batch ending at or past *start*, with its segment, position and header (torn ones skipped).
@@ -556,15 +419,7 @@ class Log:
         For replays at load (producer state, the delayed-message index); the
         segments are those of the moment of the call.
         """
-        for seg in list(self.segments):
-            if seg.next_offset <= start:
-                continue
-            for bp in seg.batches():
-                if bp.last_offset < start:
-                    continue
-                h = seg.header_at(bp.position)
-                if h is not None:
-                    yield seg, bp, h
+        yield from batch_headers(self.segments, start)
 
     def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [*start_offset*, *upper_bound_offset*).
@@ -578,7 +433,29 @@ class Log:
                 return self._successor.collect_aborted_transactions(start_offset, upper_bound_offset)
             i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
             segments = self.segments[i:]
-        return _collect_aborted(segments, start_offset, upper_bound_offset)
+        return collect_aborted(segments, start_offset, upper_bound_offset)
+
+    def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> TimestampAndOffset | None:
+        """The first record with a timestamp ≥ *timestamp* below *max_offset* (ListOffsets by time)."""
+        with self._lock:
+            segments = list(self.segments)
+            start = self.log_start_offset
+            upper = self.next_offset if max_offset is None else min(max_offset, self.next_offset)
+        return offset_for_timestamp(segments, start, upper, timestamp)
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """The earliest record holding the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734).
+
+        Each segment already tracks its max timestamp and the last offset of
+        the first batch reaching it (the pair its time index appends), so the
+        segment is chosen without reading anything (the first one on ties, as
+        Kafka's ``maxBy``) and only that one batch is decoded, to find the
+        first record whose timestamp is the batch's max (Kafka's
+        ``offsetOfMaxTimestamp``).  None when no batch has a timestamp.
+        """
+        with self._lock:
+            segments = list(self.segments)
+        return max_timestamp_and_offset(segments)
 
     # ================================================================== transaction indexes
 
@@ -626,62 +503,6 @@ class Log:
                 if seg.base_offset >= offset:
                     seg.txn_index.reset()
                     seg.txn_index.stale = False
-
-    def offset_for_timestamp(self, timestamp: int, max_offset: int | None = None) -> TimestampAndOffset | None:
-        """The first record with a timestamp ≥ *timestamp* below *max_offset* (ListOffsets by time)."""
-        with self._lock:
-            segments = list(self.segments)
-            start = self.log_start_offset
-            upper = self.next_offset if max_offset is None else min(max_offset, self.next_offset)
-        for seg in segments:
-            if seg.largest_timestamp < timestamp:
-                continue
-            bp = seg.find_offset_by_timestamp(timestamp)
-            while bp is not None:
-                if bp.base_offset >= upper:
-                    return None
-                data = os.pread(seg.fd, bp.size, bp.position)
-                decoded = decode_batch(data)
-                if not decoded.header.is_control:
-                    for record in decoded.records:
-                        if record.timestamp >= timestamp and start <= record.offset < upper:
-                            epoch = decoded.header.partition_leader_epoch
-                            return TimestampAndOffset(record.timestamp, record.offset, max(epoch, -1))
-                bp = next(seg.batches(bp.position + bp.size), None)
-        return None
-
-    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
-        """The earliest record holding the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734).
-
-        Each segment already tracks its max timestamp and the last offset of
-        the first batch reaching it (the pair its time index appends), so the
-        segment is chosen without reading anything (the first one on ties, as
-        Kafka's ``maxBy``) and only that one batch is decoded, to find the
-        first record whose timestamp is the batch's max (Kafka's
-        ``offsetOfMaxTimestamp``).  None when no batch has a timestamp.
-        """
-        with self._lock:
-            segments = list(self.segments)
-        best = None
-        for seg in segments:
-            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
-                best = seg
-        if best is None:
-            return None
-        target = best.max_timestamp
-        _, position = best.index.lookup(best.offset_of_max_timestamp)
-        bp = next((b for b in best.batches(position) if b.max_timestamp == target), None)
-        if bp is None:
-            return None
-        data = os.pread(best.fd, bp.size, bp.position)
-        decoded = decode_batch(data, verify_crc=False)
-        epoch = max(decoded.header.partition_leader_epoch, -1)
-        for record in decoded.records:
-            if record.timestamp == target:
-                return TimestampAndOffset(target, record.offset, epoch)
-        # A client-built batch whose header max disagrees with its records: the batch's
-        # last offset, the answer Kafka gave before it looked inside the batch.
-        return TimestampAndOffset(target, bp.last_offset, epoch)
 
     # ================================================================== truncation
 
@@ -1021,13 +842,3 @@ def size_limit(h: BatchHeader, max_message_bytes: int) -> int:
         return max_message_bytes + ENVELOPE_FRAMING + ENVELOPE_PER_RECORD * (h.last_offset_delta + 1)
     return max_message_bytes
 
-
-def _collect_aborted(segments: list[LogSegment], fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
-    """Each segment's aborted transactions overlapping the range, until one says the search is complete."""
-    found: list[AbortedTxn] = []
-    for seg in segments:
-        result = seg.txn_index.collect_aborted_txns(fetch_offset, upper_bound_offset)
-        found.extend(result.aborted_transactions)
-        if result.is_complete:
-            break
-    return found

@@ -34,23 +34,46 @@ import errno
 import logging
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from .checkpoint import fsync_dir
-from .segment import log_file_name
+from .segment import LogSegment, log_file_name
 
-if TYPE_CHECKING:
-    from .log import Log
-    from .segment import LogSegment
-
-__all__ = ["MOVING_SUFFIX", "MoveAborted", "move_segment", "resolve_tiers", "segments_to_move"]
+__all__ = ["MOVING_SUFFIX", "MoveAborted", "TieredLog", "move_segment", "resolve_tiers", "segments_to_move"]
 
 log = logging.getLogger(__name__)
 
 MOVING_SUFFIX = ".moving"
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _COPY_CHUNK = 8 << 20
+
+
+class TieredLog(Protocol):
+    """What :func:`move_segment` needs of the log it moves a segment of (:class:`mafka.log.log.Log` is one).
+
+    Typed here rather than imported, so that this module does not depend on
+    the log (which opens its segments through :func:`resolve_tiers`).
+    """
+
+    @property
+    def _lock(self) -> AbstractContextManager[Any]:
+        """The log's lock, which guards its segment list."""
+        ...
+
+    @property
+    def segments(self) -> list[LogSegment]: ...
+
+    @property
+    def active_segment(self) -> LogSegment: ...
+
+    @property
+    def clock(self) -> Callable[[], int]: ...
+
+    def _schedule_delete(self, segments: list[LogSegment]) -> None:
+        """Renames *segments* ``.deleted`` for removal after ``file.delete.delay.ms`` (under ``_lock``)."""
+        ...
 
 
 class MoveAborted(Exception):
@@ -101,7 +124,7 @@ def _fingerprint(seg: LogSegment) -> tuple[int, int, int]:
     return seg.size, os.fstat(seg.fd).st_mtime_ns, txn_mtime
 
 
-def move_segment(log_: Log, seg: LogSegment, cold_directory: Path,
+def move_segment(log_: TieredLog, seg: LogSegment, cold_directory: Path,
                  on_step: Callable[[str], None] | None = None) -> LogSegment:
     """Moves *seg* of *log_* into *cold_directory* (see the module docstring); returns the cold segment.
 

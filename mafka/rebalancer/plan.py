@@ -183,12 +183,12 @@ def plan_moves(
                 plan.decisions.append(f"broker {source} stays at {ratio(source):.1%}: nothing more fits elsewhere")
                 break
             tp, size, target = chosen
-            replicas = tuple(target if r == source else r for r in current[tp])
+            new_replicas = tuple(target if r == source else r for r in current[tp])
             reason = (f"broker {source} at {ratio(source):.1%} > {threshold:.0%}; broker {target} has the most free "
                       f"bytes ({capacity[target] - used[target]}) among those that can take {size} bytes")
-            plan.moves.append(Move(tp[0], tp[1], source, target, size, replicas, reason))
+            plan.moves.append(Move(tp[0], tp[1], source, target, size, new_replicas, reason))
             plan.decisions.append(f"move {tp[0]}-{tp[1]} ({size} bytes) from broker {source} to broker {target}")
-            current[tp] = list(replicas)
+            current[tp] = list(new_replicas)
             used[source] -= size
             used[target] += size
             moved.add(tp)

@@ -176,16 +176,20 @@ class _Reader:
         return out
 
     def int8(self, field: str) -> int:
-        return _I8.unpack(self._take(1, field))[0]
+        value: int = _I8.unpack(self._take(1, field))[0]
+        return value
 
     def int16(self, field: str) -> int:
-        return _I16.unpack(self._take(2, field))[0]
+        value: int = _I16.unpack(self._take(2, field))[0]
+        return value
 
     def int32(self, field: str) -> int:
-        return _I32.unpack(self._take(4, field))[0]
+        value: int = _I32.unpack(self._take(4, field))[0]
+        return value
 
     def int64(self, field: str) -> int:
-        return _I64.unpack(self._take(8, field))[0]
+        value: int = _I64.unpack(self._take(8, field))[0]
+        return value
 
     def string(self, field: str) -> str:
         n = self.int16(field + " length")

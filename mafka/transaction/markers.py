@@ -199,7 +199,7 @@ class TransactionMarkerChannelManager:
         handle: TimerHandle | None = None
 
         def fire() -> None:
-            self._retries.discard(handle)  # type: ignore[arg-type]
+            self._retries.discard(handle)
             self._try_append_to_log(pending)
 
         handle = self._timers.call_later(self._retry_backoff_ms, fire)

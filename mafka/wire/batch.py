@@ -419,6 +419,7 @@ def assign_offsets(
     _I64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
     if partition_leader_epoch is not None:
         _I32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
+    last_offset_delta: int
     (last_offset_delta,) = _I32.unpack_from(buf, pos + LAST_OFFSET_DELTA_OFFSET)
     return base_offset + last_offset_delta
 

@@ -237,7 +237,7 @@ def decode_body(message: Message, version: int, data: bytes | bytearray | memory
     """
     reader = FrameReader(data)
     what = f"{message.name} v{version}"
-    body = _parse(message.struct(version), reader, what)
+    body: Body = _parse(message.struct(version), reader, what)
     _no_trailing(reader, what)
     return body
 

@@ -124,12 +124,13 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec == CompressionType.SNAPPY:
         return bytes(cramjam.snappy.compress_raw(data))
     if codec == CompressionType.LZ4:
-        return lz4.frame.compress(
+        frame: bytes = lz4.frame.compress(  # lz4 ships no type information
             data,
             block_size=lz4.frame.BLOCKSIZE_MAX64KB,
             block_linked=False,
             store_size=False,
         )
+        return frame
     if codec == CompressionType.ZSTD:
         return zstandard.ZstdCompressor(level=3).compress(data)
     raise ValueError(f"unknown compression codec id {codec}")

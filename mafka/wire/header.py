@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from construct import Construct
+
 from .primitives import Fixed, KStruct, String, TaggedFields
 
 __all__ = ["RequestHeader", "REQUEST_HEADERS", "RESPONSE_HEADERS"]
@@ -34,7 +36,7 @@ class RequestHeader:
     tagged_fields: dict[int, bytes] = field(default_factory=dict)
 
 
-def _request_header(version: int) -> KStruct:
+def _request_header(version: int) -> Construct:
     fields = [
         "api_key" / Fixed("int16", "RequestHeader.api_key"),
         "api_version" / Fixed("int16", "RequestHeader.api_version"),
@@ -47,7 +49,7 @@ def _request_header(version: int) -> KStruct:
     return KStruct(*fields).compile()
 
 
-def _response_header(version: int) -> KStruct:
+def _response_header(version: int) -> Construct:
     fields = ["correlation_id" / Fixed("int32", "ResponseHeader.correlation_id")]
     if version >= 1:
         fields.append("tagged_fields" / TaggedFields("ResponseHeader.tagged_fields"))

@@ -399,12 +399,13 @@ def build_message_set(
         raise ValueError(f"legacy magic must be 0 or 1, not {magic}")
     if compression not in (CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4):
         raise ValueError(f"codec {compression} is not valid for magic {magic}")
-    lat = magic == MAGIC_V1 and log_append_time is not None
-    attributes = TIMESTAMP_TYPE_MASK if lat else 0
+    # The LogAppendTime stamp, or None when the records keep their own (always for magic 0).
+    lat = log_append_time if magic == MAGIC_V1 else None
+    attributes = TIMESTAMP_TYPE_MASK if lat is not None else 0
     if compression == CompressionType.NONE:
         out = bytearray()
         for r in records:
-            timestamp = log_append_time if lat else r.timestamp
+            timestamp = lat if lat is not None else r.timestamp
             encode_message(out, r.offset, r.key, r.value, magic=magic, timestamp=timestamp, attributes=attributes)
         return bytes(out)
     inner = bytearray()
@@ -412,7 +413,7 @@ def build_message_set(
     last_offset = 0
     max_timestamp = NO_TIMESTAMP
     for r in records:
-        timestamp = log_append_time if lat else r.timestamp
+        timestamp = lat if lat is not None else r.timestamp
         inner_offset = count if magic == MAGIC_V1 else r.offset
         encode_message(inner, inner_offset, r.key, r.value, magic=magic, timestamp=timestamp, attributes=attributes)
         last_offset = r.offset

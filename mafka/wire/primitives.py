@@ -31,6 +31,7 @@ from __future__ import annotations
 import io as _io
 import struct
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from construct import Computed, Construct, Struct
@@ -81,7 +82,7 @@ class FrameReader(_io.BytesIO):
         self.size = len(data)
 
 
-class Body(dict):
+class Body(dict[str, Any]):
     """A decoded struct: a plain dict whose keys also read as attributes."""
 
     __slots__ = ()
@@ -170,9 +171,12 @@ def _read_length(io: _io.BytesIO, compact: bool, wide: bool, what: str) -> int:
     """A length or count prefix; -1 means null."""
     if compact:
         return read_uvarint(io, what) - 1
+    n: int
     if wide:
-        return _I32.unpack(read_exact(io, 4, what))[0]
-    return _I16.unpack(read_exact(io, 2, what))[0]
+        n = _I32.unpack(read_exact(io, 4, what))[0]
+    else:
+        n = _I16.unpack(read_exact(io, 2, what))[0]
+    return n
 
 
 def _write_length(io: _io.BytesIO, n: int, compact: bool, wide: bool) -> None:
@@ -235,14 +239,13 @@ def read_records32(io: _io.BytesIO, what: str) -> memoryview | bytes | None:
         if n == -1:
             return None
         raise ProtocolError(f"{what}: invalid records length {n}")
-    view = getattr(io, "view", None)
-    if view is None:
+    if not isinstance(io, FrameReader):
         return read_exact(io, n, what)
     pos = io.tell()
     if n > io.size - pos:
         raise ProtocolError(f"{what}: needs {n} bytes, {io.size - pos} remain")
     io.seek(pos + n)
-    return view[pos : pos + n]
+    return io.view[pos : pos + n]
 
 
 def read_array32(io: _io.BytesIO, nullable: bool, min_size: int, what: str) -> int:
@@ -250,7 +253,7 @@ def read_array32(io: _io.BytesIO, nullable: bool, min_size: int, what: str) -> i
     b = io.read(4)
     if len(b) != 4:
         raise ProtocolError(f"{what}: truncated array length")
-    n = _unpack_i32(b)[0]
+    n: int = _unpack_i32(b)[0]
     if n < 0:
         if n == -1 and nullable:
             return -1
@@ -329,14 +332,13 @@ def read_records(io: _io.BytesIO, compact: bool, what: str) -> memoryview | byte
         if n == -1:
             return None
         raise ProtocolError(f"{what}: invalid records length {n}")
-    view = getattr(io, "view", None)
-    if view is None:
+    if not isinstance(io, FrameReader):
         return read_exact(io, n, what)
     pos = io.tell()
     if n > io.size - pos:
         raise ProtocolError(f"{what}: needs {n} bytes, {io.size - pos} remain")
     io.seek(pos + n)
-    return view[pos : pos + n]
+    return io.view[pos : pos + n]
 
 
 def write_bytes(io: _io.BytesIO, obj: Any, compact: bool, nullable: bool, default: Any) -> Any:
@@ -370,8 +372,8 @@ def read_array_length(
 
 
 def write_array_length(
-    io: _io.BytesIO, obj: Any, compact: bool, nullable: bool
-) -> list | None:
+    io: _io.BytesIO, obj: Sequence[Any] | None, compact: bool, nullable: bool
+) -> Sequence[Any] | None:
     """Writes the count prefix; returns the items to write (None for a null array)."""
     if obj is None:
         if nullable:
@@ -421,7 +423,7 @@ def write_tagged_fields(io: _io.BytesIO, obj: Any) -> Any:
 _MODULE_IMPORT = "import mafka.wire.primitives as _kp"
 
 
-class _Leaf(Construct):
+class _Leaf(Construct):  # type: ignore[misc]  # construct ships no type information
     """Base: parse/build delegate to the runtime functions above."""
 
     min_size = 0
@@ -603,7 +605,7 @@ class TaggedFields(_Leaf):
         return "_kp.write_tagged_fields(io, obj)"
 
 
-class KArray(Construct):
+class KArray(Construct):  # type: ignore[misc]  # construct ships no type information
     """ARRAY / COMPACT_ARRAY of *subcon*, its count checked before allocation.
 
     Args:
@@ -674,7 +676,7 @@ class KArray(Construct):
         return f"{fname}(obj, io, this)"
 
 
-class KStruct(Struct):
+class KStruct(Struct):  # type: ignore[misc]  # construct ships no type information
     """A Kafka struct: fields in order, decoded into a :class:`Body`.
 
     Construct's own ``Struct`` builds a context container per struct so that

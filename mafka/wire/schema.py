@@ -159,7 +159,7 @@ class Message:
         self.valid = versions(valid)
         self.flexible = versions(flexible)
         self._structs: dict[int, Construct] = {}
-        self._layouts: dict[tuple, Construct] = {}
+        self._layouts: dict[tuple[Any, ...], Construct] = {}
 
     def is_flexible(self, version: int) -> bool:
         return version in self.flexible
@@ -190,9 +190,9 @@ class Message:
         return (f for f in self.fields if version in versions(f.versions))
 
 
-def _layout(fields: Sequence[Field], version: int, flexible: bool) -> tuple:
+def _layout(fields: Sequence[Field], version: int, flexible: bool) -> tuple[Any, ...]:
     """A hashable description of the wire layout at *version* (for sharing)."""
-    out = []
+    out: list[tuple[Any, ...]] = []
     for f in fields:
         if version in versions(f.versions):
             out.append((f.name, f.type, version in versions(f.nullable), _layout(f.fields, version, flexible)))

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from .checker import ACKED, Attempt
+from tests.harness.checker import ACKED, Attempt
 
 __all__ = ["Delivered", "DelayedReport", "check_delayed", "delay_of"]
 

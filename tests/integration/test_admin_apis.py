@@ -36,7 +36,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -44,14 +44,7 @@ WAIT = 30.0
 RACK = "rack-a"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(
-        tmp_path_factory.mktemp("admin-apis") / "cluster", brokers=3, settings={"broker.rack": RACK}
-    )
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings={"broker.rack": RACK}, shared=False)  # sets broker 2's dynamic configs and SCRAM users
 
 
 class _Lines(logging.Handler):

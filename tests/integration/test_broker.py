@@ -14,19 +14,15 @@ import pytest
 
 from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.records import Record, build_batch, iter_records
+from tests.harness.cluster import ClusterSpec
+from tests.harness.waits import wait_dead
 
-from .cluster import LocalCluster
 from .test_clients import new_topic
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("broker") / "cluster", brokers=3, settings={"zookeeper.session.timeout.ms": "6000"})
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings={"zookeeper.session.timeout.ms": "6000"}, shared=False)  # kills and restarts brokers
 
 
 class Client:
@@ -135,7 +131,7 @@ def test_resent_idempotent_produce_is_not_written_twice_even_after_a_restart(clu
     assert again.base_offset == first.base_offset == 0
     # Graceful restart of the leader: the producer state is snapshotted and reloaded.
     cluster.kill(leader["id"], signal.SIGTERM)
-    _wait_dead(leader["pid"])
+    wait_dead(leader["pid"], 60)
     cluster.restart(leader["id"])
     deadline = time.monotonic() + 60
     while True:
@@ -156,21 +152,6 @@ def test_resent_idempotent_produce_is_not_written_twice_even_after_a_restart(clu
     finally:
         c.close()
     assert body.topics[0].partitions[0].offset == 3  # three records, written once
-
-
-def _wait_dead(pid: int, timeout: float = 60.0) -> None:
-    """Waits until *pid* has exited (a zombie left for ``mafka cluster up`` to reap counts as exited)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return
-        if state in ("Z", "X"):
-            return
-        time.sleep(0.1)
-    raise TimeoutError(f"process {pid} is still alive")
 
 
 BAD_INPUTS = [
@@ -228,7 +209,7 @@ def test_controller_failover_after_sigkill(cluster):
     old_pid = cluster.broker(old)["pid"]
     started = time.monotonic()
     cluster.kill(old, signal.SIGKILL)
-    _wait_dead(old_pid)
+    wait_dead(old_pid, 60)
     survivors = [b["id"] for b in cluster.info["brokers"] if b["id"] != old]
     deadline = time.monotonic() + 30
     new = None
@@ -288,7 +269,7 @@ def test_single_replica_partitions_go_offline_with_their_broker_and_come_back(cl
     c.close()
     assert resp.responses[0].partition_responses[0].error_code == 0
     cluster.kill(victim["id"], signal.SIGKILL)
-    _wait_dead(victim["pid"])
+    wait_dead(victim["pid"], 60)
     other = cluster.broker(controller)
 
     def leader_now():

@@ -13,24 +13,19 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mafka.cli.console_producer import partition_for_key
-from tests.integration.cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("cli") / "cluster", brokers=3).start(timeout=60)
-    try:
-        yield c
-    finally:
-        c.stop()
+#: shared: every broker stays up, and its topic and group names (admin, keyed, cg, …) are used by no other module
+CLUSTER = ClusterSpec()
 
 
 def mafka(cluster: LocalCluster, *argv: str, stdin: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -41,14 +36,7 @@ def mafka(cluster: LocalCluster, *argv: str, stdin: str | None = None, timeout: 
 
 
 def poll(check, what: str, timeout: float = 15.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return wait_until(check, timeout, what, interval=0.2)
 
 
 def create(cluster: LocalCluster, topic: str, partitions: int, rf: int = 1) -> None:

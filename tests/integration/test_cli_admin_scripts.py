@@ -21,7 +21,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from mafka.cli.broker_api_versions import format_api_versions
 from mafka.wire.registry import api_versions_entries
-from tests.integration.chaos import process_state, wait_until
-from tests.integration.cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.waits import wait_dead, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +42,7 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("admin-scripts") / "cluster", brokers=3, settings=SETTINGS)
-    c.start(timeout=90)
-    try:
-        yield c
-    finally:
-        c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # stops and restarts brokers, throttles replication
 
 
 def script(name: str, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -271,17 +263,12 @@ def test_zookeeper_reassignment_moves_the_replicas(cluster: LocalCluster, tmp_pa
 # --------------------------------------------------------------------------- preferred-replica-election
 
 
-def _wait_dead(pid: int) -> None:
-    # The broker is `mafka cluster up`'s child, not ours: until that reaps it, it lingers as a zombie.
-    wait_until(lambda: process_state(pid) in (None, "Z", "X"), 30, f"broker process {pid} to exit", interval=0.05)
-
-
 def _move_leadership_off(cluster: LocalCluster, topic: str, victim: int, partition: int) -> None:
     """Stops ``victim`` (SIGTERM: a controlled shutdown hands its leadership over at once, where a SIGKILL
     waits out its ZooKeeper session), then restarts it and waits for full ISRs."""
     pid = cluster.broker(victim)["pid"]
     cluster.kill(victim, signal.SIGTERM)
-    _wait_dead(pid)
+    wait_dead(pid)
     poll(lambda: partitions(cluster, topic)[partition].leader not in (-1, victim),
          f"leadership of {topic}-{partition} to move off broker {victim}")
     cluster.restart(victim)

@@ -13,13 +13,13 @@ import hashlib
 import hmac
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from tests.integration.chaos import wait_until
-from tests.integration.cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -27,13 +27,7 @@ ZK_WARNING = ("Warning: --zookeeper is deprecated and will be removed in a futur
               "Use --bootstrap-server instead to specify a broker to connect to.\n")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("cli-configs") / "cluster", brokers=3).start(timeout=90)
-    try:
-        yield c
-    finally:
-        c.stop()
+CLUSTER = ClusterSpec(shared=False)  # alters broker configs and lists every broker entity in ZooKeeper
 
 
 def _tool(*argv: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:

@@ -26,8 +26,9 @@ from collections import defaultdict
 
 import pytest
 
-from .cluster import LocalCluster
-from .group_clients import close_quietly
+from tests.harness.cluster import ClusterSpec
+from tests.harness.group_clients import close_quietly
+
 from .test_clients import wait_for_leaders
 
 pytestmark = pytest.mark.integration
@@ -35,13 +36,8 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("mafka-client") / "cluster", brokers=3,
-                     settings={"group.initial.rebalance.delay.ms": "0"})
-    c.start()
-    yield c
-    c.stop()
+#: shared (group.initial.rebalance.delay.ms is 0 already: `mafka cluster up` sets it)
+CLUSTER = ClusterSpec()
 
 
 def new_topic(cluster, partitions=PARTITIONS, rf=1, config=None) -> str:

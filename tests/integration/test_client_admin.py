@@ -32,20 +32,14 @@ from mafka.client.admin import (
     NewTopic,
     OffsetSpec,
 )
-
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
 WAIT = 30.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("client-admin") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: uuid topic and group names, every broker stays up
 
 
 @pytest.fixture(scope="module")

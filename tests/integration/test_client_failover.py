@@ -27,8 +27,9 @@ from collections import defaultdict
 
 import pytest
 
-from .chaos import ContinuousProducer, create_topic, healed
-from .cluster import LocalCluster
+from tests.harness.chaos import ContinuousProducer, create_topic, healed
+from tests.harness.cluster import ClusterSpec
+
 from .test_replication import (
     SAFE,
     SESSION_TIMEOUT_S,
@@ -42,12 +43,7 @@ from .test_replication import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("client-failover") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # kills, freezes and restarts brokers
 
 
 @pytest.fixture

@@ -28,18 +28,13 @@ from confluent_kafka import Producer as CKProducer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from mafka.client import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from tests.harness.cluster import ClusterSpec, LocalCluster
 
-from .cluster import LocalCluster
 from .test_transactions import SETTINGS, new_topic
 
 pytestmark = pytest.mark.integration
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("client-transactions") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS)  # shared with test_transactions and test_transaction_tools
 
 
 def txn_producer(cluster: LocalCluster, txn_id: str | None = None, **extra) -> Producer:

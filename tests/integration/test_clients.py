@@ -18,7 +18,7 @@ from collections import defaultdict
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -26,12 +26,7 @@ PARTITIONS = 6
 MESSAGES = 2500  # per codec: 10,000+ per client
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("clients") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: uuid topic and group names, every broker stays up
 
 
 def new_topic(cluster, partitions=PARTITIONS, rf=1) -> str:
@@ -68,7 +63,7 @@ def wait_for_leaders(cluster, topic, partitions, timeout=30.0):
 
 
 def _leaders_serve(cluster, topic, parts) -> bool:
-    from .raw_client import BlockingClient
+    from tests.harness.raw_client import BlockingClient
 
     with BlockingClient(cluster.bootstrap, timeout_s=10) as client:
         client.metadata([])

@@ -19,20 +19,19 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .cluster import DURABLE_SETTINGS, LocalCluster, running_cluster
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec, LocalCluster
+from tests.harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
 MAFKA = str(Path(sys.executable).with_name("mafka"))
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    # A high slow-node threshold: the first acks=all produces to new partitions may wait a second for
-    # their followers, and whether that tips a TP99 depends on batching (the flag's rule is unit-tested).
-    yield from running_cluster(tmp_path_factory, "cluster-status",
-                               {**DURABLE_SETTINGS, "mafka.monitor.interval.ms": "500",
-                                "mafka.slow.node.threshold.ms": "60000"})
+# A high slow-node threshold: the first acks=all produces to new partitions may wait a second for
+# their followers, and whether that tips a TP99 depends on batching (the flag's rule is unit-tested).
+CLUSTER = ClusterSpec(settings={**DURABLE_SETTINGS, "mafka.monitor.interval.ms": "500",
+                                "mafka.slow.node.threshold.ms": "60000"},
+                      shared=False)  # kills and restarts a broker, reads the whole cluster's status
 
 
 def status(cluster: LocalCluster) -> str:
@@ -40,6 +39,30 @@ def status(cluster: LocalCluster) -> str:
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def monitor_reports(cluster: LocalCluster) -> dict[int, dict]:
+    """Every broker's ``/mafka/monitor/<id>`` report (read with kazoo itself: the tools' ZkSession
+    runs and stops the process's one Twisted reactor, which other tests need)."""
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=f"127.0.0.1:{cluster.zookeeper_port}")
+    zk.start(timeout=30)
+    try:
+        return {int(b): json.loads(zk.get(f"/mafka/monitor/{b}")[0]) for b in zk.get_children("/mafka/monitor")}
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def topic_sizes(cluster: LocalCluster, topic: str) -> list[int]:
+    """The sizes of ``topic``'s replicas in the brokers' monitor reports."""
+    return [p["sizeBytes"] for r in monitor_reports(cluster).values() for p in r["partitions"] if p["topic"] == topic]
+
+
+def every_replica_reported(cluster: LocalCluster, topic: str) -> bool:
+    sizes = topic_sizes(cluster, topic)
+    return len(sizes) == 9 and all(s > 0 for s in sizes)
 
 
 def test_the_monitor_reports_and_cluster_status_shows_them(cluster):
@@ -50,7 +73,9 @@ def test_the_monitor_reports_and_cluster_status_shows_them(cluster):
     for i in range(300):
         p.produce(topic, b"x" * 100, partition=i % 3)
     assert p.flush(30) == 0
-    time.sleep(1.5)  # a report or two after the writes
+    # a report or two after the writes
+    wait_until(lambda: every_replica_reported(cluster, topic), 30, f"every broker's report to show {topic}'s data",
+               interval=0.2)
     text = status(cluster)
     lines = text.splitlines()
     assert lines[0].startswith("Controller: ") and lines[0].split()[1] in {"1", "2", "3"}, text
@@ -61,19 +86,9 @@ def test_the_monitor_reports_and_cluster_status_shows_them(cluster):
         assert fields[2] == "no" and "% used" in row and "GB free" in row, text
         assert float(fields[3]) >= 0, text  # every broker led partitions that took produce requests
     assert "Under-replicated partitions: 0" in text
-    # the raw report: this topic's partitions with their sizes and byte rates (read with kazoo itself:
-    # the tools' ZkSession runs and stops the process's one Twisted reactor, which other tests need)
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=f"127.0.0.1:{cluster.zookeeper_port}")
-    zk.start(timeout=30)
-    try:
-        reports = {int(b): json.loads(zk.get(f"/mafka/monitor/{b}")[0]) for b in zk.get_children("/mafka/monitor")}
-    finally:
-        zk.stop()
-        zk.close()
-    assert set(reports) == {1, 2, 3}
-    sizes = [p["sizeBytes"] for r in reports.values() for p in r["partitions"] if p["topic"] == topic]
+    # the raw report: this topic's partitions with their sizes and byte rates
+    assert set(monitor_reports(cluster)) == {1, 2, 3}
+    sizes = topic_sizes(cluster, topic)
     assert len(sizes) == 9 and all(s > 0 for s in sizes)
 
     victim = int(lines[0].split()[1]) % 3 + 1  # not the controller

@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .cluster import DURABLE_SETTINGS, LocalCluster
+from tests.harness.cluster import DURABLE_SETTINGS, LocalCluster
 
 pytestmark = pytest.mark.integration
 

@@ -15,17 +15,12 @@ import uuid
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("configs") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: topic configs of its own uuid topics only
 
 
 def _new_topic(cluster, configs=None) -> str:

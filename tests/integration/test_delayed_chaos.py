@@ -24,8 +24,9 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from .chaos import Chaos, ContinuousProducer, create_topic
-from .cluster import running_cluster
+from tests.harness.chaos import Chaos, ContinuousProducer, create_topic
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec
+
 from .delayed_chaos import Delivered, check_delayed, delay_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -33,9 +34,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from running_cluster(tmp_path_factory, "delayed-chaos")
+CLUSTER = ClusterSpec(settings=DURABLE_SETTINGS, shared=False)  # kills and freezes leaders
 
 
 def read_all(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Delivered]:

@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .cluster import LocalCluster, running_cluster
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -32,9 +32,7 @@ SESSION_S = 6.0
 MAFKA = str(Path(sys.executable).with_name("mafka"))
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from running_cluster(tmp_path_factory, "delayed")
+CLUSTER = ClusterSpec(settings=DURABLE_SETTINGS, shared=False)  # kills and freezes a leader
 
 
 def new_topic(cluster: LocalCluster, partitions: int = 1, **config: str) -> str:
@@ -298,7 +296,7 @@ def test_the_metrics_endpoint_shows_pending_and_delivered_delayed_records(tmp_pa
     import re
     import urllib.request
 
-    from .cluster import free_ports
+    from tests.harness.cluster import free_ports
 
     ports = free_ports(2)
     c = LocalCluster(tmp_path_factory.mktemp("delayed-metrics") / "cluster", brokers=1,

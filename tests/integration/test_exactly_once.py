@@ -5,7 +5,7 @@ processes, KIP-447: one transactional id per member, offsets sent with the
 consumer group metadata) copies topic A to topic B while A is being filled, and
 the faults below are injected one at a time, in this order, each healed — and
 the app seen committing on every partition again — before the next
-(``tests/integration/txn_chaos.py``; about a minute of faults, longer when a
+(``tests/harness/txn_chaos.py``; about a minute of faults, longer when a
 member hits librdkafka's ``send_offsets_to_transaction`` hang after its group
 coordinator's broker dropped out of the metadata and its watchdog restarts it):
 
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import pytest
 
-from .cluster import LocalCluster
-from .txn_chaos import EosSettings, cluster_settings, run_eos
+from tests.harness.cluster import ClusterSpec
+from tests.harness.txn_chaos import EosSettings, cluster_settings, run_eos
 
 # In `make test` again since 2026-11-26. About once in thirty runs B used to get one partition of
 # A twice; the cause was librdkafka's, not the broker's: a member whose OffsetFetch waits on
@@ -50,12 +50,7 @@ SCHEDULE = ("kill-txn-coordinator", "kill-member", "kill-group-coordinator", "zo
             "pause-txn-coordinator", "zombie-member")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("exactly-once") / "cluster", brokers=3, settings=cluster_settings())
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings=cluster_settings(), shared=False)  # kills and freezes brokers
 
 
 def test_consume_transform_produce_copies_every_record_exactly_once_under_faults(cluster, tmp_path):

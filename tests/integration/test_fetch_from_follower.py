@@ -27,9 +27,8 @@ import uuid
 import pytest
 
 from mafka.broker.replica_selector import RACK_AWARE_REPLICA_SELECTOR
-
-from .chaos import Chaos, create_topic
-from .cluster import LocalCluster
+from tests.harness.chaos import Chaos, create_topic
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -44,12 +43,7 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("fetch-from-follower") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS)  # shared (with any module asking for these racks)
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from .cluster import LocalCluster
-from .raw_client import BlockingClient
+from tests.harness.cluster import ClusterSpec
+from tests.harness.raw_client import BlockingClient
+
 from .test_clients import new_topic, wait_for_leaders
 
 pytestmark = pytest.mark.integration
@@ -23,12 +24,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 12
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("sessions") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: uuid topic names, every broker stays up
 
 
 def _produce(cluster, topic, tag, n):

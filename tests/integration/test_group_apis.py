@@ -29,16 +29,15 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from mafka.errors import ErrorCode
 from mafka.group.offsets_records import offsets_partition_for
-
-from .chaos import create_topic
-from .cluster import LocalCluster
-from .group_clients import close_quietly
+from tests.harness.chaos import create_topic
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.group_clients import close_quietly
+from tests.harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -53,16 +52,7 @@ SETTINGS = {
 OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions, Kafka's default
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(
-        tmp_path_factory.mktemp("group-apis") / "cluster", brokers=3, settings=SETTINGS
-    )
-    c.start()
-    try:
-        yield c
-    finally:
-        c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # kills and restarts a broker
 
 
 @pytest.fixture(scope="module")
@@ -165,17 +155,8 @@ def consume_some(c, count: int, timeout: float = 60.0) -> list:
 
 
 def wait_for(check, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            result = check()
-            if result:
-                return result
-        except Exception as exc:  # noqa: BLE001 - retried until the deadline
-            last = exc
-        time.sleep(0.5)
-    raise TimeoutError(f"{what} not reached within {timeout} s (last error: {last!r})")
+    """``check()``'s first truthy answer; an exception counts as "not yet" until the deadline."""
+    return wait_until(check, timeout, what, interval=0.5, retry=(Exception,))
 
 
 # ------------------------------------------------------------------ OffsetCommit v8 / OffsetFetch v8
@@ -542,7 +523,7 @@ def test_offset_commits_are_fenced_by_generation_and_membership_during_rebalance
     member has left. Only accepted commits are visible to OffsetFetch."""
     import threading
 
-    from .raw_client import BlockingClient
+    from tests.harness.raw_client import BlockingClient
 
     topic = create_topic(cluster, partitions=1, rf=1)  # earlier tests here may leave a broker down
     group = f"fence-{uuid.uuid4().hex[:8]}"

@@ -44,10 +44,9 @@ from pathlib import Path
 import pytest
 
 from mafka.group.offsets_records import offsets_partition_for
-
-from .chaos import Chaos, ContinuousProducer, create_topic
-from .cluster import LocalCluster
-from .group_clients import ALL_CLIENTS, Group, Member, kcat_version, wait_until
+from tests.harness.chaos import Chaos, ContinuousProducer, create_topic
+from tests.harness.cluster import ClusterFactory, LocalCluster
+from tests.harness.group_clients import ALL_CLIENTS, Group, Member, kcat_version, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -65,11 +64,10 @@ SETTINGS = {
 
 
 @pytest.fixture(scope="class")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("groups") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+def cluster(cluster_factory: ClusterFactory) -> Iterator[LocalCluster]:
+    """TestGroups' cluster, of its own: its tests kill and restart brokers and members."""
+    with cluster_factory.own(name="groups", settings=SETTINGS) as c:
+        yield c
 
 
 @pytest.fixture
@@ -174,7 +172,7 @@ def described_coordinator(bootstrap: str, group: str) -> int:
 
 def probe_metadata(host: str, port: int, topic: str) -> str:
     """One Metadata v4 request for ``topic`` to exactly ``host:port``: what it answered, or why not."""
-    from .raw_client import METADATA, BlockingClient
+    from tests.harness.raw_client import METADATA, BlockingClient
 
     body = {"topics": [{"name": topic}], "allow_auto_topic_creation": False}
     try:
@@ -203,13 +201,11 @@ INITIAL_DELAY_MS = 3000
 
 
 @pytest.fixture(scope="class")
-def default_delay_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+def default_delay_cluster(cluster_factory: ClusterFactory) -> Iterator[LocalCluster]:
     """A cluster with Kafka's default ``group.initial.rebalance.delay.ms`` (3000)."""
     settings = {**SETTINGS, "group.initial.rebalance.delay.ms": str(INITIAL_DELAY_MS)}
-    c = LocalCluster(tmp_path_factory.mktemp("groups-delay") / "cluster", brokers=3, settings=settings)
-    c.start()
-    yield c
-    c.stop()
+    with cluster_factory.own(name="groups-delay", settings=settings) as c:
+        yield c
 
 
 def warm_offsets_topic(cluster: LocalCluster, topic: str) -> None:

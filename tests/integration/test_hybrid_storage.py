@@ -23,7 +23,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .cluster import DURABLE_SETTINGS, LocalCluster
+from tests.harness.cluster import DURABLE_SETTINGS, LocalCluster
+from tests.harness.waits import wait_dead
 
 pytestmark = pytest.mark.integration
 
@@ -42,16 +43,13 @@ def tiered(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster(tmp_path_factory, cluster_factory):
+    """A cluster of its own (its tests SIGKILL and restart brokers), its cold tier under a fresh directory."""
     root = tmp_path_factory.mktemp("hybrid")
     settings = {**DURABLE_SETTINGS, **tiered(root), "mafka.cold.read.threads": "2"}
-    c = LocalCluster(root / "cluster", settings=settings)
-    c.start()
-    c.cold_root = root
-    try:
+    with cluster_factory.own(name="hybrid", settings=settings) as c:
+        c.cold_root = root
         yield c
-    finally:
-        c.stop()
 
 
 def cold_segments(cluster: LocalCluster, broker_id: int, topic: str) -> list[Path]:
@@ -151,9 +149,11 @@ def test_segments_move_cold_and_are_served_from_both_tiers_before_and_after_rest
     for v in more:
         p2.produce(topic, v, partition=0)
     assert p2.flush(30) == 0
+    pids = [cluster.broker(b)["pid"] for b in (1, 2, 3)]
     for b in (1, 2, 3):
         cluster.kill(b, signal.SIGKILL)
-    time.sleep(1.0)
+    for pid in pids:
+        wait_dead(pid)
     for b in (1, 2, 3):
         cluster.restart(b)
     wait_all_in_sync(cluster, topic)
@@ -171,7 +171,7 @@ def test_a_broker_killed_after_each_step_of_a_move_keeps_exactly_one_copy_and_ev
         tmp_path_factory, monkeypatch):
     """``MAFKA_TEST_CRASH_AFTER_MOVE_STEP`` makes the broker's mover exit at once (as a SIGKILL would
     leave it) right after one step of a hot -> cold move; each restart then completes or undoes it."""
-    from .chaos import process_state
+    from tests.harness.chaos import process_state
 
     root = tmp_path_factory.mktemp("hybrid-crash")
     settings = {**tiered(root), "default.replication.factor": "1", "offsets.topic.replication.factor": "1"}

@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,21 +17,16 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from mafka.cli.kafka_scripts import SCRIPTS
-from tests.integration.chaos import wait_until
-from tests.integration.cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.waits import wait_until
 
 pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("scripts") / "cluster", brokers=3).start(timeout=60)
-    try:
-        yield c
-    finally:
-        c.stop()
+#: shared: every broker stays up, and its topic and group names (zk_made, …) are used by no other module
+CLUSTER = ClusterSpec()
 
 
 def script(name: str, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

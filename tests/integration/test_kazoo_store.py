@@ -32,6 +32,7 @@ from mafka.coordination.zookeeper import (
     start_ensemble,
 )
 from tests.conftest import in_reactor
+from tests.harness.waits import wait_until
 from tests.unit.coordination import test_memory_store as suite
 from tests.unit.coordination.test_memory_store import Recorder
 
@@ -44,11 +45,8 @@ WAIT_S = 10.0
 
 
 def wait_for(predicate: Callable[[], bool], what: str = "condition", timeout: float = WAIT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout:g} s")
-        time.sleep(0.01)
+    """:func:`~tests.harness.waits.wait_until` in this module's argument order, polling every 10 ms."""
+    wait_until(predicate, timeout, what, interval=0.01)
 
 
 def expire_session(connect_string: str, store: KazooStore) -> int:

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from tests.integration.cluster import LocalCluster
-from tests.integration.test_broker import _wait_dead
+from tests.harness.cluster import LocalCluster
+from tests.harness.waits import wait_dead
 
 pytestmark = pytest.mark.integration
 
@@ -106,7 +106,7 @@ def test_double_crash_divergence_converges_by_leader_epoch(tmp_path):
         for broker_id in (a, b):
             cluster.kill(broker_id, signal.SIGKILL)
         for broker_id in (a, b):
-            _wait_dead(cluster.broker(broker_id)["pid"])
+            wait_dead(cluster.broker(broker_id)["pid"], 60)
         [segment] = sorted((Path(cluster.broker(b)["log_dirs"][0]) / f"{TOPIC}-0").glob("*.log"))
         data = segment.read_bytes()
         first_batch = 12 + struct.unpack_from(">i", data, 8)[0]

@@ -15,9 +15,7 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +23,17 @@ import pytest
 
 from mafka.errors import ErrorCode
 from mafka.wire.records import Record, build_batch, iter_records
-from tests.integration.chaos import process_state, wait_until
-from tests.integration.cluster import LocalCluster
-
-from .raw_client import BlockingClient
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.raw_client import BlockingClient
+from tests.harness.waits import wait_dead, wait_until
 
 pytestmark = pytest.mark.integration
 
 CREATE_TOPICS = 19
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    settings = {
-        "zookeeper.session.timeout.ms": "6000",
-        "auto.leader.rebalance.enable": "false",
-    }
-    c = LocalCluster(tmp_path_factory.mktemp("leadership") / "cluster", brokers=3, settings=settings)
-    c.start(timeout=60)
-    try:
-        yield c
-    finally:
-        c.stop()
+CLUSTER = ClusterSpec(settings={"zookeeper.session.timeout.ms": "6000", "auto.leader.rebalance.enable": "false"},
+                      shared=False)  # kills and restarts brokers, throttles replication
 
 
 def mafka(cluster: LocalCluster, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -59,14 +46,7 @@ def mafka(cluster: LocalCluster, *argv: str, timeout: float = 60) -> subprocess.
 
 
 def poll(check: Any, what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+    return wait_until(check, timeout, what, interval=0.2)
 
 
 def partitions(cluster: LocalCluster, topic: str) -> dict[int, Any]:
@@ -156,11 +136,6 @@ def read_all(cluster: LocalCluster, topic: str, partition: int, broker_id: int) 
     return [r.value for r in iter_records(bytes(part.records))]
 
 
-def _wait_dead(pid: int) -> None:
-    # The broker is `mafka cluster up`'s child, not ours: until that reaps it, it lingers as a zombie.
-    wait_until(lambda: process_state(pid) in (None, "Z", "X"), 30, f"broker process {pid} to exit", interval=0.05)
-
-
 # --------------------------------------------------------------------------- preferred leader election
 
 
@@ -172,7 +147,7 @@ def test_preferred_leaders_come_back_with_leader_election(cluster: LocalCluster)
 
     pid = cluster.broker(victim)["pid"]
     cluster.kill(victim, signal.SIGKILL)
-    _wait_dead(pid)
+    wait_dead(pid)
     poll(
         lambda: partitions(cluster, topic)[moved].leader_id not in (-1, victim),
         "leadership to move off the killed broker",

@@ -23,7 +23,8 @@ from collections import defaultdict
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
+
 from .test_clients import wait_for_leaders
 
 pytestmark = pytest.mark.integration
@@ -34,12 +35,7 @@ TS = 1_600_000_000_000
 OLD_RDKAFKA = {"api.version.request": False, "broker.version.fallback": "0.9.0"}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("legacy") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: uuid topic names, every broker stays up
 
 
 def new_topic(cluster, configs=None) -> str:

@@ -39,8 +39,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from mafka.client import TransactionalMessageProducer
 from mafka.client.local_transactions import COMMIT, ROLLBACK, UNKNOWN, HalfMessage
-
-from .cluster import LocalCluster, running_cluster
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -48,9 +47,7 @@ MAFKA = str(Path(sys.executable).with_name("mafka"))
 TOPIC_CONFIG = {"mafka.txn.check.interval.ms": "1500", "mafka.txn.check.max.times": "3"}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from running_cluster(tmp_path_factory, "local-txn")
+CLUSTER = ClusterSpec(settings=DURABLE_SETTINGS, shared=False)  # kills and restarts a leader
 
 
 def new_topic(cluster: LocalCluster) -> str:

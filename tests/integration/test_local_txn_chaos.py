@@ -27,9 +27,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from mafka.client import TransactionalMessageProducer
 from mafka.client.kafka_error import KafkaException
 from mafka.client.local_transactions import COMMIT, ROLLBACK, HalfMessage
+from tests.harness.chaos import Chaos, create_topic
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec
 
-from .chaos import Chaos, create_topic
-from .cluster import running_cluster
 from .local_txn_chaos import check_local_txn
 
 pytestmark = [pytest.mark.integration, pytest.mark.chaos]
@@ -37,9 +37,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 PARTITIONS = 3
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from running_cluster(tmp_path_factory, "local-txn-chaos")
+CLUSTER = ClusterSpec(settings=DURABLE_SETTINGS, shared=False)  # kills and freezes leaders
 
 
 class Db:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .chaos import ContinuousProducer, drain
-from .checker import check_delivery
-from .cluster import DURABLE_SETTINGS, LocalCluster
+from tests.harness.chaos import ContinuousProducer, drain
+from tests.harness.checker import check_delivery
+from tests.harness.cluster import DURABLE_SETTINGS, LocalCluster
 
 pytestmark = pytest.mark.integration
 

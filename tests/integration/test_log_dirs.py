@@ -19,23 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
+
 from .test_clients import wait_for_leaders
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(
-        tmp_path_factory.mktemp("logdirs") / "cluster",
-        brokers=2,
-        settings={"log.segment.delete.delay.ms": "1000", "log.segment.bytes": "262144"},
-        log_dirs_per_broker=2,
-    )
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings={"log.segment.delete.delay.ms": "1000", "log.segment.bytes": "262144"},
+                      brokers=2, log_dirs_per_broker=2)  # shared: moves only its own topics' replicas
 
 
 def _admin(cluster, api_version=None, describe_max=None):

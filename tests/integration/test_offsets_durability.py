@@ -62,9 +62,8 @@ import pytest
 
 from mafka.errors import ErrorCode
 from mafka.group.offsets_records import offsets_partition_for
-
-from .chaos import Chaos, create_topic, healed
-from .cluster import LocalCluster
+from tests.harness.chaos import Chaos, create_topic, healed
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -429,7 +428,7 @@ def raw_offset_commit(host: str, port: int, group: str, topic: str, partition: i
                       socket_timeout: float) -> int | OSError:
     """One OffsetCommit v2 (generation -1) straight to ``host:port``: the partition's error code, or
     the OSError when no answer came within ``socket_timeout``."""
-    from .raw_client import BlockingClient
+    from tests.harness.raw_client import BlockingClient
 
     body = {"group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "retention_time_ms": -1,
             "topics": [{"name": topic, "partitions": [
@@ -455,25 +454,24 @@ def group_on_partition(partition: int, prefix: str) -> str:
 # Fixtures
 
 
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # kills, freezes and restarts coordinators
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("offsets") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
+def cluster(cluster):
+    """The module's cluster (``CLUSTER``) with its topic and every ``__consumer_offsets`` partition led and in sync."""
+    cluster.topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
+    # the first OffsetFetch makes a broker create __consumer_offsets (FindCoordinator)
+    read_committed(cluster.bootstrap, f"bootstrap-{uuid.uuid4().hex[:6]}", cluster.topic)
+    ch = Chaos(cluster)
     try:
-        c.topic = create_topic(c, partitions=PARTITIONS, rf=3)
-        # the first OffsetFetch makes a broker create __consumer_offsets (FindCoordinator)
-        read_committed(c.bootstrap, f"bootstrap-{uuid.uuid4().hex[:6]}", c.topic)
-        ch = Chaos(c)
-        try:
-            deadline = time.monotonic() + 90
-            for p in range(OFFSETS_PARTITIONS):
-                ch.wait_leader(OFFSETS, p, timeout=max(1.0, deadline - time.monotonic()))
-            ch.wait_full_isr(OFFSETS, range(OFFSETS_PARTITIONS), timeout=max(1.0, deadline - time.monotonic()))
-        finally:
-            ch.close()
-        yield c
+        deadline = time.monotonic() + 90
+        for p in range(OFFSETS_PARTITIONS):
+            ch.wait_leader(OFFSETS, p, timeout=max(1.0, deadline - time.monotonic()))
+        ch.wait_full_isr(OFFSETS, range(OFFSETS_PARTITIONS), timeout=max(1.0, deadline - time.monotonic()))
     finally:
-        c.stop()
+        ch.close()
+    return cluster
 
 
 @pytest.fixture

@@ -22,17 +22,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from mafka.group.offsets_records import OffsetKey, decode_record, offsets_partition_for
 from mafka.wire.records import iter_records
-
-from .chaos import create_topic
-from .cluster import LocalCluster
-from .raw_client import BlockingClient
+from tests.harness.chaos import create_topic
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.raw_client import BlockingClient
 
 OFFSET_COMMIT = 8
 FIND_COORDINATOR = 10
@@ -44,16 +42,8 @@ pytestmark = pytest.mark.integration
 RETENTION_S = 60
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("expiry") / "cluster", brokers=1, settings={
-        "offsets.retention.minutes": "1",
-        "offsets.retention.check.interval.ms": "1000",
-    }).start()
-    try:
-        yield c
-    finally:
-        c.stop()
+CLUSTER = ClusterSpec(settings={"offsets.retention.minutes": "1", "offsets.retention.check.interval.ms": "1000"},
+                      brokers=1)  # shared: its own groups and topics only
 
 
 def _committed(bootstrap: str, group: str, topic: str) -> list[int]:

@@ -24,9 +24,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .chaos import ContinuousProducer, drain
-from .checker import check_delivery
-from .cluster import DURABLE_SETTINGS, LocalCluster, running_cluster
+from tests.harness.chaos import ContinuousProducer, drain
+from tests.harness.checker import check_delivery
+from tests.harness.cluster import DURABLE_SETTINGS, ClusterSpec, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -36,18 +36,16 @@ THRESHOLD = 0.45
 PARTITIONS = 6
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    yield from running_cluster(tmp_path_factory, "rebalancer", {
-        **DURABLE_SETTINGS,
-        "mafka.disk.capacity.bytes": str(CAPACITY),
-        "mafka.monitor.interval.ms": "500",
-        "mafka.rebalancer.enable": "true",
-        "mafka.rebalancer.interval.ms": "1000",
-        "mafka.rebalancer.disk.usage.threshold": str(THRESHOLD),
-        "mafka.rebalancer.max.concurrent.moves": "2",
-        "mafka.slow.node.threshold.ms": "60000",
-    })
+CLUSTER = ClusterSpec(shared=False, settings={  # the rebalancer moves replicas between brokers
+    **DURABLE_SETTINGS,
+    "mafka.disk.capacity.bytes": str(CAPACITY),
+    "mafka.monitor.interval.ms": "500",
+    "mafka.rebalancer.enable": "true",
+    "mafka.rebalancer.interval.ms": "1000",
+    "mafka.rebalancer.disk.usage.threshold": str(THRESHOLD),
+    "mafka.rebalancer.max.concurrent.moves": "2",
+    "mafka.slow.node.threshold.ms": "60000",
+})
 
 
 def zk_json(cluster: LocalCluster, path: str) -> dict | None:

@@ -27,8 +27,7 @@ from contextlib import contextmanager
 import pytest
 
 from mafka.errors import ErrorCode
-
-from .chaos import (
+from tests.harness.chaos import (
     Chaos,
     ContinuousProducer,
     create_topic,
@@ -37,8 +36,8 @@ from .chaos import (
     process_state,
     raw_produce,
 )
-from .checker import ACKED, check_delivery, log_end_offset
-from .cluster import LocalCluster
+from tests.harness.checker import ACKED, check_delivery, log_end_offset
+from tests.harness.cluster import ClusterSpec, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -55,13 +54,14 @@ SETTINGS = {
 SAFE = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
 
 
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # kills, freezes and restarts brokers
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("replication") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    c.replication_problem = replication_problem(c)
-    yield c
-    c.stop()
+def cluster(cluster):
+    """The module's cluster (``CLUSTER``), told whether acks=all works on it at all."""
+    cluster.replication_problem = replication_problem(cluster)
+    return cluster
 
 
 def replication_problem(cluster: LocalCluster) -> str | None:

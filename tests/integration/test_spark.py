@@ -19,8 +19,8 @@ import uuid
 
 import pytest
 
-from .chaos import Chaos
-from .cluster import LocalCluster
+from tests.harness.chaos import Chaos
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -29,12 +29,7 @@ PER_PARTITION = 1000
 T0 = 1_700_000_000_000
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("spark") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(shared=False)  # kills and restarts a leader during a read
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
@@ -23,12 +23,7 @@ PER_PARTITION = 400
 T0 = 1_700_000_000_000
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("spark-ranges") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: uuid topic names, every broker stays up
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import LocalCluster, free_ports
+from tests.harness.cluster import ClusterSpec, free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -72,12 +72,7 @@ def _wait_json(url: str, ok, timeout: float) -> dict:
     raise TimeoutError(f"{url}: not ready in {timeout} s (last answer {last})")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("spark-standalone") / "cluster", brokers=3)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec()  # shared: a uuid topic name, every broker stays up
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from mafka.group.offsets_records import offsets_partition_for
+from tests.harness.cluster import ClusterSpec, LocalCluster
 
-from .cluster import LocalCluster
 from .test_transactions import end_offsets, read_all
 
 pytestmark = pytest.mark.integration
@@ -39,12 +39,7 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("txn-failover") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+CLUSTER = ClusterSpec(settings=SETTINGS, shared=False)  # kills and freezes brokers
 
 
 def leader_of(cluster: LocalCluster, topic: str, partition: int, timeout: float = 30.0) -> int:

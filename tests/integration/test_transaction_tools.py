@@ -25,27 +25,20 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .chaos import wait_until
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
+from tests.harness.waits import wait_until
+
+from .test_transactions import SETTINGS as TXN_SETTINGS
 from .test_transactions import end_offsets, read_all, txn_producer
 
 pytestmark = pytest.mark.integration
 
 BIN = Path(sys.executable).parent
-SETTINGS = {
-    "min.insync.replicas": "2",
-    "default.replication.factor": "3",
-    "transaction.state.log.num.partitions": "10",
-    "offsets.topic.num.partitions": "10",
-}
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("transaction-tools") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+#: test_transactions' cluster (its settings are this module's own and the 500 ms abort of timed-out
+#: transactions; none here runs for its 60 s timeout): uuid topic and transactional ids
+CLUSTER = ClusterSpec(settings=TXN_SETTINGS)
 
 
 def new_topic(cluster: LocalCluster) -> str:

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from .cluster import LocalCluster
+from tests.harness.cluster import ClusterSpec, LocalCluster
 
 pytestmark = pytest.mark.integration
 
@@ -38,12 +38,8 @@ SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("transactions") / "cluster", brokers=3, settings=SETTINGS)
-    c.start()
-    yield c
-    c.stop()
+#: shared with test_client_transactions and test_transaction_tools: uuid topic and transactional ids
+CLUSTER = ClusterSpec(settings=SETTINGS)
 
 
 def new_topic(cluster: LocalCluster, partitions: int = 2) -> str:

@@ -1,4 +1,4 @@
-"""The chaos checkers (tests/integration/checker.py): every property passes a clean history and
+"""The chaos checkers (tests/harness/checker.py): every property passes a clean history and
 reports a constructed violation (the negative controls that prove the checker can fail)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mafka.wire.records import Record, build_batch
-from tests.integration.checker import (
+from tests.harness.checker import (
     ACKED,
     FAILED,
     UNKNOWN,

@@ -8,6 +8,7 @@ so any other disagreement fails the test.
 
 from __future__ import annotations
 
+import ast
 import pickle
 
 import kafka.errors as kp_errors
@@ -267,6 +268,32 @@ def test_imports_by_name() -> None:
     assert NotLeaderOrFollowerError.code is ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert issubclass(NotLeaderOrFollowerError, InvalidMetadataError)
     assert UnknownServerError.code is ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def test_type_checking_declarations_match_the_generated_classes() -> None:
+    """The ``if TYPE_CHECKING:`` block of mafka/errors.py declares exactly the generated classes.
+
+    Type checkers cannot see classes made with ``type()``, so the module spells them out for them;
+    this keeps that list equal to what ``_generate_classes`` makes: same names, same bases, same
+    (code) order.
+    """
+    assert errors.__file__ is not None
+    with open(errors.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    blocks = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
+    declared = [
+        (node.name, [ast.unparse(base) for base in node.bases])
+        for block in blocks
+        for node in block.body
+        if isinstance(node, ast.ClassDef)
+    ]
+    generated = [(cls.__name__, [cls.__bases__[0].__name__]) for cls in ERROR_CLASSES.values()]
+    assert declared == generated
+    assert all(getattr(errors, name) is cls for name, cls in ((c.__name__, c) for c in ERROR_CLASSES.values()))
 
 
 def test_none_is_not_an_error() -> None:

@@ -60,7 +60,7 @@ def handlers(broker: Any) -> dict[int, Any]:
         # first — the config watch may not have fired when the controller's request arrives.
         configs = getattr(broker, "topic_configs", None)
         topics = {ts.topic_name for ts in request.body.topic_states}
-        d = configs.ensure(topics) if configs is not None else defer.succeed(None)
+        d: defer.Deferred[Any] = configs.ensure(topics) if configs is not None else defer.succeed(None)
         # Log creation and loading block on the disk: a worker thread does it,
         # then (once no follower truncation of these partitions is running)
         # the role changes are applied here, on the reactor.

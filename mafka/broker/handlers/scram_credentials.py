@@ -27,7 +27,7 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager.describeUserScramCredential
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, overload
 
 from twisted.internet import defer
 
@@ -62,6 +62,10 @@ def _result(user: str, code: int = ErrorCode.NONE, message: str | None = None) -
     return {"user": user, "error_code": code, "error_message": message}
 
 
+@overload
+def describe_user(user: str, config: dict[str, str], explicit: Literal[True]) -> dict[str, Any]: ...
+@overload
+def describe_user(user: str, config: dict[str, str], explicit: bool) -> dict[str, Any] | None: ...
 def describe_user(user: str, config: dict[str, str], explicit: bool) -> dict[str, Any] | None:
     """The describe result for *user*'s config; None when it has no credential and was not named."""
     present = [m for m in MECHANISMS if m.mechanism_name in config]

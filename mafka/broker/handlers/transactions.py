@@ -22,6 +22,7 @@ The broker provides ``transaction_service.checked_coordinator()``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from twisted.internet import defer
@@ -32,7 +33,7 @@ from mafka.transaction.coordinator import error_for_version
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 
 
-def _topic_results(errors: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+def _topic_results(errors: Mapping[tuple[str, int], int]) -> list[dict[str, Any]]:
     by_topic: dict[str, list[dict[str, int]]] = {}
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append({"partition_index": index, "partition_error_code": error})

@@ -31,8 +31,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..chaos import wait_until
-from .compose import BROKERS, REPO, ComposeCluster, build_images, docker_available
+from tests.harness.docker.compose import (
+    BROKERS,
+    REPO,
+    ComposeCluster,
+    build_images,
+    docker_available,
+)
+from tests.harness.waits import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(docker_available() is not None,
                                                           reason=f"Docker: {docker_available()}")]

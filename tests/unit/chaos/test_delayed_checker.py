@@ -4,7 +4,7 @@ violation — lost, duplicated, early, wrong due time, wrong acknowledged offset
 
 from __future__ import annotations
 
-from tests.integration.checker import ACKED, Attempt
+from tests.harness.checker import ACKED, Attempt
 from tests.integration.delayed_chaos import Delivered, check_delayed, delay_of
 
 WALL = 1_800_000_000.0  # wall − monotonic

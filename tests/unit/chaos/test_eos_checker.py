@@ -1,10 +1,10 @@
-"""The exactly-once checker (tests/integration/txn_chaos.py): a clean copy passes, and each kind of
+"""The exactly-once checker (tests/harness/txn_chaos.py): a clean copy passes, and each kind of
 violation — a lost record, a duplicated one, a reordering, a record in the wrong partition, a changed
 value, a record that is no copy — is reported (the negative controls that prove the checker can fail)."""
 
 from __future__ import annotations
 
-from tests.integration.txn_chaos import check_exactly_once, encode_output, parse_output
+from tests.harness.txn_chaos import check_exactly_once, encode_output, parse_output
 
 
 def source(partitions: int = 3, per_partition: int = 6) -> dict[int, list[tuple[int, bytes]]]:
@@ -141,7 +141,7 @@ def test_the_run_fails_when_the_negative_control_flags_nothing():
     proves nothing (the aborted records never reached B, or the reads cannot tell): it is a failure."""
     from types import SimpleNamespace
 
-    from tests.integration.txn_chaos import EosResult, EosSettings
+    from tests.harness.txn_chaos import EosResult, EosSettings
 
     a = source()
     b = copy(a)

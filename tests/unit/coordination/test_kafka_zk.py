@@ -9,6 +9,7 @@ elections, two producer-id claims) are staged, deterministically.
 
 from __future__ import annotations
 
+import inspect
 import random
 from typing import Any
 
@@ -24,6 +25,7 @@ from mafka.coordination.kafka_zk import (
     KafkaZkClient,
     validate_topic_name,
 )
+from mafka.coordination.kafka_zk.core import ZkCore, ZkFamily
 from mafka.coordination.memory_store import MemoryStore, MemoryZooKeeper
 from mafka.coordination.store import BadVersionError, NodeExistsError, NoNodeError, SetOp
 from mafka.coordination.znodes import (
@@ -679,3 +681,36 @@ def test_watch_helpers_delegate_to_the_store(tree: MemoryZooKeeper, zk: KafkaZkC
     result(zk.post_isr_change_notification([("t", 0)]))
     assert seen == []
     assert topic_path("t") in tree.dump() and ConfigEntityZNode.topic_path("t") in tree.dump()
+
+
+# --------------------------------------------------------------------------- the facade
+
+
+def test_the_client_exposes_every_family_operation_with_the_same_signature(
+    zk: KafkaZkClient,
+) -> None:
+    # KafkaZkClient delegates to one helper per znode family; a signature (or default) that
+    # drifted between the two, or an operation a family grew without the client, fails here.
+    helpers = [v for v in vars(zk).values() if isinstance(v, ZkFamily | ZkCore)]
+    internal = {"set_or_create_entity_config"}  # ConfigZk's, shared with TopicZk
+    exposed = {
+        name
+        for name, _ in inspect.getmembers(KafkaZkClient, inspect.isfunction)
+        if not name.startswith("_")
+    }
+    for helper in helpers:
+        if isinstance(helper, ZkFamily):
+            offered = {
+                name
+                for name, _ in inspect.getmembers(type(helper), inspect.isfunction)
+                if not name.startswith("_")
+            }
+            assert offered - internal <= exposed, type(helper).__name__
+    for name in sorted(exposed):
+        owners = [h for h in helpers if hasattr(type(h), name)]
+        assert len(owners) == 1, name
+
+        def shape(fn: Any) -> list[tuple[str, Any, Any]]:
+            return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+        assert shape(getattr(zk, name)) == shape(getattr(owners[0], name)), name

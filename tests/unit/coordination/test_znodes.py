@@ -37,6 +37,7 @@ from mafka.coordination.znodes import (
     ReassignPartitionsZNode,
     TopicAssignment,
     encode_json,
+    encoding,
     new_cluster_id,
     new_topic_id,
     sequence_number,
@@ -656,7 +657,7 @@ def test_java_properties_order_matches_the_jdk() -> None:
         "segment.ms,flush.messages,flush.ms,index.interval.bytes,delete.retention.ms,file.delete.delay.ms,"
         "unclean.leader.election.enable"
     ).split(",")  # 13 keys: the 16-slot table resizes to 32 at the 12th (tail runs move first)
-    assert ",".join(zn._java_properties((k, "v") for k in keys)) == (
+    assert ",".join(encoding._java_properties((k, "v") for k in keys)) == (
         "compression.type,file.delete.delay.ms,max.message.bytes,min.insync.replicas,index.interval.bytes,"
         "unclean.leader.election.enable,delete.retention.ms,cleanup.policy,flush.ms,retention.ms,"
         "segment.bytes,segment.ms,flush.messages"
@@ -669,7 +670,7 @@ def test_java_properties_order_matches_the_jdk() -> None:
         for c in ("Aa", "BB")
         for d in ("Aa", "BB")
     ]
-    assert ",".join(zn._java_properties((k, 1) for k in colliding)) == (
+    assert ",".join(encoding._java_properties((k, 1) for k in colliding)) == (
         "BBBBBBBB,BBBBBBAa,BBBBAaBB,BBBBAaAa,BBAaBBBB,BBAaBBAa,AaAaAaAa,AaAaAaBB,AaAaBBAa,AaAaBBBB,"
         "AaBBAaAa,AaBBAaBB,AaBBBBAa,AaBBBBBB,BBAaAaAa,BBAaAaBB"
     )
@@ -684,10 +685,10 @@ def test_java_properties_order_matches_the_jdk() -> None:
         for e in ("Aa", "BB")
         for f in ("Aa", "BB")
     ]
-    assert list(zn._java_properties((k, 1) for k in same_hash)) == same_hash[:9:-1] + same_hash[:10]
+    assert list(encoding._java_properties((k, 1) for k in same_hash)) == same_hash[:9:-1] + same_hash[:10]
     chained = "s6,s10,s21,s32,s43,s54,s65,s76,s87,s98,s108,s119".split(",")  # all in bin 3 of 16
     assert (
-        ",".join(zn._java_properties((k, 1) for k in chained))
+        ",".join(encoding._java_properties((k, 1) for k in chained))
         == "s32,s76,s108,s6,s43,s87,s54,s10,s98,s21,s65,s119"
     )
 
@@ -699,7 +700,7 @@ def test_java_hash_map_order_matches_the_jdk() -> None:
         "segment.ms,flush.messages,flush.ms,index.interval.bytes,delete.retention.ms,file.delete.delay.ms,"
         "unclean.leader.election.enable"
     ).split(",")
-    assert ",".join(zn._java_hash_map((k, "v") for k in keys)) == (
+    assert ",".join(encoding._java_hash_map((k, "v") for k in keys)) == (
         "compression.type,file.delete.delay.ms,max.message.bytes,min.insync.replicas,index.interval.bytes,"
         "unclean.leader.election.enable,delete.retention.ms,cleanup.policy,flush.ms,retention.ms,"
         "segment.bytes,segment.ms,flush.messages"
@@ -710,10 +711,10 @@ def test_java_hash_map_order_matches_the_jdk() -> None:
 def test_map_models_keep_every_key(keys: list[str]) -> None:
     pairs = [(k, i) for i, k in enumerate(keys)]
     for model in (
-        zn._java_properties,
-        zn._java_hash_map,
-        zn._scala_immutable_map,
-        zn._scala_mutable_map,
+        encoding._java_properties,
+        encoding._java_hash_map,
+        encoding._scala_immutable_map,
+        encoding._scala_mutable_map,
     ):
         out = model(pairs)
         assert sorted(out) == sorted(keys)
@@ -721,10 +722,10 @@ def test_map_models_keep_every_key(keys: list[str]) -> None:
 
 
 def test_small_scala_maps_keep_insertion_order() -> None:
-    assert list(zn._scala_immutable_map([("z", 1), ("a", 2), ("m", 3), ("b", 4)])) == [
+    assert list(encoding._scala_immutable_map([("z", 1), ("a", 2), ("m", 3), ("b", 4)])) == [
         "z",
         "a",
         "m",
         "b",
     ]
-    assert list(zn._scala_immutable_map([("a", 1), ("a", 2)]).items()) == [("a", 2)]
+    assert list(encoding._scala_immutable_map([("a", 1), ("a", 2)]).items()) == [("a", 2)]

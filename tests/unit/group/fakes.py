@@ -1,6 +1,6 @@
 """Fakes for the group coordinator's seams (no reactor, no log): a clock, timers, an offsets log.
 
-Shared by ``tests/unit/group/test_coordinator.py`` and
+Shared by ``tests/unit/group/coordinator_harness.py`` and
 ``tests/unit/broker/test_group_handlers.py``.
 """
 

@@ -24,8 +24,8 @@ from mafka.group.offsets_records import (
     encode_key,
     encode_value,
 )
+from tests.unit.group.coordinator_harness import GROUP, RETENTION, TP, TP1, Box, H, om, other_group
 from tests.unit.group.fakes import T0
-from tests.unit.group.test_coordinator import GROUP, RETENTION, TP, TP1, Box, H, om, other_group
 
 PID, EPOCH = 1000, 3
 PID2 = 2000
@@ -419,7 +419,7 @@ def test_a_deleted_group_gets_nothing_back_from_its_transaction():
     assert box.value == {TP: E.NONE} and deleted.value == {GROUP: E.NONE}
     end_txn(h, True)
     assert h.fetch() == (E.NONE, {})
-    assert GROUP not in h.c._stores[h.p].groups
+    assert GROUP not in h.c.group_manager.offset_store(h.p).groups
 
 
 def test_a_group_tombstone_does_not_hide_an_open_transaction_on_reload():

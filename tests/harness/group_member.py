@@ -1,6 +1,6 @@
 """One consumer-group member driven through a real third-party client, as a standalone process.
 
-    python tests/integration/group_member.py --client {confluent,kafka-python,aiokafka,mafka} \\
+    python tests/harness/group_member.py --client {confluent,kafka-python,aiokafka,mafka} \\
         --bootstrap HOST:PORT --group G --topic T [--group-instance-id X] \\
         [--session-timeout-ms N] [--heartbeat-interval-ms N] [--assignor roundrobin] [--commit] [--debug]
 

@@ -4,7 +4,7 @@ One compose project (``docker/docker-compose.yml``: three ZooKeeper members,
 three brokers, each on its own address) runs the durable profile — RF 3,
 ``min.insync.replicas=2``, ``acks=all``, idempotent producer, unclean election
 off — while an idempotent confluent-kafka producer on the host
-(:class:`~tests.integration.chaos.ContinuousProducer`) writes unique values
+(:class:`~tests.harness.chaos.ContinuousProducer`) writes unique values
 to every partition of one topic for the whole run.  The faults are applied
 one at a time, each held, healed, and followed by a wait until every ISR is
 full again:
@@ -40,7 +40,7 @@ kill-group-member          SIGKILL of one consumer group member process (its par
 
 Each row reports what it saw: acknowledged records lost and duplicated
 (attributed to the row by acknowledgement time; the checker is
-:func:`~tests.integration.checker.check_delivery` over a final drain), per
+:func:`~tests.harness.checker.check_delivery` over a final drain), per
 partition the longest time without an acknowledged write while the row ran
 (the client-visible time without a working leader), the 99th percentile of
 send → acknowledgement over the records sent during the row, the ISR shrinks
@@ -49,12 +49,12 @@ full again.  ISRs are read from ZooKeeper, where leaders write them, by a probe
 container no fault touches (:mod:`.zkview`): Metadata learns of ISR changes
 seconds late, and not at all on a broker cut from the controller.
 
-A consumer group (:class:`~tests.integration.group_chaos.GroupUnderChaos`:
+A consumer group (:class:`~tests.harness.group_chaos.GroupUnderChaos`:
 three confluent-kafka members on the host committing after each message)
 consumes the topic for the whole run; after the last row it must have consumed
 every acknowledged record and committed every partition's end, and its commits
 must never go below what an earlier owner committed
-(:func:`~tests.integration.group_chaos.check_group`).
+(:func:`~tests.harness.group_chaos.check_group`).
 
 The **negative control** runs last on a topic of its own with
 ``unclean.leader.election.enable=true`` and ``min.insync.replicas=1``: its
@@ -71,9 +71,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..chaos import ContinuousProducer, Drain, drain, wait_until
+from ..chaos import ContinuousProducer, Drain, drain
 from ..checker import ACKED, check_delivery
 from ..group_chaos import GroupReport, GroupUnderChaos, check_group, read_committed
+from ..waits import wait_until
 from .compose import BROKERS, ZOOKEEPERS, ComposeCluster
 from .netfaults import NetFaults
 from .zkview import ZkView

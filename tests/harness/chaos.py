@@ -25,7 +25,7 @@
 * :class:`ContinuousProducer` — an idempotent confluent-kafka producer
   (``acks=all``, ``enable.idempotence=true``) in a background thread,
   producing unique values round-robin over explicit partitions at a fixed
-  rate.  Every value becomes a :class:`~tests.integration.checker.Attempt`
+  rate.  Every value becomes a :class:`~tests.harness.checker.Attempt`
   whose status the delivery report sets (acknowledged with partition and
   offset, or failed with the error); acknowledgement times are kept for
   availability figures (:meth:`~ContinuousProducer.max_gap`,
@@ -61,6 +61,7 @@ from typing import Any, TypeVar
 
 from .checker import ACKED, FAILED, Attempt, Consumed, ReplicaReport, replica_divergence
 from .cluster import LocalCluster
+from .waits import process_state, wait_dead, wait_until
 
 __all__ = [
     "Chaos",
@@ -70,33 +71,10 @@ __all__ = [
     "drain",
     "process_state",
     "raw_produce",
+    "wait_until",
 ]
 
 T = TypeVar("T")
-
-
-def process_state(pid: int) -> str | None:
-    """The ``/proc/<pid>/stat`` state letter (R, S, T, Z, …), or None if there is no such process."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str],
-               interval: float = 0.1) -> T:
-    """Polls ``predicate`` until it returns something truthy (returned) or ``timeout`` passes
-    (TimeoutError naming ``what``, which may be a callable building the text then)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            text = what() if callable(what) else what
-            raise TimeoutError(f"{text} (waited {timeout:.1f} s)")
-        time.sleep(interval)
 
 
 @dataclass
@@ -280,15 +258,14 @@ class Chaos:
         return self.note("unregistered", broker_id)
 
     def wait_dead(self, broker_id: int, timeout: float = 60.0) -> float:
-        pid = self.pid(broker_id)
-        self.wait_until(lambda: process_state(pid) in (None, "Z", "X"), timeout,
-                        f"broker {broker_id} (pid {pid}) exited", interval=0.02)
-        return time.monotonic()
+        return wait_dead(self.pid(broker_id), timeout, interval=0.02)
 
     # -- faults -----------------------------------------------------------------------------
 
     def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> float:
         """Sends ``sig`` to the broker's process; returns the monotonic time it was sent."""
+        if getattr(self.cluster, "shared", False):
+            self.cluster.refuse_if_shared(f"{signal.Signals(sig).name} to broker {broker_id}")
         at = self.note(signal.Signals(sig).name, broker_id)
         os.kill(self.pid(broker_id), sig)
         if sig == signal.SIGKILL:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .chaos import wait_until
+from .waits import wait_until
 
 T = TypeVar("T")
 

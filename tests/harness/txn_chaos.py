@@ -1,13 +1,13 @@
 """The exactly-once chaos run: a transactional consume-transform-produce app under broker and member faults.
 
-What runs (:func:`run_eos`, over a :class:`~tests.integration.cluster.LocalCluster`):
+What runs (:func:`run_eos`, over a :class:`~tests.harness.cluster.LocalCluster`):
 
 * **input** — topic A (RF 3, ``min.insync.replicas=2``, unclean election off),
   filled during the whole run by an idempotent acks=all producer
-  (:class:`~tests.integration.chaos.ContinuousProducer`, unique values
+  (:class:`~tests.harness.chaos.ContinuousProducer`, unique values
   ``<tag>-<n>`` on partition ``n % partitions``);
 * **the app** — ``members`` member processes (this module run as
-  ``python -m tests.integration.txn_chaos member …``, :func:`member_main`), each
+  ``python -m tests.harness.txn_chaos member …``, :func:`member_main`), each
   a confluent-kafka consumer of A in one group (``isolation.level=read_committed``,
   auto-commit off) and a transactional producer with one ``transactional.id``
   per member slot (KIP-447: ``<app>-m0``, ``<app>-m1``, …; stable across
@@ -58,7 +58,7 @@ At the end the faults are healed, the input producer stops, the app catches up
 * the same check on B read with **read_uncommitted** must report duplicates
   (the aborted records) — if it does not, the run proves nothing;
 * A itself: every acknowledged write of the input producer is in A
-  (:func:`~tests.integration.checker.check_delivery`); the group's committed
+  (:func:`~tests.harness.checker.check_delivery`); the group's committed
   offsets read back (OffsetFetch) equal A's end offsets; the replicas of A and
   B are byte-identical.
 """
@@ -364,7 +364,7 @@ class _Watchdog:
 
 
 def member_main(argv: list[str] | None = None) -> int:
-    """``python -m tests.integration.txn_chaos member --bootstrap … --group … --source A --sink B
+    """``python -m tests.harness.txn_chaos member --bootstrap … --group … --source A --sink B
     --transactional-id T`` — one member of the app; prints JSON events on stdout (see :class:`EosApp`)."""
     ap = argparse.ArgumentParser(prog="txn_chaos member")
     ap.add_argument("--bootstrap", required=True)
@@ -742,7 +742,7 @@ class EosApp:
     # -- life cycle ---------------------------------------------------------------------------
 
     def _spawn(self, name: str) -> Any:
-        argv = [sys.executable, "-m", "tests.integration.txn_chaos", "member", "--bootstrap", self.bootstrap,
+        argv = [sys.executable, "-m", "tests.harness.txn_chaos", "member", "--bootstrap", self.bootstrap,
                 "--group", self.group, "--source", self.source, "--sink", self.sink,
                 "--transactional-id", self.transactional_id(name),
                 "--session-timeout-ms", str(self.session_timeout_ms),
@@ -766,7 +766,7 @@ class EosApp:
 
     def wait_ready(self, timeout: float) -> None:
         """Waits until every member initialized its transactions and the group assigned every partition."""
-        from .chaos import wait_until
+        from .waits import wait_until
 
         for m in self.members.values():
             m.wait_event("ready", timeout)
@@ -834,7 +834,7 @@ class EosApp:
         waits until it did (up to ``timeout``: a request older than :data:`FREEZE_REQUEST_TTL` is dropped
         by the member, so it cannot stop itself later), keeps it stopped ``seconds``, resumes it; returns
         its ``freezing`` event, or None if it did not freeze in time (it is resumed either way)."""
-        from .chaos import process_state
+        from .waits import process_state
 
         m = self.members[name]
         asked = time.monotonic()
@@ -1415,4 +1415,4 @@ def run_eos(cluster: Any, settings: EosSettings, log_dir: Path, say: Callable[[s
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "member":
         sys.exit(member_main(sys.argv[2:]))
-    sys.exit("usage: python -m tests.integration.txn_chaos member --bootstrap … (see member_main)")
+    sys.exit("usage: python -m tests.harness.txn_chaos member --bootstrap … (see member_main)")

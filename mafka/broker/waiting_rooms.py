@@ -1,0 +1,217 @@
+"""The waiting rooms: produces waiting for replication, fetches waiting for data.
+
+Owns Kafka's two purgatories of a broker's ``ReplicaManager`` (Kafka's
+``DelayedProduce`` and ``DelayedFetch``): an acks=−1 produce (or a
+transaction marker) parks until the high watermark covers its batch or its
+timeout passes (:meth:`WaitingRooms.await_replication`); a fetch without
+``min_bytes`` parks until enough data exists, leadership or the leader
+epoch of one of its partitions moves, or ``max_wait_ms`` passes
+(:meth:`WaitingRooms.park_fetch`).  Whoever changes a partition (an append,
+a high-watermark move, a role change, an ISR change) calls
+:meth:`WaitingRooms.wake`, which re-checks everything parked on it.
+
+Collaborators are explicit: the reactor clock for the timers, a lookup of
+the hosted partition, the topics' ``min.insync.replicas`` and the replica
+manager's read, which answers a completed fetch.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet import defer
+
+from mafka.errors import ErrorCode
+
+from .partition import Partition
+from .replica_records import FetchedPartition, FetchPartition, ProduceResult, fetch_only_from_leader
+from .replica_selector import ClientMetadata
+
+__all__ = ["WaitingRooms"]
+
+#: ``(replica_id, max_bytes, partitions, whole_first_batches, client_metadata, isolation_level)`` → the fetch's answer.
+ReadFn = Callable[[int, int, Sequence[FetchPartition], bool, ClientMetadata | None, int], list[FetchedPartition]]
+
+
+@dataclass(eq=False)
+class _DelayedFetch:
+    replica_id: int
+    min_bytes: int
+    max_bytes: int
+    partitions: Sequence[FetchPartition]
+    deferred: defer.Deferred
+    timer: Any = None
+    done: bool = False
+    whole_first_batches: bool = False
+    client_metadata: ClientMetadata | None = None
+    isolation_level: int = 0
+
+    @property
+    def fetch_only_from_leader(self) -> bool:
+        return fetch_only_from_leader(self.replica_id, self.client_metadata)
+
+
+@dataclass(eq=False)
+class _DelayedProduce:
+    min_isr: dict[tuple[str, int], int]
+    waiting: dict[tuple[str, int], ProduceResult]
+    results: dict[tuple[str, int], ProduceResult]
+    deferred: defer.Deferred
+    timer: Any = None
+    done: bool = False
+    keys: list = field(default_factory=list)
+
+
+class WaitingRooms:
+    """The parked produces and fetches of one broker, by partition.
+
+    Args:
+        clock: an ``IReactorTime`` for the timers (``callLater``).
+        partition: ``(topic, index)`` → the hosted :class:`Partition`, or None.
+        min_insync_replicas: topic → its ``min.insync.replicas``.
+        read: reads a fetch's partitions (:data:`ReadFn`); a completed fetch fires with its result.
+    """
+
+    def __init__(
+        self,
+        clock: Any,
+        *,
+        partition: Callable[[tuple[str, int]], Partition | None],
+        min_insync_replicas: Callable[[str], int],
+        read: ReadFn,
+    ) -> None:
+        self.clock = clock
+        self._partition = partition
+        self._min_insync_replicas = min_insync_replicas
+        self._read = read
+        self._fetch_waiters: dict[tuple[str, int], set[_DelayedFetch]] = defaultdict(set)
+        self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
+
+    def wake(self, tp: tuple[str, int]) -> None:
+        """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it."""
+        for fetch in list(self._fetch_waiters.get(tp, ())):
+            self._try_complete_fetch(fetch)
+        for produce in list(self._produce_waiters.get(tp, ())):
+            self._check_produce(produce)
+
+    # ================================================================== produce (acks=−1)
+
+    def await_replication(self, results: dict[tuple[str, int], ProduceResult], timeout_ms: int) -> defer.Deferred:
+        """Fires with *results* once every successful partition in it is replicated (acks=−1).
+
+        Each partition whose append succeeded waits until its high watermark
+        covers the batch (:meth:`Partition.replication_status`): its result
+        becomes NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+        ``min.insync.replicas`` meanwhile, NOT_LEADER_OR_FOLLOWER if the
+        partition is gone or no longer led here, REQUEST_TIMED_OUT after
+        *timeout_ms*.
+        """
+        waiting = {tp: r for tp, r in results.items() if r.error == ErrorCode.NONE}
+        d: defer.Deferred = defer.Deferred()
+        delayed = _DelayedProduce({tp: self._min_insync_replicas(tp[0]) for tp in waiting}, waiting, results, d, keys=list(waiting))
+        for tp in waiting:
+            self._produce_waiters[tp].add(delayed)
+        delayed.timer = self.clock.callLater(timeout_ms / 1000.0, self._expire_produce, delayed)
+        self._check_produce(delayed)  # watch first, then check (answers at once when already replicated)
+        return d
+
+    def _check_produce(self, delayed: _DelayedProduce) -> None:
+        for tp, r in list(delayed.waiting.items()):
+            partition = self._partition(tp)
+            status = (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if partition is None
+                else partition.replication_status(r.last_offset + 1, delayed.min_isr[tp])
+            )
+            if status is None:
+                continue
+            if status != ErrorCode.NONE:
+                delayed.results[tp] = ProduceResult(status)
+            del delayed.waiting[tp]
+        if not delayed.waiting:
+            self._finish_produce(delayed)
+
+    def _expire_produce(self, delayed: _DelayedProduce) -> None:
+        delayed.timer = None
+        for tp in delayed.waiting:
+            delayed.results[tp] = ProduceResult(ErrorCode.REQUEST_TIMED_OUT)
+        delayed.waiting.clear()
+        self._finish_produce(delayed)
+
+    def _finish_produce(self, delayed: _DelayedProduce) -> None:
+        if delayed.done:
+            return
+        delayed.done = True
+        if delayed.timer is not None and delayed.timer.active():
+            delayed.timer.cancel()
+        for tp in delayed.keys:
+            self._produce_waiters[tp].discard(delayed)
+        delayed.deferred.callback(delayed.results)
+
+    # ================================================================== fetch
+
+    def park_fetch(
+        self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
+        *, whole_first_batches: bool, client_metadata: ClientMetadata | None, isolation_level: int,
+    ) -> defer.Deferred:
+        """Parks a fetch that found too little; fires with its read once *min_bytes* are there or at *max_wait_ms*.
+
+        It is woken by :meth:`wake` on any of its partitions, and answered at
+        once (with the partition's error) if leadership or the leader epoch of
+        one of them moved.  The arguments are those of
+        :meth:`ReplicaManager.fetch <mafka.broker.replica_manager.ReplicaManager.fetch>`.
+        """
+        d: defer.Deferred = defer.Deferred()
+        delayed = _DelayedFetch(
+            replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches,
+            client_metadata=client_metadata, isolation_level=isolation_level,
+        )
+        for p in partitions:
+            self._fetch_waiters[(p.topic, p.partition)].add(delayed)
+        delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
+        # Check again now that it is watched (Kafka's tryCompleteElseWatch): the caller's
+        # first read can complete a parked produce, whose connection may then run its next,
+        # pipelined produce at once — an append this fetch was not yet watching for.
+        self._try_complete_fetch(delayed)
+        return d
+
+    def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
+        available = 0
+        only_leader = delayed.fetch_only_from_leader
+        for p in delayed.partitions:
+            partition = self._partition((p.topic, p.partition))
+            if (
+                partition is None
+                or (only_leader and not partition.is_leader)
+                or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
+            ):
+                # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
+                # answer now, with the error, so a follower re-truncates at once
+                # rather than after max_wait_ms.
+                available = delayed.min_bytes
+                break
+            available += partition.bytes_available(
+                p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader, isolation_level=delayed.isolation_level
+            )
+            if available >= delayed.min_bytes:
+                break
+        if available >= delayed.min_bytes:
+            self._complete_fetch(delayed)
+
+    def _complete_fetch(self, delayed: _DelayedFetch) -> None:
+        if delayed.done:
+            return
+        delayed.done = True
+        if delayed.timer is not None and delayed.timer.active():
+            delayed.timer.cancel()
+        for p in delayed.partitions:
+            self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
+        delayed.deferred.callback(
+            self._read(
+                delayed.replica_id, delayed.max_bytes, delayed.partitions, delayed.whole_first_batches, delayed.client_metadata,
+                delayed.isolation_level,
+            )
+        )

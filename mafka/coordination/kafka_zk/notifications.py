@@ -1,0 +1,125 @@
+"""Broker-to-controller notifications in ZooKeeper: ISR changes and log dir failures.
+
+Owns :class:`NotificationZk` — posting, listing, reading and deleting the
+sequential ``/isr_change_notification/isr_change_<seq>`` and
+``/log_dir_event_notification/log_dir_event_<seq>`` nodes, and their watches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from mafka.coordination.kafka_zk.core import ZkFamily, _deferred
+from mafka.coordination.store import WatchCallback, WatchHandle
+from mafka.coordination.znodes.notifications import (
+    IsrChangeNotificationZNode,
+    LogDirEventNotificationZNode,
+    sequence_number,
+)
+from mafka.topics import TopicPartitionTuple
+
+__all__ = ["NotificationZk"]
+
+
+class NotificationZk(ZkFamily):
+    """ISR change and log dir event notifications (``KafkaZkClient``'s notification operations)."""
+
+    # ------------------------------------------------------------------ ISR change notifications
+
+    @_deferred
+    async def post_isr_change_notification(self, partitions: Iterable[TopicPartitionTuple]) -> str:
+        """Creates ``/isr_change_notification/isr_change_N`` listing *partitions*; returns its path."""
+        return await self._store.create(
+            IsrChangeNotificationZNode.CREATE_PATH,
+            IsrChangeNotificationZNode.encode(partitions),
+            sequential=True,
+            makepath=True,
+        )
+
+    @_deferred
+    async def get_isr_change_notifications(self) -> list[str]:
+        """Sequence numbers of the pending ISR change notifications, sorted."""
+        prefix = IsrChangeNotificationZNode.PREFIX
+        children = await self._core.children_or_empty(IsrChangeNotificationZNode.PATH)
+        return [sequence_number(c, prefix) for c in children if c.startswith(prefix)]
+
+    @_deferred
+    async def get_partitions_from_isr_change_notifications(
+        self, sequence_numbers: Iterable[str]
+    ) -> list[TopicPartitionTuple]:
+        """The partitions the given notifications list, in order (vanished notifications skipped)."""
+        out: list[TopicPartitionTuple] = []
+        for seq in sequence_numbers:
+            got = await self._core.get_or_none(IsrChangeNotificationZNode.path(seq))
+            if got is not None:
+                out.extend(IsrChangeNotificationZNode.decode(got[0]))
+        return out
+
+    @_deferred
+    async def delete_isr_change_notifications(
+        self, sequence_numbers: Iterable[str] | None = None, epoch_zk_version: int = -1
+    ) -> None:
+        """Deletes the given notifications (None: all of them); absent ones are fine."""
+        if sequence_numbers is None:
+            prefix = IsrChangeNotificationZNode.PREFIX
+            children = await self._core.children_or_empty(IsrChangeNotificationZNode.PATH)
+            sequence_numbers = [
+                sequence_number(c, prefix) for c in children if c.startswith(prefix)
+            ]
+        for seq in list(sequence_numbers):
+            await self._core.delete_checked(IsrChangeNotificationZNode.path(seq), epoch_zk_version)
+
+    def watch_isr_change_notifications(self, callback: WatchCallback) -> WatchHandle:
+        """Children of ``/isr_change_notification``."""
+        return self._store.watch_children(IsrChangeNotificationZNode.PATH, callback)
+
+    # ------------------------------------------------------------------ log dir events
+
+    @_deferred
+    async def post_log_dir_event(self, broker_id: int) -> str:
+        """Creates ``/log_dir_event_notification/log_dir_event_N`` for *broker_id*; returns its path."""
+        return await self._store.create(
+            LogDirEventNotificationZNode.CREATE_PATH,
+            LogDirEventNotificationZNode.encode(broker_id),
+            sequential=True,
+            makepath=True,
+        )
+
+    @_deferred
+    async def get_log_dir_event_notifications(self) -> list[str]:
+        """Sequence numbers of the pending log dir events, sorted."""
+        prefix = LogDirEventNotificationZNode.PREFIX
+        children = await self._core.children_or_empty(LogDirEventNotificationZNode.PATH)
+        return [sequence_number(c, prefix) for c in children if c.startswith(prefix)]
+
+    @_deferred
+    async def get_broker_ids_from_log_dir_events(
+        self, sequence_numbers: Iterable[str]
+    ) -> list[int]:
+        """The broker ids of the given events, in order (vanished events skipped)."""
+        out: list[int] = []
+        for seq in sequence_numbers:
+            got = await self._core.get_or_none(LogDirEventNotificationZNode.path(seq))
+            if got is not None:
+                out.append(LogDirEventNotificationZNode.decode(got[0]))
+        return out
+
+    @_deferred
+    async def delete_log_dir_event_notifications(
+        self, sequence_numbers: Iterable[str] | None = None, epoch_zk_version: int = -1
+    ) -> None:
+        """Deletes the given events (None: all of them); absent ones are fine."""
+        if sequence_numbers is None:
+            prefix = LogDirEventNotificationZNode.PREFIX
+            children = await self._core.children_or_empty(LogDirEventNotificationZNode.PATH)
+            sequence_numbers = [
+                sequence_number(c, prefix) for c in children if c.startswith(prefix)
+            ]
+        for seq in list(sequence_numbers):
+            await self._core.delete_checked(
+                LogDirEventNotificationZNode.path(seq), epoch_zk_version
+            )
+
+    def watch_log_dir_event_notifications(self, callback: WatchCallback) -> WatchHandle:
+        """Children of ``/log_dir_event_notification``."""
+        return self._store.watch_children(LogDirEventNotificationZNode.PATH, callback)

@@ -1,0 +1,209 @@
+"""Partition states in ZooKeeper: ``/brokers/topics/<t>/partitions/<p>/state`` and its conditional writes.
+
+Owns :class:`PartitionStateZk` — the controller's epoch-checked creates and
+zkVersion-conditional updates of leader/ISR state, the partition leader's own
+ISR write, reads and the state watch — and :class:`PartitionStateResults`,
+the per-partition outcome of a batch of writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import NamedTuple
+
+from mafka.coordination.kafka_zk.core import ControllerMovedError, ZkFamily, _deferred
+from mafka.coordination.store import (
+    BadVersionError,
+    CreateOp,
+    NoNodeError,
+    SetOp,
+    Stat,
+    StoreError,
+    WatchCallback,
+    WatchHandle,
+)
+from mafka.coordination.znodes.topics import (
+    LeaderIsrAndControllerEpoch,
+    partition_state_path,
+    topic_partition_path,
+    topic_partitions_path,
+)
+from mafka.topics import TopicPartitionTuple
+
+__all__ = ["PartitionStateResults", "PartitionStateZk"]
+
+
+class PartitionStateResults(NamedTuple):
+    """Per-partition outcome of a batch of partition-state writes.
+
+    Attributes:
+        successes: Partition → the state written, carrying its new zk_version.
+        failures: Partition → the store error (NoNode, NodeExists, …).
+        bad_version: Partitions whose expected zkVersion was stale (re-read and retry).
+    """
+
+    successes: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch]
+    failures: dict[TopicPartitionTuple, Exception]
+    bad_version: list[TopicPartitionTuple]
+
+
+class PartitionStateZk(ZkFamily):
+    """Leader/ISR state reads and writes (``KafkaZkClient``'s partition-state operations)."""
+
+    @_deferred
+    async def create_partition_states(
+        self,
+        states: Mapping[TopicPartitionTuple, LeaderIsrAndControllerEpoch],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> PartitionStateResults:
+        """Creates the state nodes of new partitions (PSM ``initializeLeaderAndIsrForPartitions``).
+
+        Each state is written with *controller_epoch* (replacing the state's
+        own).  As Kafka, the empty parents ``…/partitions`` and
+        ``…/partitions/<p>`` are created first (existing ones are fine) but
+        never the topic node itself, so a deleted topic is not resurrected:
+        its partitions fail with NoNodeError.  Every create is epoch-checked.
+
+        Returns:
+            Per-partition results; successes carry zk_version 0.
+
+        Raises:
+            ControllerMovedError: The epoch check failed (nothing more is written).
+        """
+        stamped = {
+            tp: replace(state, controller_epoch=controller_epoch) for tp, state in states.items()
+        }
+        for topic in dict.fromkeys(topic for topic, _ in stamped):
+            await self._core.create_checked_if_absent(
+                topic_partitions_path(topic), epoch_zk_version
+            )
+        for topic, partition in stamped:
+            await self._core.create_checked_if_absent(
+                topic_partition_path(topic, partition), epoch_zk_version
+            )
+        results = PartitionStateResults({}, {}, [])
+        for (topic, partition), state in stamped.items():
+            try:
+                await self._core.epoch_checked(
+                    [CreateOp(partition_state_path(topic, partition), state.encode())],
+                    epoch_zk_version,
+                )
+            except ControllerMovedError:
+                raise
+            except StoreError as exc:
+                results.failures[(topic, partition)] = exc
+            else:
+                results.successes[(topic, partition)] = state.with_zk_version(0)
+        return results
+
+    @_deferred
+    async def get_partition_state(
+        self, topic: str, partition: int
+    ) -> tuple[LeaderIsrAndControllerEpoch, int] | None:
+        """``(state, zkVersion)`` of one partition (the state also carries zk_version), or None."""
+        got = await self._core.get_or_none(partition_state_path(topic, partition))
+        if got is None:
+            return None
+        data, stat = got
+        return LeaderIsrAndControllerEpoch.decode(data, stat.version), stat.version
+
+    @_deferred
+    async def get_partition_states(
+        self, partitions: Iterable[TopicPartitionTuple]
+    ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch]:
+        """States (with zk_version) of the partitions that have one; others are left out."""
+        out: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch] = {}
+        for topic, partition in partitions:
+            got = await self._core.get_or_none(partition_state_path(topic, partition))
+            if got is not None:
+                out[(topic, partition)] = LeaderIsrAndControllerEpoch.decode(got[0], got[1].version)
+        return out
+
+    @_deferred
+    async def update_partition_states_conditionally(
+        self,
+        states: Mapping[TopicPartitionTuple, LeaderIsrAndControllerEpoch],
+        controller_epoch: int,
+        epoch_zk_version: int,
+    ) -> PartitionStateResults:
+        """The controller's state writes (ZC ``updateLeaderAndIsr``): one conditional setData per partition.
+
+        Each state is written with *controller_epoch*, expecting its own
+        ``zk_version`` (-1: any), behind the controller-epoch check.
+
+        Returns:
+            Successes (with their new zk_version), BadVersion partitions in
+            ``bad_version`` (re-read and retry them), other errors in ``failures``.
+
+        Raises:
+            ControllerMovedError: The epoch check failed.
+        """
+        results = PartitionStateResults({}, {}, [])
+        for (topic, partition), state in states.items():
+            new_state = replace(state, controller_epoch=controller_epoch)
+            try:
+                written = await self._core.epoch_checked(
+                    [
+                        SetOp(
+                            partition_state_path(topic, partition),
+                            new_state.encode(),
+                            state.zk_version,
+                        )
+                    ],
+                    epoch_zk_version,
+                )
+            except ControllerMovedError:
+                raise
+            except BadVersionError:
+                results.bad_version.append((topic, partition))
+            except StoreError as exc:
+                results.failures[(topic, partition)] = exc
+            else:
+                stat = written[0]
+                assert isinstance(stat, Stat)
+                results.successes[(topic, partition)] = new_state.with_zk_version(stat.version)
+        return results
+
+    @_deferred
+    async def conditional_update_partition_state_as_leader(
+        self,
+        partition: TopicPartitionTuple,
+        state: LeaderIsrAndControllerEpoch,
+        expected_version: int,
+    ) -> tuple[bool, int]:
+        """The partition leader's ISR write (Kafka 2.6 ``ReplicationUtils.updateLeaderAndIsr``).
+
+        ``setData(state, expected_version)`` without a controller check.  On
+        BadVersion the node is read back: if it already holds exactly *state*
+        (leader, leader epoch, ISR, controller epoch) the write counts as done
+        (a retried write that had succeeded).
+
+        Returns:
+            ``(True, new zkVersion)`` or ``(False, -1)`` (stale version, no node, or unreadable).
+        """
+        topic, p = partition
+        path = partition_state_path(topic, p)
+        try:
+            stat = await self._store.set(path, state.encode(), expected_version)
+            return True, stat.version
+        except NoNodeError:
+            return False, -1
+        except BadVersionError:
+            got = await self._core.get_or_none(path)
+            if got is None:
+                return False, -1
+            try:
+                written = LeaderIsrAndControllerEpoch.decode(got[0], got[1].version)
+            except ValueError:
+                return False, -1
+            if written == state:
+                return True, got[1].version
+            return False, -1
+
+    def watch_partition_state(
+        self, topic: str, partition: int, callback: WatchCallback
+    ) -> WatchHandle:
+        """Data of a partition's state node."""
+        return self._store.watch_data(partition_state_path(topic, partition), callback)
