@@ -53,8 +53,11 @@ test: system-deps $(STAMP) lint
 	echo "=== tests/integration main lane exit $$integration, second lane exit $$faults, tests/unit exit $$units"; \
 	[ $$integration -eq 0 ] && [ $$faults -eq 0 ] && [ $$units -eq 0 ]
 
+# ruff, then mypy on mafka/ (its configuration, and which packages are strict, is in pyproject.toml;
+# its cache is .mypy_cache, so a run after a small change takes seconds).
 lint: $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
+	$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
@@ -147,4 +150,4 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 	@touch $(STAMP)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -32,13 +32,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import Any, Literal, cast
 
 from twisted.internet import threads
 from twisted.python.threadpool import ThreadPool
 
-from mafka.log.log import ColdRead
+from mafka.log.reads import ColdRead
 from mafka.log.segment import FileRegion
 
 __all__ = ["ColdReader", "PageCacheProbe", "page_cache_miss", "resolve"]
@@ -123,7 +122,7 @@ class ColdReader:
         aborted = None
         where = None
         if isinstance(region, ColdRead):
-            cold = cast(_TieredLog, region.log).cold_directory
+            cold = region.log.cold_directory
             where = None if cold is None else f"read:{cold.parent}"
             info = region.resolve()
             aborted = info.aborted_transactions
@@ -184,12 +183,6 @@ def resolve(region: FileRegion | ColdRead) -> tuple[FileRegion | Literal[b""], l
         info = region.resolve()
         return (_resolved(info.region) if info.region is not None else b""), info.aborted_transactions
     return region, None
-
-
-class _TieredLog(Protocol):
-    """What a :class:`ColdRead`'s log (a :class:`mafka.log.log.Log`) has beyond ``ReadableLog``."""
-
-    cold_directory: Path | None
 
 
 def _resolved(region: FileRegion | ColdRead) -> FileRegion:

@@ -107,11 +107,11 @@ def read_partition_records(log_: Any, buffer_bytes: int) -> list[LogRecord | Txn
     out: list[LogRecord | TxnMarker] = []
     for header, batch, from_offset in scan_log(log_, buffer_bytes):
         if header.is_control:
-            for control in batch.records:
+            for control in batch.control_records():
                 if control.offset >= from_offset and control.type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
                     out.append(TxnMarker(header.producer_id, control.type == ControlRecordType.COMMIT, control.offset))
         else:
-            for record in batch.records:
+            for record in batch.data_records():
                 if record.offset >= from_offset and record.key is not None:
                     out.append(LogRecord(
                         bytes(record.key),

@@ -87,7 +87,7 @@ def read_state_records(log_: Any, buffer_bytes: int) -> list[tuple[bytes, bytes 
     return [
         (bytes(record.key), None if record.value is None else bytes(record.value))
         for header, batch, from_offset in scan_log(log_, buffer_bytes) if not header.is_control
-        for record in batch.records if record.offset >= from_offset and record.key is not None
+        for record in batch.data_records() if record.offset >= from_offset and record.key is not None
     ]
 
 

@@ -172,9 +172,13 @@ def run(args: argparse.Namespace) -> int:
             )
         deadline = time.monotonic() + args.timeout
         wanted = [b["id"] for b in brokers]
+        controller = -1
         while True:
             snapshots = [metadata_snapshot(b["host"], b["port"]) for b in brokers]
             if all(s is not None and s[0] == wanted and s[1] >= 0 for s in snapshots):
+                first = snapshots[0]
+                assert first is not None  # as the all() above says
+                controller = first[1]
                 break
             dead = [b["id"] for b, p in zip(brokers, procs, strict=True) if p.poll() is not None]
             if dead or time.monotonic() > deadline or stopping["now"]:
@@ -189,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         partial = base / "cluster.json.tmp"
         partial.write_text(json.dumps(state, indent=2) + "\n")
         os.replace(partial, base / "cluster.json")
-        print(f"mafka cluster is up: {args.brokers} broker(s), controller {snapshots[0][1]}")
+        print(f"mafka cluster is up: {args.brokers} broker(s), controller {controller}")
         print(f"bootstrap servers: {bootstrap}")
         print(f"zookeeper: {connect}   state: {base}/cluster.json   Ctrl-C stops everything")
         sys.stdout.flush()

@@ -41,6 +41,7 @@ Not supported: ``--from-file``.
 from __future__ import annotations
 
 import argparse
+import builtins
 import concurrent.futures
 import re
 import sys
@@ -394,7 +395,7 @@ def format_members(rows: list[MemberRow], verbose: bool) -> list[str]:
     with_instance = any(r.group_instance_id for r in rows)
     if with_instance:
         widths: tuple[int, ...] = (g, c, i, h, k, 15)
-        header = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+        header: tuple[str, ...] = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
     else:
         widths = (g, c, h, k, 15)
         header = ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
@@ -466,7 +467,8 @@ def parse_datetime(text: str) -> int:
         offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:] or 0))
         tz = timezone(offset if zone[0] == "+" else -offset)
     try:
-        dt = datetime(*(int(m.group(i)) for i in range(1, 7)), int(m.group(7)) * 1000, tzinfo=tz)
+        year, month, day, hour, minute, second = (int(m.group(i)) for i in range(1, 7))
+        dt = datetime(year, month, day, hour, minute, second, int(m.group(7)) * 1000, tzinfo=tz)
     except ValueError:
         raise CommandFailed(f'Unparseable date: "{text}"') from None
     return (dt - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
@@ -643,7 +645,7 @@ class Command:
             raise CommandFailed(f"Expected a valid consumer group state, but found '{state}'.")
         return state != "Dead" and num_rows > 0
 
-    def offset_rows(self, d: GroupDescription) -> list[PartitionRow]:
+    def offset_rows(self, d: GroupDescription) -> builtins.list[PartitionRow]:
         """Kafka's ``collectGroupsOffsets`` for one group."""
         committed = self.admin.committed_offsets(d.group_id)
         with_assignment = sorted((m for m in d.members if m.assignment), key=lambda m: -len(m.assignment))
@@ -696,7 +698,7 @@ class Command:
 
     # -- reset-offsets -------------------------------------------------------
 
-    def partitions_to_reset(self, group: str) -> list[TopicPartitionTuple]:
+    def partitions_to_reset(self, group: str) -> builtins.list[TopicPartitionTuple]:
         if self.args.all_topics:
             return sorted(self.admin.committed_offsets(group))
         if self.args.topic:
@@ -732,7 +734,7 @@ class Command:
             out[tp] = offset
         return out
 
-    def _resolved(self, tps: list[TopicPartitionTuple], found: dict[TopicPartitionTuple, int | None],
+    def _resolved(self, tps: builtins.list[TopicPartitionTuple], found: dict[TopicPartitionTuple, int | None],
                   what: str) -> dict[TopicPartitionTuple, int]:
         out = {}
         for tp in tps:
@@ -742,14 +744,14 @@ class Command:
             out[tp] = offset
         return out
 
-    def _by_timestamp(self, tps: list[TopicPartitionTuple], timestamp: int) -> dict[TopicPartitionTuple, int]:
+    def _by_timestamp(self, tps: builtins.list[TopicPartitionTuple], timestamp: int) -> dict[TopicPartitionTuple, int]:
         found = self.admin.list_offsets(tps, timestamp)
         missing = [tp for tp in tps if found.get(tp) is None or found[tp] == -1]
         if missing:
             found.update(self.admin.list_offsets(missing, LATEST))
         return self._resolved(tps, found, "offset by timestamp")
 
-    def prepare(self, group: str, tps: list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
+    def prepare(self, group: str, tps: builtins.list[TopicPartitionTuple]) -> dict[TopicPartitionTuple, int]:
         """Kafka's ``prepareOffsetsToReset``."""
         a = self.args
         if a.to_offset is not None:

@@ -212,10 +212,10 @@ def proposed_move_map(
             {r for r in replicas if r not in adding},
             set(adding),
         )
-    for (topic, p), replicas in proposed.items():
+    for (topic, p), targets in proposed.items():
         part_moves = moves.setdefault(topic, {})
         sources = part_moves[p][0] if p in part_moves else set(current[(topic, p)])
-        part_moves[p] = (sources, set(replicas))
+        part_moves[p] = (sources, set(targets))
     return moves
 
 

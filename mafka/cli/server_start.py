@@ -13,7 +13,7 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["run", "add_parser"]
 
@@ -34,12 +34,16 @@ def _controller_factory(server: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from twisted.internet import reactor
+    from twisted.internet import reactor as installed_reactor
+    from twisted.internet.base import ReactorBase
 
     from mafka.broker.config import BrokerConfig
     from mafka.broker.server import KafkaServer
     from mafka.errors import ConfigError
 
+    # Twisted types its global reactor by the interfaces every platform's reactor has; the one
+    # installed (epoll on Linux) is a ReactorBase: callFromThread, run(installSignalHandlers=...).
+    reactor = cast(ReactorBase, installed_reactor)
     logging.basicConfig(
         level=os.environ.get("MAFKA_LOG_LEVEL", "INFO"),
         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",

@@ -104,7 +104,7 @@ def check_args(args: argparse.Namespace) -> str:
     return action
 
 
-_JAVA_NAMES = {ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException"}
+_JAVA_NAMES: dict[int, str] = {ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException"}
 
 
 def _java_name(code: int) -> str:

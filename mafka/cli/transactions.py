@@ -272,6 +272,7 @@ async def _abort(admin: TransactionsAdmin, args: argparse.Namespace, out: TextIO
                            "3.0 or above) or with --producer-id, --producer-epoch, and --coordinator-epoch (for "
                            "older brokers)")
     if start_offset is None:
+        assert producer_id is not None  # refused above with start_offset None
         producer_epoch = getattr(args, "producer_epoch", None)
         if producer_epoch is None:
             raise CommandError("Missing required argument --producer-epoch")
@@ -353,8 +354,8 @@ async def _find_hanging(admin: TransactionsAdmin, args: argparse.Namespace, out:
             except AdminFailure as exc:
                 raise _failed(f"Failed to describe {len(set(ids.values()))} transactions", exc) from None
         for pid in sorted(by_producer):
-            tid = ids.get(pid)
-            description = None if tid is None else descriptions.get(tid)
+            pid_tid = ids.get(pid)
+            description = None if pid_tid is None else descriptions.get(pid_tid)
             for tp, s in by_producer[pid]:
                 # A partition the coordinator still counts in the transaction (Ongoing, or
                 # PrepareCommit / PrepareAbort without its marker yet) will get its marker.

@@ -79,7 +79,7 @@ def _config_request(core: AdminCore, api_key: int, resources: list[ConfigResourc
             for res in group:
                 fail(futures[res], kafka_exception(exc))
             return
-        by_key = {res.restype_int: {} for res in group}
+        by_key: dict[int, dict[str, Any]] = {res.restype_int: {} for res in group}
         for result in getattr(response, results_field):
             by_key.setdefault(result.resource_type, {})[result.resource_name] = result
         for res in group:
@@ -153,6 +153,7 @@ def incremental_alter_configs(core: AdminCore, resources: list[ConfigResource], 
         configs = []
         for e in res.incremental_configs:
             op = e.incremental_operation
+            assert op is not None  # checked above
             value = None if op == AlterConfigOpType.DELETE or e.value is None else str(e.value)
             configs.append({"name": e.name, "config_operation": op.value, "value": value})
         return {"resource_type": res.restype_int, "resource_name": res.name, "configs": configs}

@@ -159,7 +159,7 @@ class AdminCore:
 
     def __init__(self, config: ClientConfig, owner: object) -> None:
         self.config = config
-        self.default_timeout = self.config["socket.timeout.ms"] / 1000.0
+        self.default_timeout: float = self.config["socket.timeout.ms"] / 1000.0
         self.request_timeout = self.config["request.timeout.ms"] / 1000.0
         self.backoff = self.config.get("retry.backoff.ms", 100) / 1000.0
         self.closed = False

@@ -120,7 +120,8 @@ def alter_consumer_group_offsets(core: AdminCore, requests: list[ConsumerGroupTo
                                  ) -> dict[str, Future[ConsumerGroupTopicPartitions]]:
     """OffsetCommit at each group's coordinator (:meth:`AdminClient.alter_consumer_group_offsets`)."""
     _check_group_requests(requests, alter=True)
-    wanted = {r.group_id: r.topic_partitions for r in requests}
+    # (the checks above refused a None topic_partitions: the filter keeps every request)
+    wanted = {r.group_id: r.topic_partitions for r in requests if r.topic_partitions is not None}
     futures = {g: new_future() for g in wanted}
 
     async def commit(group: str) -> ConsumerGroupTopicPartitions:
@@ -178,7 +179,8 @@ def delete_consumer_group_offsets(core: AdminCore, requests: list[ConsumerGroupT
         for tp in r.topic_partitions:
             check_partition(tp, "'topic_partitions'")
     no_duplicates((r.group_id for r in requests), "group id")
-    wanted = {r.group_id: r.topic_partitions for r in requests}
+    # (the checks above refused a None topic_partitions: the filter keeps every request)
+    wanted = {r.group_id: r.topic_partitions for r in requests if r.topic_partitions is not None}
     futures = {g: new_future() for g in wanted}
 
     async def delete(group: str) -> ConsumerGroupTopicPartitions:

@@ -107,13 +107,13 @@ def alter_partition_reassignments(core: AdminCore, reassignments: dict[TopicPart
             return
         for t in response.responses:
             for p in t.partitions:
-                f = futures.get(TopicPartition(t.name, p.partition_index))
-                if f is None:
+                future = futures.get(TopicPartition(t.name, p.partition_index))
+                if future is None:
                     continue
                 if p.error_code:
-                    fail(f, code_error(p.error_code, p.error_message))
+                    fail(future, code_error(p.error_code, p.error_message))
                 else:
-                    resolve(f, None)
+                    resolve(future, None)
 
     core.run(futures.values(), work, request_timeout)
     return futures

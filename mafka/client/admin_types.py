@@ -55,6 +55,8 @@ __all__ = [
 
 
 class _Ordered(Enum):
+    _value_: int  # every member's value is its wire number
+
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, type(self)):
             return NotImplemented
@@ -429,7 +431,7 @@ class OffsetSpec:
 
     _value: int
 
-    def __new__(cls, index: int) -> OffsetSpec:  # type: ignore[misc]
+    def __new__(cls, index: int) -> OffsetSpec:
         if cls is not OffsetSpec:
             return object.__new__(cls)
         if index >= 0:
@@ -467,26 +469,26 @@ class OffsetSpec:
 class EarliestSpec(OffsetSpec):
     _value = -2
 
-    def __new__(cls) -> EarliestSpec:  # type: ignore[misc]
+    def __new__(cls) -> EarliestSpec:
         return object.__new__(cls)
 
 
 class LatestSpec(OffsetSpec):
     _value = -1
 
-    def __new__(cls) -> LatestSpec:  # type: ignore[misc]
+    def __new__(cls) -> LatestSpec:
         return object.__new__(cls)
 
 
 class MaxTimestampSpec(OffsetSpec):
     _value = -3
 
-    def __new__(cls) -> MaxTimestampSpec:  # type: ignore[misc]
+    def __new__(cls) -> MaxTimestampSpec:
         return object.__new__(cls)
 
 
 class TimestampSpec(OffsetSpec):
-    def __new__(cls, timestamp: int) -> TimestampSpec:  # type: ignore[misc]
+    def __new__(cls, timestamp: int) -> TimestampSpec:
         return object.__new__(cls)
 
     def __init__(self, timestamp: int) -> None:

@@ -370,7 +370,9 @@ class AIOConsumer:
                 for m in msgs:
                     if m._error is not None:
                         raise KafkaException(m._error)
-                    key = (m._topic, m._partition)
+                    topic, partition = m._topic, m._partition
+                    assert topic is not None and partition is not None  # a record's: it has no error
+                    key = (topic, partition)
                     if key not in out:
                         out[key] = []
                     out[key].append(m)

@@ -210,7 +210,8 @@ def decode_generation(user_data: bytes | None) -> int | None:
         trailing = _sticky_v1_generation(data)
         if trailing is not None:
             return trailing
-    return _I32.unpack_from(data)[0]
+    generation: int = _I32.unpack_from(data)[0]
+    return generation
 
 
 def _sticky_v1_generation(data: bytes) -> int | None:
@@ -227,7 +228,8 @@ def _sticky_v1_generation(data: bytes) -> int | None:
             pos += 6 + name_len + 4 * partitions
         if pos + 4 != len(data):
             return None
-        return _I32.unpack_from(data, pos)[0]
+        generation: int = _I32.unpack_from(data, pos)[0]
+        return generation
     except struct.error:
         return None
 
@@ -463,7 +465,7 @@ class _StickyPlan:
 
 # -- lookup -------------------------------------------------------------------------------
 
-ASSIGNORS: dict[str, type] = {
+ASSIGNORS: dict[str, type[Assignor]] = {
     cls.name: cls for cls in (RangeAssignor, RoundRobinAssignor, CooperativeStickyAssignor)
 }
 

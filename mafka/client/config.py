@@ -133,7 +133,7 @@ class Alias(NamedTuple):
     scale: int = 1
 
 
-class PerRole(dict):
+class PerRole(dict[str, Any]):
     """A default that differs by role: ``PerRole(producer=True, default=False)``."""
 
     def for_role(self, role: str) -> Any:
@@ -386,8 +386,9 @@ def _parse_int(prop: Prop, raw: Any, scale: int) -> int:
     elif isinstance(raw, str):
         text = raw.strip()
         if text.lower() in names:
-            # A symbolic name is already in canonical units.
-            return names[text.lower()]
+            # A symbolic name is already in canonical units (int properties map names to ints).
+            symbolic: int = names[text.lower()]
+            return symbolic
         try:
             value = int(text)
         except ValueError:

@@ -261,7 +261,8 @@ class Consumer:
     def store_offsets(self, message: Message | None = None,
                       offsets: list[TopicPartition] | None = None) -> None:
         if message is not None:
-            self._stored[(message.topic(), message.partition())] = message.offset() + 1
+            stored, after = _position_after(message)
+            self._stored[stored] = after
         for tp in offsets or ():
             self._stored[(tp.topic, tp.partition)] = tp.offset
 
@@ -275,8 +276,10 @@ class Consumer:
         self._check_open()
         if self._member is None:
             raise KafkaException(KafkaError._INVALID_ARG, 'commit() requires "group.id"')
+        todo: dict[TopicPartitionTuple, int]
         if message is not None:
-            todo = {(message.topic(), message.partition()): message.offset() + 1}
+            committed, after = _position_after(message)
+            todo = {committed: after}
         elif offsets is not None:
             todo = {(tp.topic, tp.partition): tp.offset for tp in offsets}
         else:
@@ -492,3 +495,16 @@ class Consumer:
 def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+def _position_after(message: Message) -> tuple[TopicPartitionTuple, int]:
+    """(its partition, its offset + 1): what storing or committing a consumed *message* records.
+
+    Raises:
+        TypeError: *message* is not a record (an error or event message has no
+            partition or offset).
+    """
+    topic, partition, offset = message.topic(), message.partition(), message.offset()
+    if topic is None or partition is None or offset is None:
+        raise TypeError(f"{message!r} is not a consumed record: it has no partition or offset")
+    return (topic, partition), offset + 1

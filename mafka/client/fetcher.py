@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from mafka.client.aio_util import wait_event
@@ -167,7 +167,7 @@ class Fetcher:
 
     # -- assignment (application thread) -------------------------------------------------
 
-    def assign(self, positions: dict[TopicPartitionTuple, int | None]) -> None:
+    def assign(self, positions: Mapping[TopicPartitionTuple, int | None]) -> None:
         """Replaces the assignment; partitions kept keep their state."""
         with self.lock:
             self.partitions = {tp: self.partitions.get(tp) or PartitionState(pos)
@@ -178,7 +178,7 @@ class Fetcher:
         self.kernel.metadata.want({tp[0] for tp in positions})
         self.poke()
 
-    def add(self, positions: dict[TopicPartitionTuple, int | None]) -> None:
+    def add(self, positions: Mapping[TopicPartitionTuple, int | None]) -> None:
         with self.lock:
             for tp, pos in positions.items():
                 if tp not in self.partitions:
@@ -269,16 +269,19 @@ class Fetcher:
                     decoded = state.decoded
                     if decoded:
                         room = max_records - len(out)
-                        if len(decoded) <= room:
+                        used_up = len(decoded) <= room
+                        if used_up:
                             out.extend(decoded)
                             decoded.clear()
-                            # The chunk is used up: past any control/aborted batches after its
-                            # last record too (a transaction's marker), as Kafka's consumer.
-                            state.position = max(out[-1]._offset + 1, state.decoded_end)
                         else:
                             out.extend(decoded.popleft() for _ in range(room))
-                            state.position = out[-1]._offset + 1
-                        state.position_epoch = out[-1]._leader_epoch
+                        last = out[-1]
+                        # (a decoded record's offset and leader epoch are never None)
+                        assert last._offset is not None and last._leader_epoch is not None
+                        # A used-up chunk: past any control/aborted batches after its last
+                        # record too (a transaction's marker), as Kafka's consumer.
+                        state.position = max(last._offset + 1, state.decoded_end) if used_up else last._offset + 1
+                        state.position_epoch = last._leader_epoch
                         continue
                     if not state.chunks:
                         break
@@ -301,7 +304,9 @@ class Fetcher:
                         # Only control records or aborted data: skip past them.
                         state.position = max(state.position, result.next_offset)
                 if len(out) > before and out[-1]._error is None:
-                    drained[tp] = out[-1]._offset + 1
+                    offset = out[-1]._offset
+                    assert offset is not None  # a record's
+                    drained[tp] = offset + 1
                 if (
                     self.partition_eof and not state.chunks and not state.decoded
                     and state.position is not None
@@ -476,8 +481,8 @@ class Fetcher:
             response = await self.kernel.send(node, OFFSET_FOR_LEADER_EPOCH, body, channel="fetch")
         except UnsupportedByBroker:
             with self.lock:
-                for _tp, state, epoch in todo:
-                    state.validated_epoch = epoch  # nothing to check with: fetch on (Kafka's consumer too)
+                for _tp, todo_state, epoch in todo:
+                    todo_state.validated_epoch = epoch  # nothing to check with: fetch on (Kafka's consumer too)
             return
         except (TimeoutError, ConnectionError) as exc:
             log.debug("offset validation with %d failed: %s", node, exc)
@@ -550,7 +555,7 @@ class Fetcher:
         state.position = state.fetch_offset = end_offset
         state.position_epoch = state.fetch_epoch = end_epoch
 
-    def _on_response(self, node: int, response: Any, sent: dict[TopicPartitionTuple, tuple[int, int]]) -> bool:
+    def _on_response(self, node: int, response: Any, sent: dict[TopicPartitionTuple, tuple[int, int | None]]) -> bool:
         """Buffers fetched data; returns True if metadata should be refreshed."""
         refresh = False
         got_data = False
@@ -568,9 +573,11 @@ class Fetcher:
                         state.log_start = p.log_start_offset
                         records = p.records
                         if records:
+                            fetch_offset = state.fetch_offset
+                            assert fetch_offset is not None  # fetched from it, same epoch
                             # The next fetch offset comes from the batches' last offsets.
                             try:
-                                nxt, batch_epoch = _next_offset(records, state.fetch_offset)
+                                nxt, batch_epoch = _next_offset(records, fetch_offset)
                             except ProtocolError as exc:
                                 # Corrupt framing: the partition stops here and the application
                                 # is told, rather than the same bytes being fetched forever.
@@ -579,7 +586,7 @@ class Fetcher:
                                                            error=state.error))
                                 got_data = True
                                 continue
-                            if nxt > state.fetch_offset:
+                            if nxt > fetch_offset:
                                 state.chunks.append((state.epoch, records, p.aborted_transactions, nxt, batch_epoch))
                                 state.buffered += len(records)
                                 state.fetch_offset = nxt

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mafka.client.assignors import MemberMetadata
+from mafka.client.assignors import Assignor, MemberMetadata
 from mafka.client.kafka_error import KafkaError
 from mafka.errors import ErrorCode
 from mafka.group.consumer_protocol import (
@@ -93,7 +93,7 @@ class Membership:
     """
 
     def __init__(self, group_id: str, instance_id: str | None, session_timeout_ms: int,
-                 rebalance_timeout_ms: int, assignors: list[Any]) -> None:
+                 rebalance_timeout_ms: int, assignors: list[Assignor]) -> None:
         self.group_id = group_id
         self.instance_id = instance_id
         self.session_timeout_ms = session_timeout_ms

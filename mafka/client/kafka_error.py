@@ -25,7 +25,8 @@ raised inside the client becomes a :class:`KafkaException` holding
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from mafka.errors import ErrorCode
 from mafka.errors import KafkaError as BrokerError
@@ -87,6 +88,181 @@ class KafkaError:
 
     __slots__ = ("_code", "_reason", "_fatal", "_retriable", "_txn_requires_abort")
 
+    if TYPE_CHECKING:
+        # The code constants the loops after this class set with setattr(), declared for type
+        # checkers, which cannot see them: librdkafka's local codes (LOCAL_ERRORS), Kafka's
+        # names (ErrorCode, in code order), then librdkafka's spellings (_LIBRDKAFKA_ALIASES) not
+        # already among them.  Nothing here runs; tests/unit/client/test_kafka_error.py checks
+        # these lines against what is set.
+        _BAD_MSG: ClassVar[int]
+        _DESTROY: ClassVar[int]
+        _FAIL: ClassVar[int]
+        _TRANSPORT: ClassVar[int]
+        _MSG_TIMED_OUT: ClassVar[int]
+        _PARTITION_EOF: ClassVar[int]
+        _UNKNOWN_PARTITION: ClassVar[int]
+        _UNKNOWN_TOPIC: ClassVar[int]
+        _ALL_BROKERS_DOWN: ClassVar[int]
+        _INVALID_ARG: ClassVar[int]
+        _TIMED_OUT: ClassVar[int]
+        _QUEUE_FULL: ClassVar[int]
+        _PREV_IN_PROGRESS: ClassVar[int]
+        _ASSIGN_PARTITIONS: ClassVar[int]
+        _REVOKE_PARTITIONS: ClassVar[int]
+        _CONFLICT: ClassVar[int]
+        _STATE: ClassVar[int]
+        _NO_OFFSET: ClassVar[int]
+        _OUTDATED: ClassVar[int]
+        _UNSUPPORTED_FEATURE: ClassVar[int]
+        _PURGE_QUEUE: ClassVar[int]
+        _PURGE_INFLIGHT: ClassVar[int]
+        _FATAL: ClassVar[int]
+        _INCONSISTENT: ClassVar[int]
+        _MAX_POLL_EXCEEDED: ClassVar[int]
+        _NOT_CONFIGURED: ClassVar[int]
+        _FENCED: ClassVar[int]
+        _ASSIGNMENT_LOST: ClassVar[int]
+        _LOG_TRUNCATION: ClassVar[int]
+        UNKNOWN_SERVER_ERROR: ClassVar[int]
+        NONE: ClassVar[int]
+        OFFSET_OUT_OF_RANGE: ClassVar[int]
+        CORRUPT_MESSAGE: ClassVar[int]
+        UNKNOWN_TOPIC_OR_PARTITION: ClassVar[int]
+        INVALID_FETCH_SIZE: ClassVar[int]
+        LEADER_NOT_AVAILABLE: ClassVar[int]
+        NOT_LEADER_OR_FOLLOWER: ClassVar[int]
+        REQUEST_TIMED_OUT: ClassVar[int]
+        BROKER_NOT_AVAILABLE: ClassVar[int]
+        REPLICA_NOT_AVAILABLE: ClassVar[int]
+        MESSAGE_TOO_LARGE: ClassVar[int]
+        STALE_CONTROLLER_EPOCH: ClassVar[int]
+        OFFSET_METADATA_TOO_LARGE: ClassVar[int]
+        NETWORK_EXCEPTION: ClassVar[int]
+        COORDINATOR_LOAD_IN_PROGRESS: ClassVar[int]
+        COORDINATOR_NOT_AVAILABLE: ClassVar[int]
+        NOT_COORDINATOR: ClassVar[int]
+        INVALID_TOPIC_EXCEPTION: ClassVar[int]
+        RECORD_LIST_TOO_LARGE: ClassVar[int]
+        NOT_ENOUGH_REPLICAS: ClassVar[int]
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND: ClassVar[int]
+        INVALID_REQUIRED_ACKS: ClassVar[int]
+        ILLEGAL_GENERATION: ClassVar[int]
+        INCONSISTENT_GROUP_PROTOCOL: ClassVar[int]
+        INVALID_GROUP_ID: ClassVar[int]
+        UNKNOWN_MEMBER_ID: ClassVar[int]
+        INVALID_SESSION_TIMEOUT: ClassVar[int]
+        REBALANCE_IN_PROGRESS: ClassVar[int]
+        INVALID_COMMIT_OFFSET_SIZE: ClassVar[int]
+        TOPIC_AUTHORIZATION_FAILED: ClassVar[int]
+        GROUP_AUTHORIZATION_FAILED: ClassVar[int]
+        CLUSTER_AUTHORIZATION_FAILED: ClassVar[int]
+        INVALID_TIMESTAMP: ClassVar[int]
+        UNSUPPORTED_SASL_MECHANISM: ClassVar[int]
+        ILLEGAL_SASL_STATE: ClassVar[int]
+        UNSUPPORTED_VERSION: ClassVar[int]
+        TOPIC_ALREADY_EXISTS: ClassVar[int]
+        INVALID_PARTITIONS: ClassVar[int]
+        INVALID_REPLICATION_FACTOR: ClassVar[int]
+        INVALID_REPLICA_ASSIGNMENT: ClassVar[int]
+        INVALID_CONFIG: ClassVar[int]
+        NOT_CONTROLLER: ClassVar[int]
+        INVALID_REQUEST: ClassVar[int]
+        UNSUPPORTED_FOR_MESSAGE_FORMAT: ClassVar[int]
+        POLICY_VIOLATION: ClassVar[int]
+        OUT_OF_ORDER_SEQUENCE_NUMBER: ClassVar[int]
+        DUPLICATE_SEQUENCE_NUMBER: ClassVar[int]
+        INVALID_PRODUCER_EPOCH: ClassVar[int]
+        INVALID_TXN_STATE: ClassVar[int]
+        INVALID_PRODUCER_ID_MAPPING: ClassVar[int]
+        INVALID_TRANSACTION_TIMEOUT: ClassVar[int]
+        CONCURRENT_TRANSACTIONS: ClassVar[int]
+        TRANSACTION_COORDINATOR_FENCED: ClassVar[int]
+        TRANSACTIONAL_ID_AUTHORIZATION_FAILED: ClassVar[int]
+        SECURITY_DISABLED: ClassVar[int]
+        OPERATION_NOT_ATTEMPTED: ClassVar[int]
+        KAFKA_STORAGE_ERROR: ClassVar[int]
+        LOG_DIR_NOT_FOUND: ClassVar[int]
+        SASL_AUTHENTICATION_FAILED: ClassVar[int]
+        UNKNOWN_PRODUCER_ID: ClassVar[int]
+        REASSIGNMENT_IN_PROGRESS: ClassVar[int]
+        DELEGATION_TOKEN_AUTH_DISABLED: ClassVar[int]
+        DELEGATION_TOKEN_NOT_FOUND: ClassVar[int]
+        DELEGATION_TOKEN_OWNER_MISMATCH: ClassVar[int]
+        DELEGATION_TOKEN_REQUEST_NOT_ALLOWED: ClassVar[int]
+        DELEGATION_TOKEN_AUTHORIZATION_FAILED: ClassVar[int]
+        DELEGATION_TOKEN_EXPIRED: ClassVar[int]
+        INVALID_PRINCIPAL_TYPE: ClassVar[int]
+        NON_EMPTY_GROUP: ClassVar[int]
+        GROUP_ID_NOT_FOUND: ClassVar[int]
+        FETCH_SESSION_ID_NOT_FOUND: ClassVar[int]
+        INVALID_FETCH_SESSION_EPOCH: ClassVar[int]
+        LISTENER_NOT_FOUND: ClassVar[int]
+        TOPIC_DELETION_DISABLED: ClassVar[int]
+        FENCED_LEADER_EPOCH: ClassVar[int]
+        UNKNOWN_LEADER_EPOCH: ClassVar[int]
+        UNSUPPORTED_COMPRESSION_TYPE: ClassVar[int]
+        STALE_BROKER_EPOCH: ClassVar[int]
+        OFFSET_NOT_AVAILABLE: ClassVar[int]
+        MEMBER_ID_REQUIRED: ClassVar[int]
+        PREFERRED_LEADER_NOT_AVAILABLE: ClassVar[int]
+        GROUP_MAX_SIZE_REACHED: ClassVar[int]
+        FENCED_INSTANCE_ID: ClassVar[int]
+        ELIGIBLE_LEADERS_NOT_AVAILABLE: ClassVar[int]
+        ELECTION_NOT_NEEDED: ClassVar[int]
+        NO_REASSIGNMENT_IN_PROGRESS: ClassVar[int]
+        GROUP_SUBSCRIBED_TO_TOPIC: ClassVar[int]
+        INVALID_RECORD: ClassVar[int]
+        UNSTABLE_OFFSET_COMMIT: ClassVar[int]
+        THROTTLING_QUOTA_EXCEEDED: ClassVar[int]
+        PRODUCER_FENCED: ClassVar[int]
+        RESOURCE_NOT_FOUND: ClassVar[int]
+        DUPLICATE_RESOURCE: ClassVar[int]
+        UNACCEPTABLE_CREDENTIAL: ClassVar[int]
+        INCONSISTENT_VOTER_SET: ClassVar[int]
+        INVALID_UPDATE_VERSION: ClassVar[int]
+        FEATURE_UPDATE_FAILED: ClassVar[int]
+        PRINCIPAL_DESERIALIZATION_FAILURE: ClassVar[int]
+        SNAPSHOT_NOT_FOUND: ClassVar[int]
+        POSITION_OUT_OF_RANGE: ClassVar[int]
+        UNKNOWN_TOPIC_ID: ClassVar[int]
+        DUPLICATE_BROKER_REGISTRATION: ClassVar[int]
+        BROKER_ID_NOT_REGISTERED: ClassVar[int]
+        INCONSISTENT_TOPIC_ID: ClassVar[int]
+        INCONSISTENT_CLUSTER_ID: ClassVar[int]
+        TRANSACTIONAL_ID_NOT_FOUND: ClassVar[int]
+        FETCH_SESSION_TOPIC_ID_ERROR: ClassVar[int]
+        INELIGIBLE_REPLICA: ClassVar[int]
+        NEW_LEADER_ELECTED: ClassVar[int]
+        OFFSET_MOVED_TO_TIERED_STORAGE: ClassVar[int]
+        FENCED_MEMBER_EPOCH: ClassVar[int]
+        UNRELEASED_INSTANCE_ID: ClassVar[int]
+        UNSUPPORTED_ASSIGNOR: ClassVar[int]
+        STALE_MEMBER_EPOCH: ClassVar[int]
+        MISMATCHED_ENDPOINT_TYPE: ClassVar[int]
+        UNSUPPORTED_ENDPOINT_TYPE: ClassVar[int]
+        UNKNOWN_CONTROLLER_ID: ClassVar[int]
+        UNKNOWN_SUBSCRIPTION_ID: ClassVar[int]
+        TELEMETRY_TOO_LARGE: ClassVar[int]
+        INVALID_REGISTRATION: ClassVar[int]
+        TRANSACTION_ABORTABLE: ClassVar[int]
+        INVALID_RECORD_STATE: ClassVar[int]
+        SHARE_SESSION_NOT_FOUND: ClassVar[int]
+        INVALID_SHARE_SESSION_EPOCH: ClassVar[int]
+        FENCED_STATE_EPOCH: ClassVar[int]
+        INVALID_VOTER_KEY: ClassVar[int]
+        DUPLICATE_VOTER: ClassVar[int]
+        VOTER_NOT_FOUND: ClassVar[int]
+        INVALID_REGULAR_EXPRESSION: ClassVar[int]
+        REBOOTSTRAP_REQUIRED: ClassVar[int]
+        STREAMS_INVALID_TOPOLOGY: ClassVar[int]
+        STREAMS_INVALID_TOPOLOGY_EPOCH: ClassVar[int]
+        STREAMS_TOPOLOGY_FENCED: ClassVar[int]
+        SHARE_SESSION_LIMIT_REACHED: ClassVar[int]
+        UNKNOWN_TOPIC_OR_PART: ClassVar[int]
+        NOT_LEADER_FOR_PARTITION: ClassVar[int]
+        MSG_SIZE_TOO_LARGE: ClassVar[int]
+        NO_ERROR: ClassVar[int]
+
     def __init__(
         self,
         code: int,
@@ -140,10 +316,11 @@ class KafkaError:
     def __hash__(self) -> int:
         return hash(self._code)
 
-    def __str__(self) -> str:
+    # (``builtins.str``: in this class body ``str`` is the method above.)
+    def __str__(self) -> builtins.str:
         return self._reason
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         return f'KafkaError{{code={self.name()},val={self._code},str="{self._reason}"}}'
 
 
@@ -175,7 +352,8 @@ class KafkaException(Exception):
 
     @property
     def error(self) -> KafkaError:
-        return self.args[0]
+        error: KafkaError = self.args[0]
+        return error
 
     def __str__(self) -> str:
         return str(self.args[0])

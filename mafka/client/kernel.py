@@ -25,7 +25,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from mafka.client.config import ClientConfig
@@ -275,11 +275,12 @@ class Kernel:
             await self.refresh_metadata()
         if response.node_id not in self.metadata.brokers:
             raise_for_code(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return response.node_id
+        node_id: int = response.node_id
+        return node_id
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Runs a background task owned by this kernel (cancelled by :meth:`close`)."""
         task = asyncio.ensure_future(coro)
         self._background.add(task)

@@ -10,11 +10,15 @@ None when the broker has none) and a partition its ``leader_epoch``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.metadata import BrokerInfo
 from mafka.coordination.znodes import uuid_string
+
+if TYPE_CHECKING:
+    from mafka.client.kernel import Kernel
+    from mafka.client.loop_thread import LoopThread
 
 __all__ = ["ClusterMetadataView", "TopicMetadataView", "PartitionMetadataView", "list_topics"]
 
@@ -51,7 +55,7 @@ def _err(code: int) -> KafkaError | None:
     return None if code == 0 else KafkaError(code)
 
 
-async def _fetch(kernel: Any, topic: str | None) -> ClusterMetadataView:
+async def _fetch(kernel: Kernel, topic: str | None) -> ClusterMetadataView:
     md = kernel.metadata
     if topic is None:
         await kernel.refresh_metadata(all_topics=True)
@@ -74,7 +78,7 @@ async def _fetch(kernel: Any, topic: str | None) -> ClusterMetadataView:
     return view
 
 
-def list_topics(thread: Any, kernel: Any, topic: str | None, timeout: float) -> ClusterMetadataView:
+def list_topics(thread: LoopThread, kernel: Kernel, topic: str | None, timeout: float) -> ClusterMetadataView:
     """Runs a metadata request on ``thread``'s loop; KafkaException(_TIMED_OUT / _TRANSPORT) on failure."""
     wait = None if timeout is None or timeout < 0 else timeout
     try:

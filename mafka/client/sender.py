@@ -105,8 +105,8 @@ class ProducerEngine:
             compression=_COMPRESSION[cfg["compression.type"]],
             max_in_flight=max_in_flight if self.idempotent else 1_000_000,
         )
-        self.max_records = cfg["queue.buffering.max.messages"]
-        self.max_bytes = cfg["queue.buffering.max.kbytes"] * 1024
+        self.max_records: int = cfg["queue.buffering.max.messages"]
+        self.max_bytes: int = cfg["queue.buffering.max.kbytes"] * 1024
         self.delivery_timeout = cfg["delivery.timeout.ms"] / 1000.0
         self.request_timeout = cfg["request.timeout.ms"] / 1000.0
         self.retries = cfg["retries"]
@@ -294,7 +294,7 @@ class ProducerEngine:
                 self._ask_transaction(txn)
             if txn is not None and txn.sending:
                 # Partitions of the open transaction must be registered before their batches go.
-                unregistered = [tp for tp in self.accumulator.queued_partitions() if not admitted(tp)]
+                unregistered = [tp for tp in self.accumulator.queued_partitions() if not txn.admitted(tp)]
                 if unregistered:
                     txn.want_partitions(unregistered)
             nodes, next_at, unknown = self.accumulator.ready(now, md.leader, admitted)

@@ -45,6 +45,7 @@ class _Protocol(asyncio.Protocol):
         self.conn = conn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # typeshed passes a BaseTransport; a stream connection's is an asyncio.Transport
         self.conn._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:

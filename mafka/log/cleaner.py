@@ -482,7 +482,7 @@ def _scan_segment(seg: LogSegment, txns: _Transactions, open_txns: dict[int, int
         if h.is_control:
             if pid < 0 or h.record_count < 1:
                 continue
-            marker = decode_batch(data).records[0]
+            marker = decode_batch(data).control_records()[0]
             if marker.type == ControlRecordType.ABORT:
                 first = open_txns.pop(pid, None)
                 if first is not None:
@@ -534,8 +534,12 @@ class _MarkerTracker:
         else:
             self._ongoing_committed.add(h.producer_id)
 
-    def on_marker(self, h: BatchHeader, marker: ControlRecordType | None) -> bool:
-        """Whether the control batch *h* (its record's type, None if it has none) may be dropped."""
+    def on_marker(self, h: BatchHeader, marker: int | None) -> bool:
+        """Whether the control batch *h* (its record's type, None if it has none) may be dropped.
+
+        *marker* is a :class:`ControlRecordType` when known, else the raw int (as
+        :attr:`~mafka.wire.records.ControlRecord.type`).
+        """
         self._open_aborted_up_to(h.last_offset)
         if marker is None:
             return True  # an emptied control batch: nothing left to keep
@@ -740,7 +744,7 @@ def _build_offset_map(
                 continue
             if h.base_offset >= first_uncleanable:
                 return first_uncleanable
-            for record in decode_batch(data).records:
+            for record in decode_batch(data).data_records():
                 if record.key is not None and record.offset >= first_dirty and not offset_map.put(record.key, record.offset):
                     return record.offset
     return first_uncleanable
@@ -894,7 +898,7 @@ def _filter_batch(
     """The batch to write for *data* (itself if unchanged), or None to drop it."""
     if h.is_control:
         validate_batch(data)
-        control = decode_batch(data).records
+        control = decode_batch(data).control_records()
         marker = control[0].type if control else None
         if markers.on_marker(h, marker) and not retain_deletes:
             stats.records_dropped += h.record_count
@@ -907,7 +911,7 @@ def _filter_batch(
         validate_batch(data)
         stats.records_dropped += h.record_count
         return _empty_batch(h) if retain_empty else None
-    records: tuple[Record, ...] = decode_batch(data).records  # type: ignore[assignment]  # not a control batch
+    records = decode_batch(data).data_records()  # (not a control batch: those returned above)
     kept: list[Record] = []
     latest = offset_map.latest_offset
     for r in records:

@@ -306,7 +306,7 @@ class Log:
             self._unflushed_records += records_count
             return LogAppendInfo(first, previous, max_ts, offset_of_max, -1, records_count, len(batches), end - start, self.log_start_offset)
 
-    def _batches_of(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list]:
+    def _batches_of(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list[tuple[int, BatchHeader]]]:
         view = memoryview(records)
         try:
             batches = list(iter_batches(view, strict=True))
@@ -597,7 +597,7 @@ class Log:
             with self._lock:
                 excess = [sum(s.size for s in self.segments) - config.retention_bytes]
 
-            def over_size(seg, nxt, _):
+            def over_size(seg: LogSegment, nxt: LogSegment | None, _: int) -> bool:
                 if excess[0] - seg.size >= 0:
                     excess[0] -= seg.size
                     return True
@@ -607,7 +607,7 @@ class Log:
         deleted += self._delete_while(high_watermark, lambda seg, nxt, start: nxt is not None and nxt.base_offset <= start)
         return deleted
 
-    def _delete_while(self, high_watermark: int, predicate) -> int:
+    def _delete_while(self, high_watermark: int, predicate: Callable[[LogSegment, LogSegment | None, int], bool]) -> int:
         with self._lock:
             doomed = []
             for i, seg in enumerate(self.segments):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from mafka.errors import OffsetOutOfRangeError
@@ -49,7 +50,14 @@ __all__ = [
 
 
 class ReadableLog(Protocol):
-    """What a :class:`ColdRead` needs of its log (:class:`mafka.log.log.Log` is one)."""
+    """What a :class:`ColdRead` needs of its log (:class:`mafka.log.log.Log` is one).
+
+    ``cold_directory`` is the partition's dir in a cold log dir, or None (see
+    :mod:`mafka.log.tiering`): the cold-read worker (``mafka.broker.cold_reads``)
+    names the cold dir a read went to by it, for its latencies and I/O errors.
+    """
+
+    cold_directory: Path | None
 
     def read(
         self,

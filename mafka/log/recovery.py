@@ -22,6 +22,8 @@ import logging
 import os
 from pathlib import Path
 
+from mafka.wire.batch import BatchHeader
+
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .segment import LogSegment
@@ -84,7 +86,7 @@ def recover_segments(name: str, segments: list[LogSegment], epoch_cache: LeaderE
     i = max(0, bisect.bisect_right([s.base_offset for s in segments], recovery_point) - 1)
     latest = epoch_cache.latest_epoch
 
-    def on_batch(h) -> None:
+    def on_batch(h: BatchHeader) -> None:
         nonlocal latest
         epoch = h.partition_leader_epoch
         if epoch >= 0 and (latest is None or epoch > latest):

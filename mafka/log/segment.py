@@ -290,7 +290,7 @@ class LogSegment:
             self._index_batch(start + bp.position, bp.last_offset, bp.max_timestamp, bp.size)
         self.size = start + total
 
-    def append_leader_batch(self, view: memoryview, first_offset: int, leader_epoch: int, max_size: int) -> tuple | None:
+    def append_leader_batch(self, view: memoryview, first_offset: int, leader_epoch: int, max_size: int) -> tuple[int, int, int, int] | None:
         """The leader's hot path: appends *view* if it is exactly one plain v2 batch.
 
         Patches baseOffset and partitionLeaderEpoch by writing a new 16-byte

@@ -143,7 +143,8 @@ def validate_records(records: bytes | memoryview, header: BatchHeader, config: L
     check_time = not config.log_append_time and diff < LONG_MAX
     errors: list[tuple[int, str]] = []
     bad_time = False
-    for index, record in enumerate(decoded.records):
+    # validate_produce_batch has refused control batches: these are data records.
+    for index, record in enumerate(decoded.data_records()):
         if config.compact and record.key is None:
             errors.append((index, f"Compacted topic cannot accept message without key in topic partition "
                                   f"{topic_partition}."))

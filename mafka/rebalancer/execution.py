@@ -159,6 +159,14 @@ class Execution:
                 m.state, m.finished_ms, m.note = "failed", now_ms, why
                 self.note(now_ms, f"{tp[0]}-{tp[1]}: not started: {why}")
 
+    def defer(self, tp: TopicPartitionTuple, now_ms: int, why: str, *, say: bool = True) -> None:
+        """A move just marked running goes back to pending, in its place (its target cannot take it yet)."""
+        for m in self.moves:
+            if m.tp == tp and m.state == "running":
+                m.state, m.started_ms = "pending", None
+                if say:
+                    self.note(now_ms, f"{tp[0]}-{tp[1]}: waiting: {why}")
+
     def cancel(self, now_ms: int) -> None:
         if not self.finished:
             self.status = "cancelling"

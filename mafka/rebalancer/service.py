@@ -68,6 +68,8 @@ class RebalancerService:
         self._last_plan_ms = 0
         self._busy = False
         self._submitted_dir_moves: set[tuple[str, str, int, str | None]] = set()  # (plan, topic, partition, dir)
+        #: (plan, topic, partition) -> when a move was first held back because its target was not live
+        self._waiting_since: dict[tuple[str, str, int], int] = {}
 
     def _now_ms(self) -> int:
         return int(self.broker.reactor.seconds() * 1000)
@@ -164,6 +166,7 @@ class RebalancerService:
                     dirs_now[((p["topic"], int(p["partition"])), broker)] = p.get("logDir")
         before = json.dumps(execution.to_json())
         starting = [m for m in execution.step(reassigning, replicas_now, now, dirs_now) if not m.between_dirs]
+        starting = self._hold_back_moves_to_brokers_away(execution, starting, set(ctx.live_brokers), now)
         if starting:
             await self._throttle(starting)
             code, message, results = await controller.alter_partition_reassignments(
@@ -183,6 +186,37 @@ class RebalancerService:
         after = json.dumps(execution.to_json())
         if after != before:
             await self.broker.zk.write_rebalancer_state(after.encode(), version)
+
+    def _hold_back_moves_to_brokers_away(self, execution: Execution, starting: list[Any], live: set[int],
+                                         now: int) -> list[Any]:
+        """The moves of *starting* whose target broker is live; the others go back to pending.
+
+        A target can be away for a moment: a broker restarting, or one whose new registration the
+        controller has not seen yet (the next controller resumes a plan right after a failover,
+        often while the old controller's broker is still coming back).  Kafka would refuse such a
+        reassignment (INVALID_REPLICA_ASSIGNMENT), which would fail the move for good; it waits
+        instead, up to three ZooKeeper session timeouts (at least 30 s), and then fails.
+        """
+        bound_ms = max(30_000, 3 * self.broker.config.zookeeper_session_timeout_ms)
+        ready = []
+        for m in starting:
+            key = (execution.id, m.topic, m.partition)
+            if m.target in live:
+                self._waiting_since.pop(key, None)
+                ready.append(m)
+                continue
+            since = self._waiting_since.setdefault(key, now)
+            why = f"broker {m.target} is not live"
+            if now - since >= bound_ms:
+                self._waiting_since.pop(key, None)
+                execution.fail((m.topic, m.partition), now, f"{why} ({(now - since) / 1000:.0f} s)")
+                log.warning("rebalancer: %s-%d not moved: %s for %.0f s", m.topic, m.partition, why,
+                            (now - since) / 1000)
+            else:
+                execution.defer((m.topic, m.partition), now, why, say=since == now)
+                if since == now:
+                    log.info("rebalancer: %s-%d waits: %s", m.topic, m.partition, why)
+        return ready
 
     # ------------------------------------------------------------------ throttles
 

@@ -175,8 +175,8 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
                         u = (b & 0x7F) | (c << 7)
                         p += 2 + ((u >> 1) ^ -(u & 1))
                     else:
-                        length, q = decode_varint(body, p)
-                        p = q + length
+                        record_length, q = decode_varint(body, p)
+                        p = q + record_length
                 if p <= 0:
                     raise ProtocolError("record length overruns its batch")
         except (IndexError, ProtocolError) as exc:
@@ -184,8 +184,8 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
         batch_ends.append((len(starts), body_base + len(body)))
         bodies.append(body)
         body_base += len(body)
-        log_append = h.max_timestamp if attributes & 0x08 else -1
-        batch_rows.append((h.record_count, h.base_offset, h.base_timestamp, log_append))
+        append_time = h.max_timestamp if attributes & 0x08 else -1
+        batch_rows.append((h.record_count, h.base_offset, h.base_timestamp, append_time))
     if not starts:
         return None
     buf = np.frombuffer(b"".join(bodies) + bytes(16), dtype=np.uint8)  # spare bytes for _binary
@@ -193,8 +193,8 @@ def record_set_to_arrow(topic: str, partition: int, data: Any, min_offset: int, 
         length, at = _varints(buf, np.frombuffer(starts, dtype=np.int64))
         record_end = at + length
         # The walk chained each record to the next; each batch's last record must end with its batch.
-        last = np.asarray([count - 1 for count, _ in batch_ends], dtype=np.int64)
-        if (length <= 0).any() or (record_end[last] != np.asarray([end for _, end in batch_ends])).any():
+        last_records = np.asarray([count - 1 for count, _ in batch_ends], dtype=np.int64)
+        if (length <= 0).any() or (record_end[last_records] != np.asarray([end for _, end in batch_ends])).any():
             raise ProtocolError("a record's length overruns its batch")
         at = at + 1  # past the attributes byte
         ts_delta, at = _varints(buf, at)

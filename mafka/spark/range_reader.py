@@ -107,11 +107,12 @@ def read_range(bootstrap_servers: str, r: OffsetRange, client_config: Mapping[st
             if len(messages) == 1 and messages[0].error() is not None:
                 progress.moved_to(_on_error(consumer, r, messages[0], progress.position, fail_on_data_loss))
             elif messages:
-                if messages[-1].offset() >= r.until_offset - 1:
-                    yield from (m for m in messages if m.offset() < r.until_offset)
+                last = _record_offset(messages[-1])
+                if last >= r.until_offset - 1:
+                    yield from (m for m in messages if _record_offset(m) < r.until_offset)
                     return
                 yield from messages
-                progress.moved_to(messages[-1].offset() + 1)
+                progress.moved_to(last + 1)
             else:
                 progress.check(consumer)
     finally:
@@ -147,6 +148,13 @@ def read_range_arrow(bootstrap_servers: str, r: OffsetRange, client_config: Mapp
             progress.check(consumer)
     finally:
         consumer.close()
+
+
+def _record_offset(m: Message) -> int:
+    """The offset of a consumed record (only error events have none)."""
+    offset = m.offset()
+    assert offset is not None
+    return offset
 
 
 def _on_error(consumer: Consumer, r: OffsetRange, event: Message, position: int, fail_on_data_loss: bool) -> int:

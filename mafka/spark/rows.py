@@ -35,7 +35,7 @@ def _timestamp_type(m: Message) -> int:
 def to_tuple(m: Message, include_headers: bool = False) -> tuple[Any, ...]:
     """One row (Python objects: bytes, str, int, an aware UTC datetime)."""
     ts = _EPOCH + _dt.timedelta(milliseconds=m.timestamp()[1])
-    row = (m.key(), m.value(), m.topic(), m.partition(), m.offset(), ts, _timestamp_type(m))
+    row: tuple[Any, ...] = (m.key(), m.value(), m.topic(), m.partition(), m.offset(), ts, _timestamp_type(m))
     if include_headers:
         row += ([(k, v) for k, v in (m.headers() or [])],)
     return row

@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import cast
 
 from mafka.wire.batch import (
     BATCH_HEADER_SIZE,
@@ -283,6 +284,26 @@ class DecodedBatch:
     @property
     def is_control(self) -> bool:
         return self.header.is_control
+
+    def data_records(self) -> tuple[Record, ...]:
+        """``records`` of a data batch, typed as such.
+
+        Raises:
+            ValueError: this is a control batch.
+        """
+        if self.header.is_control:
+            raise ValueError("a control batch holds control records")
+        return cast("tuple[Record, ...]", self.records)
+
+    def control_records(self) -> tuple[ControlRecord, ...]:
+        """``records`` of a control batch, typed as such.
+
+        Raises:
+            ValueError: this is a data batch.
+        """
+        if not self.header.is_control:
+            raise ValueError("a data batch holds no control records")
+        return cast("tuple[ControlRecord, ...]", self.records)
 
 
 # -- decoding ----------------------------------------------------------------------

@@ -313,7 +313,7 @@ class DockerChaos:
     def restart_broker(self, row: RowResult) -> Callable[[], None]:
         service = self.service_of(self.leader(TOPIC))
         row.notes.append(f"restarted {service}")
-        self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
+        self.cluster.restart(service, stop_timeout=30, timeout=120)
         return lambda: self.cluster.wait_healthy((service,), timeout=120)
 
     def isolate_broker(self, row: RowResult) -> Callable[[], None]:
@@ -419,7 +419,7 @@ class DockerChaos:
 
     def rolling_restart(self, row: RowResult) -> Callable[[], None]:
         for service in BROKERS:
-            self.cluster.docker("restart", "-t", "30", self.cluster.container(service), timeout=120)
+            self.cluster.restart(service, stop_timeout=30, timeout=120)
             self.cluster.wait_healthy((service,), timeout=120)
             wait_until(lambda: self.full_isr(TOPIC, self.partitions), 180, "every ISR full", interval=0.5)
         row.notes.append("restarted kafka1, kafka2, kafka3 in turn")
@@ -454,7 +454,7 @@ class DockerChaos:
     def zookeeper_rolling_restart(self, row: RowResult) -> Callable[[], None]:
         for service in ZOOKEEPERS:
             restarted = time.monotonic()
-            self.cluster.docker("restart", "-t", "10", self.cluster.container(service), timeout=120)
+            self.cluster.restart(service, stop_timeout=10, timeout=120)
             self.cluster.wait_healthy(ZOOKEEPERS, timeout=120)
             wait_until(lambda: self.registered_brokers() == [1, 2, 3], 120, "brokers 1, 2, 3 under /brokers/ids",
                        interval=1.0)

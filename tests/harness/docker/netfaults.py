@@ -7,10 +7,11 @@ it — which stops traffic both ways while every other link (including the
 host's clients, whose traffic arrives from the network's gateway) keeps
 working.  :meth:`NetFaults.heal` flushes a container's rules.
 
-Addresses are the containers' own on the project's network, read with
-``docker inspect``; they do not change while a container runs (a
-``docker kill`` + ``start`` may give a new one, so look them up again
-after a restart: :meth:`NetFaults.ip` does not cache).
+The rules are run inside the containers with the Docker SDK's exec
+(:meth:`ComposeCluster.exec`).  Addresses are the containers' own on the
+project's network, read from their inspection (``attrs["NetworkSettings"]``);
+they do not change while a container runs (a kill + start may give a new
+one, so look them up again after a restart: :meth:`NetFaults.ip` does not cache).
 """
 
 from __future__ import annotations
@@ -31,16 +32,17 @@ class NetFaults:
 
     @property
     def network(self) -> str:
-        return f"{self.cluster.project}_mafka"
+        return self.cluster.network_name
 
     def ip(self, service: str) -> str:
-        fmt = "{{(index .NetworkSettings.Networks \"" + self.network + "\").IPAddress}}"
-        return self.cluster.docker("inspect", "-f", fmt, self.cluster.container(service)).strip()
+        networks = self.cluster.container(service).attrs["NetworkSettings"]["Networks"]
+        if self.network not in networks:
+            raise RuntimeError(f"{service} is not on {self.network}: {sorted(networks)}")
+        return networks[self.network]["IPAddress"]
 
     def gateway(self) -> str:
         """The network's gateway: where the host's clients' traffic comes from."""
-        return self.cluster.docker("network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}",
-                                   self.network).strip()
+        return self.cluster.network().attrs["IPAM"]["Config"][0]["Gateway"]
 
     def _iptables(self, service: str, *rules: list[str]) -> None:
         script = " && ".join("iptables " + " ".join(rule) for rule in rules)

@@ -6,17 +6,20 @@ through the controller's UpdateMetadata seconds later (ISR change
 notifications are batched), and a broker cut from the controller keeps an old
 view.  :class:`ZkView` starts a container of the mafka image on the project's
 network that is no part of any fault (the iptables rules name the peers they
-cut, never the probe) and keeps one kazoo client in it, asked over its stdin.
+cut, never the probe) and keeps one kazoo client in it, asked over its stdin:
+a Docker SDK exec whose attached socket carries the questions in and the
+answers out.
 """
 
 from __future__ import annotations
 
 import json
 import queue
-import subprocess
+import socket
 import threading
+from typing import Any
 
-from .compose import ZOOKEEPERS, ComposeCluster
+from .compose import ZOOKEEPERS, ComposeCluster, client
 
 __all__ = ["ZkView"]
 
@@ -39,6 +42,52 @@ for line in sys.stdin:
 """
 
 
+class _Session:
+    """One exec of the script: its stdin written to, its stdout read line by line by a thread."""
+
+    def __init__(self, sock: Any) -> None:
+        self.sock = sock
+        #: the socket under the SDK's wrapper (socket.SocketIO for the engine's unix socket)
+        self.raw: socket.socket = getattr(sock, "_sock", sock)
+        self.raw.settimeout(None)  # the client's read timeout would end a quiet session
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.done = threading.Event()
+        threading.Thread(target=self._pump, name="zkview", daemon=True).start()
+
+    def _pump(self) -> None:
+        # imported here: the module imports (and the docker tests skip) without the SDK
+        from docker.utils.socket import STDOUT, frames_iter
+
+        buffered = b""
+        try:
+            for stream, data in frames_iter(self.sock, tty=False):
+                if stream != STDOUT:
+                    continue
+                buffered += data
+                while b"\n" in buffered:
+                    line, buffered = buffered.split(b"\n", 1)
+                    self.lines.put(line.decode(errors="replace") + "\n")
+        except (OSError, ValueError):  # the socket closed under us
+            pass
+        finally:
+            self.done.set()
+
+    def alive(self) -> bool:
+        return not self.done.is_set()
+
+    def send(self, text: str) -> None:
+        self.raw.sendall(text.encode())
+
+    def close(self) -> None:
+        """Hangs up: the script reads the end of its stdin and exits, as when ``docker exec -i`` was killed."""
+        self.done.set()
+        try:
+            self.raw.shutdown(socket.SHUT_RDWR)  # wakes the pump
+        except OSError:
+            pass
+        self.raw.close()
+
+
 class ZkView:
     """``states(topic)`` → partition → (leader, ISR) as ZooKeeper holds them; {} when ZooKeeper does not answer."""
 
@@ -46,44 +95,36 @@ class ZkView:
         self.cluster = cluster
         self.timeout = timeout
         self.name = f"{cluster.project}-zkview"
-        self._proc: subprocess.Popen[str] | None = None
-        self._lines: queue.Queue[str] = queue.Queue()
+        self._session: _Session | None = None
         self._lock = threading.Lock()
 
     def start(self) -> ZkView:
-        network = f"{self.cluster.project}_mafka"
-        self.cluster.docker("run", "-d", "--rm", "--name", self.name, "--network", network,
-                            "--entrypoint", "sleep", "mafka:latest", "infinity", timeout=60)
+        client(60).containers.run("mafka:latest", ["infinity"], entrypoint=["sleep"], name=self.name,
+                                  network=self.cluster.network_name, detach=True, remove=True)
         self._spawn()
         return self
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> _Session:
         hosts = ",".join(f"{z}:2181" for z in ZOOKEEPERS)
-        self._proc = subprocess.Popen(["docker", "exec", "-i", self.name, "python3", "-u", "-c", _SCRIPT, hosts],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1)
-        lines = self._lines = queue.Queue()
-        proc = self._proc
-
-        def pump() -> None:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                lines.put(line)
-        threading.Thread(target=pump, name="zkview", daemon=True).start()
+        api = client(60).api
+        exec_id = api.exec_create(self.name, ["python3", "-u", "-c", _SCRIPT, hosts],
+                                  stdin=True, stdout=True, stderr=False)["Id"]
+        self._session = _Session(api.exec_start(exec_id, socket=True))
+        return self._session
 
     def states(self, topic: str) -> dict[int, tuple[int, list[int]]]:
         with self._lock:
-            proc = self._proc
-            if proc is None or proc.poll() is not None:
-                self._spawn()
-                proc = self._proc
-            assert proc is not None and proc.stdin is not None
+            session = self._session
             try:
-                proc.stdin.write(topic + "\n")
-                proc.stdin.flush()
-                line = self._lines.get(timeout=self.timeout)
-            except (BrokenPipeError, queue.Empty):
-                proc.kill()  # stuck or gone: the next call starts another
+                if session is None or not session.alive():
+                    session = self._spawn()
+                session.send(topic + "\n")
+                line = session.lines.get(timeout=self.timeout)
+            except (OSError, queue.Empty):
+                if session is not None:
+                    session.close()  # stuck or gone: the next call starts another
+                return {}
+            except Exception:  # noqa: BLE001 - the engine refused the exec (probe gone …): no answer
                 return {}
         answer = json.loads(line)
         if "error" in answer:
@@ -91,6 +132,6 @@ class ZkView:
         return {int(p): (leader, list(isr)) for p, (leader, isr) in answer.items()}
 
     def close(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-        self.cluster.docker("rm", "-f", self.name, timeout=60)
+        if self._session is not None and self._session.alive():
+            self._session.close()
+        client(60).containers.get(self.name).remove(force=True)

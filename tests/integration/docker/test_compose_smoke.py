@@ -36,6 +36,7 @@ from tests.harness.docker.compose import (
     REPO,
     ComposeCluster,
     build_images,
+    client,
     docker_available,
 )
 from tests.harness.waits import wait_until
@@ -147,6 +148,5 @@ def test_docker_up_names_a_port_that_is_taken() -> None:
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert f"port {port} (MAFKA_PORT_2) is already in use" in r.stdout + r.stderr, r.stdout + r.stderr
-    leftovers = subprocess.run(["docker", "ps", "-a", "-q", "--filter", "name=mafkaportcheck"],
-                               capture_output=True, text=True, timeout=30)
-    assert leftovers.stdout.strip() == "", "nothing may be created when a port is taken"
+    leftovers = client(30).containers.list(all=True, filters={"name": "mafkaportcheck"})
+    assert leftovers == [], "nothing may be created when a port is taken"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
+
 import confluent_kafka
 import pytest
 
+from mafka.client import kafka_error
 from mafka.client.kafka_error import LOCAL_ERRORS, KafkaError, KafkaException, error_for
 from mafka.errors import ErrorCode, NotLeaderOrFollowerError
 from mafka.errors import KafkaError as BrokerError
@@ -25,6 +28,34 @@ def test_well_known_constants() -> None:
     assert KafkaError.UNKNOWN_TOPIC_OR_PARTITION == 3
     assert KafkaError.NOT_LEADER_OR_FOLLOWER == 6
     assert KafkaError.OFFSET_OUT_OF_RANGE == 1
+
+
+def test_type_checking_declarations_match_the_constants_set() -> None:
+    """The ``if TYPE_CHECKING:`` block in ``class KafkaError`` declares exactly the codes set on it.
+
+    Type checkers cannot see the constants the module sets with ``setattr()``, so the class spells
+    them out for them; this keeps that list equal to what is set: same names, same order (local
+    codes, Kafka's names, librdkafka's spellings), each an ``int`` ``ClassVar``.
+    """
+    assert kafka_error.__file__ is not None
+    with open(kafka_error.__file__, encoding="utf-8") as source:
+        tree = ast.parse(source.read())
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "KafkaError"]
+    blocks = [
+        node
+        for node in cls.body
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    ]
+    declarations = [node for block in blocks for node in block.body if isinstance(node, ast.AnnAssign)]
+    assert all(ast.unparse(node.annotation) == "ClassVar[int]" and node.value is None for node in declarations)
+    declared = [ast.unparse(node.target) for node in declarations]
+    expected = list(
+        dict.fromkeys([*LOCAL_ERRORS, *(member.name for member in ErrorCode), *kafka_error._LIBRDKAFKA_ALIASES])
+    )
+    assert declared == expected
+    assert all(type(getattr(KafkaError, name)) is int for name in declared)
+    # and nothing else is set on the class as an int constant
+    assert {name for name, value in vars(KafkaError).items() if type(value) is int} == set(declared)
 
 
 @pytest.mark.parametrize("name", sorted(LOCAL_ERRORS))

@@ -77,6 +77,7 @@ def report(broker: int, used_mb: int, parts: dict, age_ms: int = 0) -> dict:
 
 def service(zk, controller, **config):
     clock = SimpleNamespace(now=1000.0)
+    config.setdefault("zookeeper_session_timeout_ms", 18000)
     cfg = SimpleNamespace(mafka_rebalancer_enable=True, mafka_rebalancer_interval_ms=1000,
                           mafka_rebalancer_disk_usage_threshold=0.8, mafka_rebalancer_max_concurrent_moves=1,
                           mafka_rebalancer_pipelined=True, mafka_rebalancer_throttle_bytes_per_sec=-1,
@@ -172,3 +173,33 @@ def test_throttles_are_set_for_moves_in_flight_and_removed_at_the_end():
     assert all("follower.replication.throttled.rate" not in c for c in zk.broker_configs.values())
     if tp[0] == "a":
         assert zk.topic_configs["a"]["retention.ms"] == "1000"  # other overrides are kept
+
+
+def test_a_move_to_a_broker_that_is_away_waits_for_it_and_fails_only_after_the_bound():
+    """The next controller resumes a plan while the old controller's broker, a move's target, restarts:
+    the move waits for the broker to be live again instead of failing (Kafka would answer the
+    reassignment INVALID_REPLICA_ASSIGNMENT); a broker away longer than the bound fails the move."""
+    for comes_back in (True, False):
+        zk = FakeZk({1: report(1, 95, SIZES), 2: report(2, 20, {("a", 0): 15}), 3: report(3, 20, {("b", 0): 15})})
+        controller = FakeController(ASSIGNMENT)
+        svc, clock = service(zk, controller, zookeeper_session_timeout_ms=6000)
+        tick(svc)  # plans
+        target = state(zk)["moves"][0]["target"]
+        away = controller.context.live_brokers.pop(target)
+        for _ in range(5):
+            clock.now += 5
+            tick(svc)
+            assert controller.submitted == [] and state(zk)["moves"][0]["state"] == "pending"
+        assert sum("waiting: broker" in text for _, text in state(zk)["log"]) == 1
+        if comes_back:
+            controller.context.live_brokers[target] = away
+            clock.now += 1
+            tick(svc)
+            assert len(controller.submitted) == 1 and state(zk)["moves"][0]["state"] == "running"
+        else:
+            clock.now += 10  # held back since the first of the five ticks: 30 s = max(30 s, 3 x 6 s)
+            tick(svc)
+            assert controller.submitted == [] and state(zk)["moves"][0]["state"] == "failed"
+            tick(svc)  # nothing left to run: the plan ends
+            final = state(zk)
+            assert final["status"] == "done" and "is not live" in final["moves"][0]["note"]

@@ -460,6 +460,17 @@ def test_control_batch(kind: ControlRecordType) -> None:
     assert (marker.offset, marker.version, marker.type) == (77, 0, int(kind))
 
 
+def test_typed_record_accessors_follow_the_batch_kind() -> None:
+    control = decode_batch(build_control_batch(ControlRecordType.COMMIT, producer_id=1, producer_epoch=0))
+    data = decode_batch(build_batch([Record(offset=0, timestamp=TS, key=b"k", value=b"v")]))
+    assert control.control_records() == control.records
+    assert data.data_records() == data.records
+    with pytest.raises(ValueError):
+        control.data_records()
+    with pytest.raises(ValueError):
+        data.control_records()
+
+
 def test_build_control_batch_rejects_non_markers() -> None:
     with pytest.raises(ValueError):
         build_control_batch(2, producer_id=1, producer_epoch=0)
