@@ -16,7 +16,8 @@ selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
 # Three lanes, each a pytest process: the main integration lane; beside it, in the background,
-# the unit tests (CPU-bound, 2-3 minutes) followed by the second integration lane (SECOND_LANE:
+# the unit tests (CPU-bound, 1-2 minutes: each property test draws a quarter of its examples,
+# tests/hypothesis_budget.py; `make unit` draws them all) followed by the second integration lane (SECOND_LANE:
 # long fault and group tests, chosen so that both lanes end at about the same time).  Each
 # integration lane picks its loopback ports from its own half of the range below the ephemeral
 # ports (MAFKA_PORT_RANGE), so the two never pick the same.  The image build for the docker tests also starts in the
@@ -36,7 +37,7 @@ test: system-deps $(STAMP) lint
 	@mkdir -p build; rm -f build/unit-tests.rc build/second-lane.rc build/main-lane.rc; \
 	low=10000; high=$$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768); \
 	mid=$$(( (low + high) / 2 )); \
-	( $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
+	( MAFKA_HYPOTHESIS_SHARE=0.25 $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
 	    > build/unit-tests.log 2>&1; echo $$? > build/unit-tests.rc; \
 	  MAFKA_PORT_RANGE=$$mid-$$high $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
 	    > build/second-lane.log 2>&1; echo $$? > build/second-lane.rc ) & background=$$!; \
@@ -144,9 +145,11 @@ $(BIN)/python:
 	@scripts/install-system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 
+# --no-compile: byte-compiling every installed module (pyspark's thousands) took a minute of a fresh
+# clone's set-up; Python compiles what it imports on first use instead.
 $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q --no-compile -e '.[test]'
 	@touch $(STAMP)
 
 clean:

@@ -14,8 +14,16 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from twisted.internet import defer, reactor
 from twisted.internet.threads import blockingCallFromThread
+
+from tests.hypothesis_budget import examples
+
+# Property tests that name no example count draw Hypothesis's default 100, scaled as
+# tests/hypothesis_budget.py says (``make test`` draws a share).
+settings.register_profile("mafka", max_examples=examples(100))
+settings.load_profile("mafka")
 
 _started = threading.Event()
 _thread: threading.Thread | None = None

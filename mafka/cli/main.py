@@ -13,6 +13,7 @@ Subcommands arrive with the issues that need them (``server-start``,
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 
@@ -25,7 +26,31 @@ def _selfcheck(args: argparse.Namespace) -> int:
     return run_selfcheck(verbose=args.verbose)
 
 
+#: The subcommands, each defined by the module of the same name (``-`` for ``_``) through its
+#: ``add_parser(sub)``, in the order ``mafka --help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = (
+    "server_start", "cluster", "cluster_status", "topics", "console_producer", "console_consumer",
+    "leader_election", "log_dirs", "reassign_partitions", "rebalance", "consumer_groups",
+    "producer_perf_test", "consumer_perf_test", "spark_etl", "configs", "preferred_replica_election",
+    "delete_records", "delayed", "broker_api_versions", "broker_health", "transactions",
+    "zookeeper_server_start",
+)
+
+
+def command_name(module: str) -> str:
+    """The subcommand a module of :data:`COMMAND_MODULES` defines: ``log_dirs`` → ``log-dirs``."""
+    return module.replace("_", "-")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run ``mafka <command> …`` and return its exit status.
+
+    Only the named command's module is imported (all of them together take about half a
+    second more to import than any one: every ``kafka-*.sh`` call and broker start paid it);
+    ``mafka``, ``mafka --help`` and an unknown command build the whole parser, so the usage
+    and the error list every command, as before.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = argparse.ArgumentParser(
         prog="mafka", description="Mafka: a Kafka-compatible broker cluster"
     )
@@ -33,53 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("selfcheck", help="round-trip every api version through the wire codec")
     check.add_argument("-v", "--verbose", action="store_true")
     check.set_defaults(func=_selfcheck)
-    from mafka.cli import (
-        broker_api_versions,
-        broker_health,
-        cluster,
-        cluster_status,
-        configs,
-        console_consumer,
-        console_producer,
-        consumer_groups,
-        consumer_perf_test,
-        delayed,
-        delete_records,
-        leader_election,
-        log_dirs,
-        preferred_replica_election,
-        producer_perf_test,
-        reassign_partitions,
-        rebalance,
-        server_start,
-        spark_etl,
-        topics,
-        transactions,
-        zookeeper_server_start,
-    )
-
-    server_start.add_parser(sub)
-    cluster.add_parser(sub)
-    cluster_status.add_parser(sub)
-    topics.add_parser(sub)
-    console_producer.add_parser(sub)
-    console_consumer.add_parser(sub)
-    leader_election.add_parser(sub)
-    log_dirs.add_parser(sub)
-    reassign_partitions.add_parser(sub)
-    rebalance.add_parser(sub)
-    consumer_groups.add_parser(sub)
-    producer_perf_test.add_parser(sub)
-    consumer_perf_test.add_parser(sub)
-    spark_etl.add_parser(sub)
-    configs.add_parser(sub)
-    preferred_replica_election.add_parser(sub)
-    delete_records.add_parser(sub)
-    delayed.add_parser(sub)
-    broker_api_versions.add_parser(sub)
-    broker_health.add_parser(sub)
-    transactions.add_parser(sub)
-    zookeeper_server_start.add_parser(sub)
+    by_name = {command_name(module): module for module in COMMAND_MODULES}
+    named = by_name.get(argv[0]) if argv else None
+    for module in [named] if named is not None else COMMAND_MODULES:
+        importlib.import_module(f"mafka.cli.{module}").add_parser(sub)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rc = args.func(args)

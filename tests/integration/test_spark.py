@@ -21,6 +21,7 @@ import pytest
 
 from tests.harness.chaos import Chaos
 from tests.harness.cluster import ClusterSpec
+from tests.harness.spark import TEST_SESSION_CONF
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +42,7 @@ def spark():
     session = (SparkSession.builder.master("local[2]").appName("mafka-tests")
                .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "4").config("spark.ui.showConsoleProgress", "false")
-               .getOrCreate())
+               .config(map=TEST_SESSION_CONF).getOrCreate())
     yield session
     session.stop()
 

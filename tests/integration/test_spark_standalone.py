@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.cluster import ClusterSpec, free_ports
+from tests.harness.spark import TEST_JVM_OPTIONS
 
 pytestmark = pytest.mark.integration
 
@@ -31,9 +32,10 @@ import json, sys, zlib
 from pyspark.sql import SparkSession
 from mafka.spark import offset_range_rdd, plan
 
-master, bootstrap, topic = sys.argv[1:4]
+master, bootstrap, topic, jvm_options = sys.argv[1:5]
 spark = (SparkSession.builder.master(master).appName("mafka-standalone")
          .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+         .config("spark.driver.extraJavaOptions", jvm_options).config("spark.executor.extraJavaOptions", jvm_options)
          .config("spark.executor.memory", "1g").getOrCreate())
 options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "maxRecordsPerPartition": "250"}
 df = spark.read.format("mafka").options(**options).load()
@@ -80,7 +82,8 @@ def standalone(tmp_path_factory):
     work = tmp_path_factory.mktemp("spark-standalone-work")
     port, ui, worker_ui = free_ports(3)
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_WORKER_DIR=str(work / "work"), SPARK_LOG_DIR=str(work / "logs"))
+               SPARK_WORKER_DIR=str(work / "work"), SPARK_LOG_DIR=str(work / "logs"),
+               SPARK_DAEMON_JAVA_OPTS=TEST_JVM_OPTIONS)
     logs = [open(work / "master.log", "wb"), open(work / "worker.log", "wb")]
     master = subprocess.Popen(
         [_spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
@@ -125,7 +128,7 @@ def test_reads_run_on_a_standalone_clusters_executors(cluster, standalone, tmp_p
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
-    run = subprocess.run([sys.executable, str(script), master, cluster.bootstrap, topic], env=env,
+    run = subprocess.run([sys.executable, str(script), master, cluster.bootstrap, topic, TEST_JVM_OPTIONS], env=env,
                          capture_output=True, text=True, timeout=300)
     result_line = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert run.returncode == 0 and result_line, f"driver failed:\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"

@@ -27,6 +27,7 @@ from mafka.broker.producer_state import (
     snapshot_path,
 )
 from mafka.errors import ErrorCode
+from tests.hypothesis_budget import examples
 
 PID = 1000
 
@@ -410,7 +411,7 @@ entries_strategy = st.lists(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(entries_strategy)
 def test_snapshot_encode_decode_round_trip(raw):
     entries = []
@@ -488,7 +489,7 @@ def _normalise(v: Verdict):
     return ("error", v.error)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(op_strategy, max_size=50))
 @example([("send", 1, 0, ("seq", INT32_MAX), 1), ("send", 1, 0, ("next", 0), 2), ("send", 1, 0, ("back", 2), 1)])
 def test_matches_model(ops):

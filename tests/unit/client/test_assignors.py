@@ -33,6 +33,7 @@ from mafka.group.consumer_protocol import (
     decode_subscription,
     encode_subscription,
 )
+from tests.hypothesis_budget import examples
 
 
 def member(member_id, topics, owned=None, instance=None, generation=None):
@@ -394,7 +395,7 @@ def check_balanced(members, ppt, out):
             assert all(load[o] + 1 >= load[m] for o in members if t in subs[o])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(scenarios())
 def test_property_range_and_roundrobin_assign_each_subscribed_partition_once(scenario):
     ppt, members = scenario
@@ -402,7 +403,7 @@ def test_property_range_and_roundrobin_assign_each_subscribed_partition_once(sce
         check_valid(members, ppt, cls().assign(members, ppt), exactly_once=True)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(scenarios(), st.data())
 def test_property_cooperative_converges_in_two_rounds(scenario, data):
     ppt, members = scenario
@@ -435,7 +436,7 @@ def test_property_cooperative_converges_in_two_rounds(scenario, data):
         assert flat({m: first[m]}) <= flat({m: second[m]})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(TOPICS), st.integers(1, 3), min_size=1, max_size=3),
     st.lists(st.lists(st.sampled_from(TOPICS), max_size=3), min_size=1, max_size=3),
@@ -451,7 +452,7 @@ def test_property_cooperative_minimises_the_sum_of_squared_loads(ppt, subs):
     assert sum(c * c for c in counts(out).values()) == best
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(TOPICS), st.integers(1, 4), min_size=1, max_size=3),
     st.lists(
@@ -484,7 +485,7 @@ def test_property_cooperative_never_hands_over_a_validly_owned_partition(ppt, sp
                     assert [o for g, o in rivals if g == top] == [m]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.dictionaries(st.sampled_from(TOPICS), st.integers(1, 8), min_size=1, max_size=3),
     st.integers(1, 6),

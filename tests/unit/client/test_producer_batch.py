@@ -10,6 +10,7 @@ from mafka.client.producer_batch import BATCH_OVERHEAD, ProducerBatch, encoded_r
 from mafka.wire.batch import BatchHeader, validate_batch
 from mafka.wire.compression import CompressionType
 from mafka.wire.records import Record, build_batch, decode_batch
+from tests.hypothesis_budget import examples
 
 CODECS = list(CompressionType)
 
@@ -276,7 +277,7 @@ _record = st.tuples(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     records=st.lists(_record, min_size=1, max_size=25),
     codec=st.sampled_from(CODECS),

@@ -14,6 +14,7 @@ from mafka.wire.batch import BATCH_HEADER_SIZE
 from mafka.wire.compression import CompressionType
 from mafka.wire.errors import CorruptRecordBatch
 from mafka.wire.records import ControlRecordType, Record, build_batch, build_control_batch
+from tests.hypothesis_budget import examples
 
 TS = 1_700_000_000_000
 
@@ -330,7 +331,7 @@ def record_sets(draw):
     return data, everything
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(record_sets(), st.integers(min_value=0, max_value=60), st.booleans())
 def test_round_trip_property(rs, skip: int, check_crcs: bool) -> None:
     data, records = rs

@@ -24,6 +24,7 @@ from mafka.errors import (
     InvalidReplicationFactorError,
     UnknownTopicOrPartitionError,
 )
+from tests.hypothesis_budget import examples
 
 # The example in AdminUtils.assignReplicasToBrokers' scaladoc (Kafka 2.8.2), verbatim:
 # 5 brokers, 10 partitions, replication factor 3, fixed start index 0.
@@ -185,7 +186,7 @@ def test_single_broker() -> None:
     assert assign_replicas([7], 3, 1) == {0: [7], 1: [7], 2: [7]}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     broker_ids=st.sets(st.integers(0, 1000), min_size=1, max_size=9),
     num_partitions=st.integers(1, 60),
@@ -336,7 +337,7 @@ def test_skip_broker_with_replica_already_assigned() -> None:
     assert all(set(r) == {"a", "b", "c"} for r in _racks_of(assignment, racks).values())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     racks=st.dictionaries(
         st.integers(0, 200),

@@ -22,6 +22,7 @@ from mafka.controller.election import (
     preferred_replica_leader,
     reassign_partition_leader,
 )
+from tests.hypothesis_budget import examples
 
 # --- LeaderAndIsr --------------------------------------------------------------------
 
@@ -195,7 +196,7 @@ def test_leader_for_controlled_shutdown() -> None:
 replicas = st.lists(st.integers(0, 9), unique=True, min_size=1, max_size=6)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(assignment=replicas, data=st.data())
 def test_offline_properties(assignment: list[int], data: st.DataObject) -> None:
     isr = data.draw(st.lists(st.sampled_from(assignment), unique=True))
@@ -216,7 +217,7 @@ def test_offline_properties(assignment: list[int], data: st.DataObject) -> None:
         assert set(new_isr) <= live
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(assignment=replicas, data=st.data())
 def test_controlled_shutdown_properties(assignment: list[int], data: st.DataObject) -> None:
     isr = data.draw(st.lists(st.sampled_from(assignment), unique=True))

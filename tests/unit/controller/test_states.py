@@ -21,6 +21,7 @@ from mafka.controller.states import (
     is_valid_transition,
     valid_previous_states,
 )
+from tests.hypothesis_budget import examples
 
 P = PartitionState
 R = ReplicaState
@@ -205,7 +206,7 @@ def test_replica_table_deletion_flow() -> None:
     assert table.items() == [(("t-0", 1), R.NonExistentReplica), (("t-0", 2), R.OfflineReplica)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     moves=st.lists(
         st.tuples(st.lists(st.integers(0, 4), max_size=5), st.sampled_from(list(R))), max_size=30

@@ -32,6 +32,7 @@ from mafka.log.checkpoint import (
     read_meta_properties,
     write_meta_properties,
 )
+from tests.hypothesis_budget import examples
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -246,7 +247,7 @@ _offset_maps = st.dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_offset_maps)
 def test_offset_checkpoint_round_trip(entries: dict[tuple[str, int], int]) -> None:
     with tempfile.TemporaryDirectory() as d:
@@ -315,7 +316,7 @@ def test_leader_epoch_checkpoint_write_validates(tmp_path: Path) -> None:
     assert not ckpt.path.exists()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     st.lists(
         st.builds(EpochEntry, st.integers(-(2**31), INT32_MAX), st.integers(-(2**63), INT64_MAX)),

@@ -49,6 +49,7 @@ from mafka.wire.records import (
     build_control_batch,
     decode_batch,
 )
+from tests.hypothesis_budget import examples
 
 NOW = 1_700_000_000_000
 COMPACT = LogConfig(
@@ -187,7 +188,7 @@ values = st.none() | st.binary(max_size=24)
 batches = st.lists(st.lists(st.tuples(keys, values), min_size=1, max_size=4), min_size=1, max_size=12)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rounds=st.lists(batches, min_size=1, max_size=3),
     map_entries=st.sampled_from([1, 2, 3, 5, DEFAULT_MAX_MAP_ENTRIES]),

@@ -22,6 +22,7 @@ from mafka.log.epoch_cache import (
     EpochEntry,
     LeaderEpochCache,
 )
+from tests.hypothesis_budget import examples
 
 UNDEFINED = (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET)
 E = EpochEntry
@@ -407,7 +408,7 @@ _ops = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_ops)
 def test_against_model(ops: list[tuple]) -> None:
     with tempfile.TemporaryDirectory() as d:

@@ -23,6 +23,7 @@ from mafka.log.config import LogConfig
 from mafka.log.epoch_cache import LeaderEpochCache
 from mafka.log.log import Log
 from mafka.wire.records import Record, build_batch, iter_records
+from tests.hypothesis_budget import examples
 
 CONFIG = LogConfig(segment_bytes=1200, index_interval_bytes=150, retention_ms=10_000)
 payloads = st.binary(max_size=40)
@@ -188,6 +189,6 @@ class LogMachine(RuleBasedStateMachine):
 
 
 LogMachine.TestCase.settings = settings(
-    max_examples=int(os.environ.get("MAFKA_STATEFUL_EXAMPLES", "150")), stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(os.environ.get("MAFKA_STATEFUL_EXAMPLES", examples(150))), stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 TestLogAgainstModel = LogMachine.TestCase

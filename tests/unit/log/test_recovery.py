@@ -44,6 +44,7 @@ from mafka.log.config import LogConfig
 from mafka.log.log import Log
 from mafka.wire.batch import iter_batches, validate_batch
 from mafka.wire.records import Record, build_batch, iter_records
+from tests.hypothesis_budget import examples
 from tests.unit.log.test_format import (
     T0,
     DiskBatch,
@@ -171,7 +172,7 @@ def rp_position(w: Written, base: int, batches: list[DiskBatch]) -> int:
 # ============================================================ (a) torn tail
 
 
-@settings(max_examples=50, **HSETTINGS)
+@settings(max_examples=examples(50), **HSETTINGS)
 @given(seed=st.integers(0, 2**16), flush_after=st.integers(1, APPENDS - 1), data=st.data())
 def test_torn_newest_segment_recovers_to_a_prefix(seed: int, flush_after: int, data: st.DataObject) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -218,7 +219,7 @@ def protected_positions(w: Written) -> list[tuple[int, int, int]]:
     return out
 
 
-@settings(max_examples=50, **HSETTINGS)
+@settings(max_examples=examples(50), **HSETTINGS)
 @given(seed=st.integers(0, 2**16), flush_after=st.integers(1, APPENDS - 1), data=st.data())
 def test_flipped_bytes_after_the_recovery_point_are_cut(seed: int, flush_after: int, data: st.DataObject) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -275,7 +276,7 @@ def damage_index(path: Path, entry: int, mode: str, rnd: random.Random) -> None:
 MODES = ["delete", "torn", "zero tail", "random", "reversed"]
 
 
-@settings(max_examples=40, **HSETTINGS)
+@settings(max_examples=examples(40), **HSETTINGS)
 @given(
     seed=st.integers(0, 2**16),
     flush_after=st.integers(1, APPENDS - 1),

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mafka.rebalancer.plan import BrokerDisk, disks_from_reports, plan_moves, replica_sizes
+from tests.hypothesis_budget import examples
 
 MB = 1 << 20
 
@@ -61,7 +62,7 @@ def test_disks_and_sizes_come_from_the_reports_and_the_cold_tier_is_not_counted(
     assert replica_sizes(reports) == {(("t", 0), 1): 7}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_property_plans_never_overfill_never_duplicate_and_only_help(data):
     brokers = data.draw(st.integers(2, 6))

@@ -20,6 +20,7 @@ from mafka.wire.codec import (
 from mafka.wire.errors import ProtocolError, UnknownApi, UnsupportedVersion
 from mafka.wire.header import RequestHeader
 from mafka.wire.registry import API_SPECS, api_versions_entries
+from tests.hypothesis_budget import examples
 
 from . import reference_codec as kp
 from .strategies import mafka_fields, values
@@ -163,7 +164,7 @@ def test_versions_with_one_layout_share_a_compiled_struct():
     assert API_SPECS[0].response.struct(3) is not API_SPECS[0].response.struct(7)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(data=st.data())
 def test_tagged_fields_round_trip_raw(data):
     """Unknown tags in flexible versions are kept as bytes and written back in order."""
@@ -186,7 +187,7 @@ def test_out_of_order_tags_are_refused():
 
 
 @pytest.mark.parametrize("case", [(s.key, v) for s in API_SPECS.values() for v in range(s.decode[0], s.decode[1] + 1)], ids=str)
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(data=st.data())
 def test_every_structure_round_trips(case, data):
     key, version = case
@@ -198,7 +199,7 @@ def test_every_structure_round_trips(case, data):
 
 
 @pytest.mark.parametrize("key", sorted(API_SPECS))
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(data=st.data())
 def test_interpreted_structs_agree_with_compiled(key, data):
     from mafka.wire.schema import _struct

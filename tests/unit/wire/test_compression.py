@@ -22,6 +22,7 @@ from mafka.wire.compression import (
     decompress,
 )
 from mafka.wire.errors import ProtocolError
+from tests.hypothesis_budget import examples
 
 CODECS = list(CompressionType)
 COMPRESSED = [c for c in CompressionType if c != CompressionType.NONE]
@@ -68,7 +69,7 @@ def test_round_trip(codec: CompressionType, payload: bytes) -> None:
     assert decompress(codec, memoryview(bytearray(packed))) == payload
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(codec=st.sampled_from(CODECS), payload=st.binary(max_size=5000))
 def test_round_trip_hypothesis(codec: CompressionType, payload: bytes) -> None:
     assert decompress(codec, compress(codec, payload), max_size=len(payload)) == payload
@@ -192,7 +193,7 @@ def test_trailing_garbage_is_rejected(codec: CompressionType, tail: bytes) -> No
         decompress(codec, compress(codec, SAMPLE) + tail)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(codec=st.integers(min_value=-2, max_value=8), data=st.binary(max_size=300))
 def test_garbage_raises_only_protocol_error(codec: int, data: bytes) -> None:
     try:
@@ -202,7 +203,7 @@ def test_garbage_raises_only_protocol_error(codec: int, data: bytes) -> None:
     assert isinstance(out, bytes) and len(out) <= MIB
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     codec=st.sampled_from(COMPRESSED),
     flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(1, 255)), min_size=1, max_size=4),

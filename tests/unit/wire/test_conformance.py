@@ -27,6 +27,7 @@ from mafka.wire.codec import (
 )
 from mafka.wire.header import RequestHeader
 from mafka.wire.registry import API_SPECS, is_mafka_api
+from tests.hypothesis_budget import examples
 
 from . import reference_codec as kp
 from .strategies import mafka_fields, plain, values
@@ -40,7 +41,7 @@ CASES = [
     for kind in ("request", "response")
 ]
 
-SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def _ids(case):
@@ -94,7 +95,7 @@ REQUEST_CASES = [c for c in CASES if c[2] == "request"]
 
 
 @pytest.mark.parametrize("case", REQUEST_CASES, ids=_ids)
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1), client_id=st.none() | st.text(max_size=10))
 def test_request_frames_both_ways(case, data, correlation_id, client_id):
     key, version, _ = case
@@ -120,7 +121,7 @@ RESPONSE_CASES = [c for c in CASES if c[2] == "response"]
 
 
 @pytest.mark.parametrize("case", RESPONSE_CASES, ids=_ids)
-@settings(max_examples=5, deadline=None)
+@settings(max_examples=examples(5), deadline=None)
 @given(data=st.data(), correlation_id=st.integers(-(2**31), 2**31 - 1))
 def test_response_frames_both_ways(case, data, correlation_id):
     key, version, _ = case

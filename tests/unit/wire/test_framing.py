@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from mafka.wire.errors import FrameTooLarge, ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer, frame
+from tests.hypothesis_budget import examples
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(payloads=st.lists(st.binary(max_size=300), max_size=6), cuts=st.lists(st.integers(1, 50), max_size=40))
 def test_frames_come_out_whole_however_the_stream_is_cut(payloads, cuts):
     stream = b"".join(frame(p) for p in payloads)

@@ -28,6 +28,7 @@ from mafka.wire.legacy_records import (
     iter_legacy_records,
     wrapper_payload,
 )
+from tests.hypothesis_budget import examples
 
 CODECS = [CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4]
 MIB = 1024 * 1024
@@ -95,7 +96,7 @@ def test_compressed_wrapper_round_trip(magic, codec):
     assert seen(iter_legacy_records(data)) == expected(recs, magic)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     magic=st.sampled_from([0, 1]),
     codec=st.sampled_from([CompressionType.NONE, *CODECS]),
@@ -264,7 +265,7 @@ def test_extra_bytes_inside_a_message_are_corrupt():
         list(iter_legacy_records(bytes(longer)))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.binary(max_size=300))
 def test_garbage_raises_only_corrupt_record_batch(data):
     try:
@@ -273,7 +274,7 @@ def test_garbage_raises_only_corrupt_record_batch(data):
         pass
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(data=st.data())
 def test_bit_flips_in_valid_sets_raise_only_corrupt_record_batch(data):
     magic = data.draw(st.sampled_from([0, 1]))

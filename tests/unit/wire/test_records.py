@@ -42,6 +42,7 @@ from mafka.wire.records import (
     size_of_varint,
     size_of_varlong,
 )
+from tests.hypothesis_budget import examples
 
 CODECS = list(CompressionType)
 MIB = 1024 * 1024
@@ -188,7 +189,7 @@ def test_varlong_extremes() -> None:
         assert size_of_varlong(value) == len(raw)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(-(2**31), 2**31 - 1), st.integers(-(2**63), 2**63 - 1))
 def test_varint_round_trip_matches_kafka_python(v32: int, v64: int) -> None:
     theirs = bytearray()
@@ -287,7 +288,7 @@ def test_decodes_hand_framed_xerial_snappy_with_several_blocks() -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=examples(60),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -375,7 +376,7 @@ record_rows = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     rows_=record_rows,
     codec=st.sampled_from(CODECS),
@@ -708,7 +709,7 @@ def mutated_batches(draw) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated_batches())
 def test_mutated_batches_raise_only_protocol_error_within_memory_bound(data: bytes) -> None:
     tracemalloc.start()

@@ -20,6 +20,7 @@ import mafka.wire.primitives as primitives
 from mafka.wire.codec import decode_body, decode_request, encode_body, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.registry import API_SPECS
+from tests.hypothesis_budget import examples
 
 from .strategies import mafka_fields, values
 
@@ -127,7 +128,7 @@ def mutated(draw, message, version):
 
 
 @pytest.mark.parametrize("case", CASES, ids=_ids)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(data=st.data())
 def test_mutated_bodies_raise_only_protocol_error(case, data):
     key, version, kind = case
@@ -136,13 +137,13 @@ def test_mutated_bodies_raise_only_protocol_error(case, data):
     check(lambda d: decode_body(message, version, d), frame)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(frame=st.binary(max_size=256))
 def test_random_request_frames_raise_only_protocol_error(frame):
     check(decode_request, frame)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     key=st.sampled_from(sorted(API_SPECS)),
     cut=st.integers(0, 400),
