@@ -123,10 +123,18 @@ def test_segments_move_cold_and_are_served_from_both_tiers_before_and_after_rest
     while not all(len(cold_segments(cluster, b, topic)) >= 5 for b in (1, 2, 3)):
         assert time.monotonic() < deadline, {b: cold_segments(cluster, b, topic) for b in (1, 2, 3)}
         time.sleep(0.3)
+    # Each segment ends in exactly one tier.  A move copies the segment to the cold tier before it
+    # removes the hot copy, so a listing taken while a move runs sees it in both: wait for the
+    # moves under way to finish.
     for b in (1, 2, 3):
-        cold = {s.name for s in cold_segments(cluster, b, topic)}
-        hot = {s.name for s in hot_segments(cluster, b, topic)}
-        assert cold and hot and not cold & hot, (b, cold, hot)  # each segment in exactly one tier
+        deadline = time.monotonic() + 30
+        while True:
+            cold = {s.name for s in cold_segments(cluster, b, topic)}
+            hot = {s.name for s in hot_segments(cluster, b, topic)}
+            if not cold & hot or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert cold and hot and not cold & hot, (b, cold, hot)
         assert "00000000000000000000.log" in cold
 
     assert consume_all(cluster.bootstrap, topic, RECORDS) == expected
