@@ -172,6 +172,11 @@ class PeriodicPass:
         # LoopingCall's cadence: the next boundary after now (runs that overran are skipped).
         elapsed = max(0.0, now - self._anchor)
         boundary = self._anchor + self.interval_s * (math.floor(elapsed / self.interval_s) + 1)
+        if boundary <= now:
+            # Float rounding (seconds since 1970 carry ~1e-7 s of precision) made this run's own
+            # boundary look like the next one: that would run the pass again at once, and on a
+            # clock that does not move (a test's task.Clock) for ever.
+            boundary += self.interval_s
         self._call = clock.callLater(max(0.0, boundary - now), self._run)
         return None
 

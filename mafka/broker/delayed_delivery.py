@@ -1,7 +1,9 @@
 """Delivers the delayed messages of the partitions this broker leads, at their due time (Twisted edge).
 
 Every ``tick`` (20 ms; the reactor's timer) it walks the partitions led here
-that hold a delay index (:mod:`mafka.delayed`): it loads the time buckets that
+that hold a delay index (it ticks only once a partition here has one: the
+replica manager's ``on_delays`` calls :meth:`DelayedDelivery.wake`; a broker
+that never saw a delayed message does not wake 50 times a second for nothing) (:mod:`mafka.delayed`): it loads the time buckets that
 start within :data:`LOOKAHEAD_MS` into the index's timing wheel (the bucket
 files are read in a worker thread: a minute's bucket can hold megabytes), takes what is
 due, and for each due group reads its envelope from the log and appends the
@@ -68,6 +70,30 @@ class DelayedDelivery:
         self._checkpointing = False
         #: local-transaction half messages waiting for their producer group's answer
         self.checks = HalfChecks()
+        self._background: Any = None
+        self._woken = False
+        self._pass: Any = None
+
+    def run_with(self, background: Any) -> None:
+        """Tick as a pass of ``background`` (a :class:`~mafka.background.BackgroundPasses`) from the
+        first :meth:`wake` on (at once if that came first)."""
+        self._background = background
+        if self._woken:
+            self._start()
+
+    def wake(self) -> None:
+        """A partition here holds delayed messages: start ticking (idempotent; call on the reactor)."""
+        self._woken = True
+        if self._background is not None:
+            self._start()
+
+    @property
+    def ticking(self) -> bool:
+        return self._pass is not None
+
+    def _start(self) -> None:
+        if self._pass is None:
+            self._pass = self._background.every("delayed-delivery", TICK_MS / 1000, self.tick, first_delay_s=0)
 
     def pending(self) -> dict[tuple[str, int], tuple[int, int]]:
         """(topic, partition) → (pending groups, pending records), for every replica with a delay index."""

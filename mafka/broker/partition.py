@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from mafka.coordination.znodes import LeaderIsrAndControllerEpoch
@@ -66,6 +67,10 @@ logger = logging.getLogger("mafka.broker.partition")
 LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, MAX_TIMESTAMP = -1, -2, -3
 #: Fetch / ListOffsets ``isolation_level`` (``IsolationLevel``).
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+
+
+def _nothing() -> None:
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +145,9 @@ class Partition:
         self._load_producer_state()
         #: the delayed messages held in this log (None until its first envelope: see mafka.delayed)
         self.delays: DelayedReplica | None = DelayedReplica.open_if_present(log)
+        #: called on the reactor when an append creates this replica's delay index (its first
+        #: envelope): the replica manager sets it, and the broker's delayed delivery starts ticking
+        self.on_first_delay: Callable[[], None] = _nothing
         #: bytes appended to this replica and bytes read from it by fetches (the monitor's rates)
         self.bytes_in = 0
         self.bytes_out = 0
@@ -360,6 +368,7 @@ class Partition:
         if header.is_control and not header.is_transactional:
             if self.delays is None:
                 self.delays = DelayedReplica(self.log.directory)
+                self.on_first_delay()
             self.delays.note(records, 0, header, info.first_offset)
         elif self.delays is not None:
             self.delays.note(records, 0, header, info.first_offset)
@@ -708,6 +717,7 @@ class Partition:
         for pos, h in batches:
             if h.is_control and not h.is_transactional and delays is None:
                 delays = self.delays = DelayedReplica(self.log.directory)
+                self.on_first_delay()
             if delays is not None:
                 delays.note(view, pos, h, h.base_offset)
             if h.producer_id < 0:

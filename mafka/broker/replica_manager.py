@@ -161,6 +161,9 @@ class ReplicaManager:
             read=self._read,
         )
         self._prepared: dict[tuple[str, int], Partition] = {}  # opened off the reactor, not yet applied
+        #: called on the reactor once a partition here holds delayed messages (an index opened with
+        #: its log, or created by its first envelope): the broker's delayed delivery starts ticking
+        self.on_delays: Callable[[], None] = lambda: None
         self._truncating: dict[tuple[str, int], defer.Deferred] = {}
         self.isr_change_set: set[tuple[str, int]] = set()
         self.last_isr_change_ms = 0
@@ -282,6 +285,9 @@ class ReplicaManager:
             if partition is None:
                 partition = self._prepared.pop(tp, None) or self._new_partition(tp, ps.is_new)
                 self.partitions[tp] = partition
+                partition.on_first_delay = self.on_delays
+                if partition.delays is not None:
+                    self.on_delays()
             state = LeaderState(
                 ps.leader, ps.leader_epoch, tuple(ps.isr), tuple(ps.replicas), ps.zk_version, ps.controller_epoch,
                 # v3+: the reassignment state (absent from v2 requests).

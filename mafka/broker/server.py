@@ -47,7 +47,7 @@ from mafka.wire import registry as wire_registry
 
 from .cold_reads import ColdReader, PageCacheProbe
 from .config import BrokerConfig
-from .delayed_delivery import TICK_MS, DelayedDelivery, retention_bound
+from .delayed_delivery import DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
@@ -414,7 +414,8 @@ class KafkaServer:
                  groups.expire_offsets)
         bg.every("group-coordinator-tick", 0.1, groups.tick)
         bg.every("transaction-coordinator-tick", 0.1, txns.tick)
-        bg.every("delayed-delivery", TICK_MS / 1000, self.delayed_delivery.tick)
+        rm.on_delays = self.delayed_delivery.wake
+        self.delayed_delivery.run_with(bg)
         rm.dir_latencies = self.dir_latencies
         if self.cold_reads is not None:
             self.cold_reads.dir_latencies = self.dir_latencies

@@ -197,3 +197,24 @@ def test_the_failure_counter_is_per_instance_and_exposed_with_its_pass_label() -
         registries.append(generate_latest(registry).decode())
     assert f'{FAILURES_METRIC}{{pass="group-coordinator-tick"}} 1.0' in registries[0]
     assert f'{FAILURES_METRIC}{{pass="delayed-delivery"}} 0.0' in registries[1]  # exposed from the start
+
+
+def test_a_short_interval_on_todays_clock_runs_once_per_interval() -> None:
+    """At seconds-since-1970 a 20 ms boundary is not exact in floats: a run that lands on its own
+    boundary must not be taken for one before the next (that ran it again at once, and for ever
+    on a clock that does not move)."""
+    clock = task.Clock()
+    clock.advance(1_700_000_000)
+    runs: list[float] = []
+    bg = BackgroundPasses(clock)
+
+    def run() -> None:
+        runs.append(clock.seconds())
+        if len(runs) > 100:  # the bug: runs again at once; stop it so the test fails instead of hanging
+            bg.passes["short"].stop()
+
+    bg.every("short", 0.02, run, first_delay_s=0)
+    clock.advance(0)
+    for _ in range(50):
+        clock.advance(0.02)
+    assert len(runs) == 51

@@ -20,6 +20,7 @@ from twisted.internet import defer, task
 
 from mafka.background import BackgroundPasses
 from mafka.broker.config import BrokerConfig
+from mafka.broker.delayed_delivery import DelayedDelivery
 from mafka.broker.log_dir_mover import LogDirMover
 from mafka.broker.metrics import metrics_site
 from mafka.broker.request_latency import RequestLatencies
@@ -82,7 +83,7 @@ class ExplodingRebalancer:
             raise Boom("rebalancer.tick")
 
 
-def exploding_broker() -> tuple[KafkaServer, task.Clock, list, list]:
+def exploding_broker(delayed_messages: bool = True) -> tuple[KafkaServer, task.Clock, list, list]:
     clock = task.Clock()
     clock.advance(1_700_000_000)
     server = KafkaServer(BrokerConfig(broker_id=1), clock)
@@ -93,10 +94,13 @@ def exploding_broker() -> tuple[KafkaServer, task.Clock, list, list]:
     server.replica_manager = Exploding("rm", calls, partitions={("t", 0): partition})
     server.log_dir_mover = Exploding("mover", calls)
     server.group_service = Exploding("groups", calls)
-    server.delayed_delivery = Exploding("delayed", calls)
+    delayed = Exploding("delayed", calls)
+    server.delayed_delivery = DelayedDelivery(server.replica_manager)
+    server.delayed_delivery.tick = delayed.tick  # type: ignore[method-assign]  # bound before registration
+    if delayed_messages:
+        server.delayed_delivery.wake()  # a partition here holds delayed messages: it ticks
     txn = server.transaction_service = TransactionService(server)
-    fakes = [server.log_manager, server.replica_manager, server.log_dir_mover, server.group_service,
-             server.delayed_delivery]
+    fakes = [server.log_manager, server.replica_manager, server.log_dir_mover, server.group_service, delayed]
     txn_calls = Exploding("txn", calls)
     fakes.append(txn_calls)
     # bound before registration: the passes hold these
@@ -232,3 +236,19 @@ def test_a_failed_replica_move_pass_is_reported_and_the_next_one_starts_a_second
 @pytest.fixture(autouse=True)
 def _no_crash_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MAFKA_TEST_CRASH_AFTER_MOVE_STEP", raising=False)
+
+
+def test_delayed_delivery_ticks_only_once_a_partition_holds_delayed_messages() -> None:
+    server, clock, calls, fakes = exploding_broker(delayed_messages=False)
+    assert "delayed-delivery" not in server.background.passes  # no 50 wake-ups a second for nothing
+    assert set(server.background.passes) == BROKER_PASSES - {"delayed-delivery"}
+    server.replica_manager.on_delays()  # what a partition's first envelope (or an index opened with its log) calls
+    server.replica_manager.on_delays()  # idempotent
+    assert server.delayed_delivery.ticking
+    p = server.background.passes["delayed-delivery"]
+    for fake in fakes:
+        fake.armed = False
+    clock.advance(0)
+    clock.advance(0.02)
+    assert p.runs == 2 and p.failures == 0
+    assert [what for what, _ in calls].count("delayed.tick") == 2
