@@ -1,9 +1,7 @@
 """Delivers the delayed messages of the partitions this broker leads, at their due time (Twisted edge).
 
 Every ``tick`` (20 ms; the reactor's timer) it walks the partitions led here
-that hold a delay index (it ticks only once a partition here has one: the
-replica manager's ``on_delays`` calls :meth:`DelayedDelivery.wake`; a broker
-that never saw a delayed message does not wake 50 times a second for nothing) (:mod:`mafka.delayed`): it loads the time buckets that
+that hold a delay index (:mod:`mafka.delayed`): it loads the time buckets that
 start within :data:`LOOKAHEAD_MS` into the index's timing wheel (the bucket
 files are read in a worker thread: a minute's bucket can hold megabytes), takes what is
 due, and for each due group reads its envelope from the log and appends the
@@ -12,6 +10,10 @@ if this leader fails before its followers have it, the new leader's index
 still has the group pending and delivers it — exactly once in the log the
 consumers read, below the high watermark).  A partition led no longer has its
 wheel emptied; its index keeps following the log as a follower.
+
+It ticks only once a partition here holds a delay index (the replica manager's
+``on_delays`` calls :meth:`DelayedDelivery.wake`): a broker that never saw a delayed
+message does not wake 50 times a second for nothing.
 
 Every :data:`CHECKPOINT_MS` the indexes are flushed, fsynced (in a thread) and
 checkpointed, and the files of buckets delivered below the high watermark go.
