@@ -216,6 +216,12 @@ def run_kafka_python(args: argparse.Namespace) -> None:
         heartbeat_interval_ms=args.heartbeat_interval_ms,
         partition_assignment_strategy=[assignors[args.assignor]],
         fetch_max_wait_ms=100,
+        # kafka-python serves a rebalance (revoke, JoinGroup, SyncGroup) only inside poll(), and the
+        # loop below commits each record synchronously: with the default 500 records a poll, a
+        # member behind by a few hundred records on a loaded machine (commits at tens of ms each)
+        # stayed out of poll() for 13 s, and the whole group's JoinGroup waited on it.  An
+        # application committing per record bounds its batch in the same way.
+        max_poll_records=10,
         metadata_max_age_ms=5000,
         reconnect_backoff_ms=50,
         reconnect_backoff_max_ms=500,
