@@ -250,8 +250,13 @@ class GroupUnderChaos:
         return False
 
     def missing(self, acked: Mapping[tuple[int, int], bytes]) -> list[tuple[int, int]]:
-        seen = {(e["partition"], e["offset"]) for e in self.group.consumed()}
-        return sorted(k for k in acked if k not in seen)
+        """The acknowledged positions not consumed yet; one acknowledged without an offset (-1) counts as
+        consumed once its value was, in its partition."""
+        consumed = self.group.consumed()
+        seen = {(e["partition"], e["offset"]) for e in consumed}
+        values = {(e["partition"], e["value"]) for e in consumed}
+        return sorted(k for k, v in acked.items()
+                      if (k not in seen if k[1] >= 0 else (k[0], v.decode() if isinstance(v, bytes) else v) not in values))
 
     def last_committed(self) -> dict[int, int]:
         out: dict[int, int] = {}
@@ -393,8 +398,12 @@ def check_group(runner: GroupUnderChaos, attempts: Iterable[Attempt], read_back:
                     final_committed=dict(final or {}), final_error=final_error)
     r.members_run = len(g.history)
     r.restarts = Counter(x.reason.split(":")[0].split(" with")[0] for x in runner.restarts)
-    acked = {(a.partition, a.offset): a.value.decode() for a in attempts if a.status == ACKED}
-    r.acked = len(acked)
+    attempts = list(attempts)
+    # An acknowledgement without an offset (-1: librdkafka reports some retried batches so) is
+    # looked for by its value in its partition, as the delivery checker does in its lost check.
+    acked = {(a.partition, a.offset): a.value.decode() for a in attempts if a.status == ACKED and a.offset >= 0}
+    offsetless = [(a.partition, a.value.decode()) for a in attempts if a.status == ACKED and a.offset < 0]
+    r.acked = len(acked) + len(offsetless)
     log = {(c.partition, c.offset): c.value.decode() for c in read_back}
 
     # at-least-once, values at offsets
@@ -407,6 +416,10 @@ def check_group(runner: GroupUnderChaos, attempts: Iterable[Attempt], read_back:
     for (p, o), value in sorted(acked.items()):
         if value not in seen.get((p, o), set()):
             r.not_consumed.append((p, o, value))
+    consumed_values = {(e["partition"], e["value"]) for e in consumed}
+    for p, value in offsetless:
+        if (p, value) not in consumed_values:
+            r.not_consumed.append((p, -1, value))
     for key, values in sorted(seen.items()):
         expected = {x for x in (acked.get(key), log.get(key)) if x is not None}
         if len(values | expected) > 1:
