@@ -255,8 +255,11 @@ class GroupUnderChaos:
         consumed = self.group.consumed()
         seen = {(e["partition"], e["offset"]) for e in consumed}
         values = {(e["partition"], e["value"]) for e in consumed}
-        return sorted(k for k, v in acked.items()
-                      if (k not in seen if k[1] >= 0 else (k[0], v.decode() if isinstance(v, bytes) else v) not in values))
+        def consumed_yet(position: tuple[int, int], value: bytes) -> bool:
+            partition, offset = position
+            return position in seen if offset >= 0 else (partition, value.decode()) in values
+
+        return sorted(k for k, v in acked.items() if not consumed_yet(k, v))
 
     def last_committed(self) -> dict[int, int]:
         out: dict[int, int] = {}
