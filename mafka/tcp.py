@@ -46,3 +46,19 @@ class TCPTransport(Protocol):
 def tcp_transport(proto: protocol.Protocol) -> TCPTransport:
     """The transport of ``proto``, connected over TCP (see the module docstring)."""
     return cast(TCPTransport, proto.transport)
+
+
+def set_no_delay(transport: object) -> None:
+    """Turns Nagle off on the TCP socket under *transport*, through any TLS layers.
+
+    A TLS transport (``TLSMemoryBIOProtocol``) has no ``setTcpNoDelay``; the
+    TCP transport it writes to, its ``transport``, does.
+    """
+    seen = 0
+    while transport is not None and seen < 4:
+        setter = getattr(transport, "setTcpNoDelay", None)
+        if setter is not None:
+            setter(True)
+            return
+        transport = getattr(transport, "transport", None)
+        seen += 1

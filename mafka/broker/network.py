@@ -23,15 +23,21 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, threads
 from twisted.internet.interfaces import IPullProducer
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
-from mafka.tcp import tcp_transport
-from mafka.wire.codec import Request, decode_request
+from mafka.security.principal import ANONYMOUS, KafkaPrincipal
+from mafka.security.ssl_principal_mapper import NoMatchingRule
+from mafka.security.tls import peer_certificate_subject
+from mafka.tcp import set_no_delay, tcp_transport
+from mafka.wire.codec import Request, decode_request, encode_response
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
+
+from .listener_security import ListenerSecurity
+from .sasl_authenticator import DISPATCH, Close, RawReply, Reply, SaslServerAuthenticator
 
 __all__ = ["KafkaProtocol", "KafkaServerFactory", "Connection", "NO_RESPONSE"]
 
@@ -44,13 +50,29 @@ _BYTES = (bytes, bytearray, memoryview)
 
 
 class Connection:
-    """What handlers may know about the connection a request came on."""
+    """What handlers may know about the connection a request came on.
 
-    __slots__ = ("peer", "listener", "close")
+    Attributes:
+        peer: ``host:port`` of the client.
+        host: the client's address (what ACLs match hosts against).
+        listener: the listener name the connection arrived on.
+        security_protocol: that listener's security protocol (``PLAINTEXT``, ``SASL_SSL`` …).
+        principal: who the connection authenticated as (``User:ANONYMOUS`` until then,
+            and for good on PLAINTEXT).
+        close: closes the connection at once.
+    """
 
-    def __init__(self, peer: str, listener: str, close: Callable[[], None]) -> None:
+    __slots__ = ("peer", "host", "listener", "security_protocol", "principal", "close")
+
+    def __init__(
+        self, peer: str, listener: str, close: Callable[[], None], *,
+        host: str = "", security_protocol: str = "PLAINTEXT", principal: KafkaPrincipal = ANONYMOUS,
+    ) -> None:
         self.peer = peer
+        self.host = host
         self.listener = listener
+        self.security_protocol = security_protocol
+        self.principal = principal
         self.close = close
 
 
@@ -58,6 +80,23 @@ def _buffered(transport: Any) -> int:
     """Bytes Twisted still holds for *transport* (FileDescriptor's write buffers)."""
     data = getattr(transport, "dataBuffer", b"")
     return len(data) - getattr(transport, "offset", 0) + getattr(transport, "_tempDataLen", 0)
+
+
+def read_regions(chunks: list[Any]) -> list[bytes]:
+    """*chunks* with every file region read into bytes (``os.pread``; blocking: call off the reactor)."""
+    out: list[bytes] = []
+    for chunk in chunks:
+        if isinstance(chunk, _BYTES):
+            out.append(bytes(chunk))
+            continue
+        data = bytearray()
+        while len(data) < chunk.length:
+            piece = os.pread(chunk.fd, chunk.length - len(data), chunk.position + len(data))
+            if not piece:  # the file shrank under us (truncation): the response cannot be completed
+                raise OSError(f"region {chunk!r} ended after {len(data)} bytes")
+            data += piece
+        out.append(bytes(data))
+    return out
 
 
 @implementer(IPullProducer)
@@ -134,9 +173,17 @@ class KafkaProtocol(Protocol):
         listener: the listener name this connection arrived on.
     """
 
-    def __init__(self, dispatcher: Any, max_request_size: int, idle_ms: int, clock: Any, listener: str = "PLAINTEXT") -> None:
+    def __init__(
+        self, dispatcher: Any, max_request_size: int, idle_ms: int, clock: Any, listener: str = "PLAINTEXT",
+        security: ListenerSecurity | None = None,
+    ) -> None:
         self.dispatcher = dispatcher
-        self.frames = FrameBuffer(max_request_size)
+        self.security = security if security is not None else ListenerSecurity(listener, "PLAINTEXT")
+        self.authenticator: SaslServerAuthenticator | None = self.security.new_authenticator(clock.seconds)
+        # Before SASL authentication a frame may be only as large as a SASL token may be
+        # (sasl.server.max.receive.size): a 2 GB size prefix is refused before anything is allocated.
+        first_max = max_request_size if self.authenticator is None else self.security.sasl_max_receive_size
+        self.frames = FrameBuffer(first_max)
         self.max_request_size = max_request_size
         self.idle_s = idle_ms / 1000.0
         self.clock = clock
@@ -147,6 +194,20 @@ class KafkaProtocol(Protocol):
         self._idle_call = None
         self._draining = False
         self.connection: Connection | None = None
+        # SSL (not SASL_SSL): the principal is the client certificate's, read once the handshake is done
+        self._certificate_pending = self.security.uses_tls and not self.security.uses_sasl
+
+    def _take_certificate_principal(self) -> bool:
+        """Sets the SSL principal from the client certificate; False (and closed) if no rule maps it."""
+        assert self.connection is not None
+        try:
+            subject = peer_certificate_subject(self.transport)
+            self.connection.principal = self.security.certificate_principal(subject)
+        except NoMatchingRule as exc:
+            log.info("closing connection %s: %s", self.connection.peer, exc)
+            self.close()
+            return False
+        return True
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -155,10 +216,13 @@ class KafkaProtocol(Protocol):
         # write followed by a sendfile region; with Nagle the region would wait
         # for the client's delayed ACK (tens of milliseconds per round trip).
         transport = tcp_transport(self)
-        if hasattr(transport, "setTcpNoDelay"):
-            transport.setTcpNoDelay(True)
+        set_no_delay(transport)
         peer = transport.getPeer()
-        self.connection = Connection(f"{getattr(peer, 'host', '?')}:{getattr(peer, 'port', '?')}", self.listener, self.close)
+        host = str(getattr(peer, "host", "?"))
+        self.connection = Connection(
+            f"{host}:{getattr(peer, 'port', '?')}", self.listener, self.close,
+            host=host, security_protocol=self.security.security_protocol,
+        )
         self._touch()
 
     def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
@@ -228,15 +292,62 @@ class KafkaProtocol(Protocol):
                     self.paused = False
                     tcp_transport(self).resumeProducing()
                 return
+            if self._certificate_pending:
+                self._certificate_pending = False
+                if not self._take_certificate_principal():
+                    return
+            auth = self.authenticator
+            if auth is not None and auth.expects_raw_token:
+                self._authentication_step(auth.on_raw_token(bytes(frame)), None)
+                continue
             try:
                 request = decode_request(frame)
             except ProtocolError as exc:
                 self._refuse(exc)
                 return
+            if auth is not None:
+                step = auth.on_request(request.header.api_key, request.header.api_version, request.body)
+                if step is not DISPATCH:
+                    self._authentication_step(step, request)
+                    continue
             self.busy = True
             d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
             d.addCallback(self._respond, request)
             d.addErrback(self._failed, request)
+
+    def _authentication_step(self, step: Any, request: Request | None) -> None:
+        """Carries out what the SASL authenticator decided for a frame it kept from the dispatcher."""
+        auth = self.authenticator
+        assert auth is not None and self.connection is not None
+        if isinstance(step, Close):
+            log.info("closing connection %s: %s", self.connection.peer, step.reason)
+            self.close()
+            return
+        if auth.principal is not None and self.connection.principal != auth.principal:
+            self.connection.principal = auth.principal
+            self.frames.max_size = self.max_request_size
+        transport = tcp_transport(self)
+        if isinstance(step, RawReply):
+            transport.write(len(step.token).to_bytes(4, "big") + step.token)
+            return
+        assert isinstance(step, Reply) and request is not None
+        data = encode_response(request.header, step.body)
+        if step.delay_s > 0:
+            self.busy = True  # read nothing more; the connection closes after this reply
+            self.clock.callLater(step.delay_s, self._send_then_close, data)
+            return
+        transport.write(data)
+        if step.close:
+            self._send_then_close(None)
+
+    def _send_then_close(self, data: bytes | None) -> None:
+        if self.closed:
+            return
+        transport = tcp_transport(self)
+        if data is not None:
+            transport.write(data)
+        self.closed = True
+        transport.loseConnection()  # after the buffered reply is written
 
     def _refuse(self, exc: ProtocolError) -> None:
         log.info("closing connection %s: %s", self.connection.peer if self.connection else "?", exc)
@@ -253,6 +364,13 @@ class KafkaProtocol(Protocol):
         if all(isinstance(c, _BYTES) for c in chunks):
             tcp_transport(self).writeSequence(chunks)
             self._done(None)
+            return None
+        if self.security.uses_tls:
+            # sendfile would put plaintext under the TLS layer: the regions are read into memory
+            # instead, in a worker thread (a fetch response can be megabytes of segment).
+            d = threads.deferToThread(read_regions, chunks)
+            d.addCallback(self._respond, request)
+            d.addErrback(self._failed, request)
             return None
         done: defer.Deferred = defer.Deferred()
         done.addCallback(self._done)
@@ -299,6 +417,7 @@ class KafkaServerFactory(Factory):
         idle_ms: int = 600000,
         clock: Any = None,
         listener: str = "PLAINTEXT",
+        security: ListenerSecurity | None = None,
     ) -> None:
         if clock is None:
             from twisted.internet import reactor as clock  # noqa: PLC0415 (default reactor only when none given)
@@ -307,6 +426,9 @@ class KafkaServerFactory(Factory):
         self.idle_ms = idle_ms
         self.clock = clock
         self.listener = listener
+        self.security = security
 
     def buildProtocol(self, addr: Any) -> KafkaProtocol:  # noqa: N802
-        return KafkaProtocol(self.dispatcher, self.max_request_size, self.idle_ms, self.clock, self.listener)
+        return KafkaProtocol(
+            self.dispatcher, self.max_request_size, self.idle_ms, self.clock, self.listener, self.security
+        )

@@ -79,11 +79,14 @@ class FetcherConfig:
     partition_max_bytes: int = 1024 * 1024
     backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
+    #: TLS/SASL of the connections to leaders (:class:`~mafka.interbroker.security.InterBrokerSecurity`)
+    security: Any = None
 
     @classmethod
-    def of(cls, config: Any) -> FetcherConfig:
-        """From a :class:`~mafka.broker.config.BrokerConfig`."""
+    def of(cls, config: Any, security: Any = None) -> FetcherConfig:
+        """From a :class:`~mafka.broker.config.BrokerConfig` (and the inter-broker security)."""
         return cls(
+            security=security,
             num_fetchers=max(1, config.num_replica_fetchers),
             max_wait_ms=config.replica_fetch_wait_max_ms,
             min_bytes=config.replica_fetch_min_bytes,
@@ -169,7 +172,10 @@ class ReplicaFetcher:
         self.config = config
         self.throttle = throttle
         self.name = f"ReplicaFetcher-{index}-{leader_id}"
-        self.conn = InterBrokerConnection(reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000)
+        self.conn = InterBrokerConnection(
+            reactor, host, port, f"broker-{broker_id}-fetcher-{index}", backoff_s=config.backoff_ms / 1000,
+            security=config.security,
+        )
         self.partitions: dict[tuple[str, int], _PartitionFetch] = {}
         self.running = True
         self._wakeup: defer.Deferred | None = None

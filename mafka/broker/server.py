@@ -35,11 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from twisted.internet import defer, task, threads
+from twisted.protocols.tls import TLSMemoryBIOFactory
 
 from mafka.background import BackgroundPasses
 from mafka.coordination.kafka_zk import BrokerIdAlreadyRegisteredError, KafkaZkClient
 from mafka.coordination.znodes import BrokerRegistration
 from mafka.errors import ConfigError
+from mafka.interbroker.security import InterBrokerSecurity
 from mafka.log.config import LogConfig
 from mafka.log.manager import LogManager
 from mafka.rebalancer.service import RebalancerService
@@ -51,6 +53,7 @@ from .delayed_delivery import DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
+from .listener_security import interbroker_security, listener_security
 from .log_dir_mover import LogDirMover
 from .metadata_cache import MetadataCache
 from .monitor import Monitor
@@ -63,6 +66,7 @@ from .replication_quota import ReplicationQuota, is_throttled_replica
 from .request_latency import RequestLatencies, request_name
 from .topic_configs import TopicConfigManager, apply_log_config
 from .transaction_service import TransactionService
+from .user_configs import UserConfigCache
 
 __all__ = ["KafkaServer"]
 
@@ -122,6 +126,9 @@ class KafkaServer:
         self.background = BackgroundPasses(reactor, run_in_thread=lambda fn, *args: self.run_blocking(fn, *args))
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
+        self.user_configs: UserConfigCache | None = None
+        #: TLS/SASL of the connections this broker opens to its peers (None: PLAINTEXT)
+        self.interbroker_security: InterBrokerSecurity | None = None
         self.group_service: GroupService | None = None
         self.transaction_service: TransactionService | None = None
         self._dispatcher: Dispatcher | None = None
@@ -219,6 +226,18 @@ class KafkaServer:
         log.info("cluster id %s", cluster_id)
         self.topic_configs = TopicConfigManager(self.zk, config, self._on_topic_config_change)
         yield self.topic_configs.load()
+        user_configs = self.user_configs = UserConfigCache(self.zk)
+        yield user_configs.load()
+        self.topic_configs.on_entity_change = user_configs.changed
+        # Every listener's security now: a bad JAAS or TLS config stops the start-up here.
+        securities = {
+            endpoint.name: listener_security(
+                config, endpoint.name, endpoint.security_protocol,
+                scram_credential=user_configs.scram_credential,
+            )
+            for endpoint in config.listener_endpoints
+        }
+        self.interbroker_security = interbroker_security(config)
 
         self.log_manager = LogManager(
             [Path(d) for d in config.effective_log_dirs],
@@ -254,7 +273,7 @@ class KafkaServer:
             replica_racks=self.metadata_cache.racks,
         )
         self.replica_manager.fetcher_manager = ReplicaFetcherManager(
-            self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config),
+            self.broker_id, self.reactor, self.replica_manager, FetcherConfig.of(config, self.interbroker_security),
             throttle=_FollowerThrottle(self),
         )
         self.log_dir_mover = LogDirMover(
@@ -289,8 +308,13 @@ class KafkaServer:
                 idle_ms=config.connections_max_idle_ms,
                 clock=self.reactor,
                 listener=endpoint.name,
+                security=securities[endpoint.name],
             )
-            port = self.reactor.listenTCP(endpoint.port, factory, interface=endpoint.host or "0.0.0.0")
+            security = securities[endpoint.name]
+            listening: Any = factory
+            if security.uses_tls:
+                listening = TLSMemoryBIOFactory(security.tls_context, False, factory)
+            port = self.reactor.listenTCP(endpoint.port, listening, interface=endpoint.host or "0.0.0.0")
             self.ports.append(port)
             self.bound[endpoint.name] = port.getHost().port
             log.info("listening on %s:%d (%s)", endpoint.host or "0.0.0.0", port.getHost().port, endpoint.name)
@@ -524,7 +548,10 @@ class KafkaServer:
             if endpoint is None:
                 log.info("controlled shutdown: no controller known (try %d)", attempt)
             else:
-                conn = InterBrokerConnection(self.reactor, endpoint[0], endpoint[1], f"broker-{self.broker_id}-shutdown")
+                conn = InterBrokerConnection(
+                    self.reactor, endpoint[0], endpoint[1], f"broker-{self.broker_id}-shutdown",
+                    security=self.interbroker_security,
+                )
                 try:
                     d = conn.request(7, 2, {"broker_id": self.broker_id, "broker_epoch": self.broker_epoch})
                     d.addTimeout(config.request_timeout_ms / 1000, self.reactor)

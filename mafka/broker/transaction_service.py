@@ -154,7 +154,10 @@ class TransactionService:
         def connect(broker_id: int, host: str, port: int) -> Any:
             from mafka.interbroker.connection import InterBrokerConnection
 
-            return InterBrokerConnection(broker.reactor, host, port, f"broker-{broker.broker_id}-txn-markers")
+            return InterBrokerConnection(
+                broker.reactor, host, port, f"broker-{broker.broker_id}-txn-markers",
+                security=getattr(broker, "interbroker_security", None),
+            )
 
         self.channel = TxnMarkerChannel(
             broker.reactor, leader_of, lambda b: cache.endpoint(b, listener), connect,

@@ -42,6 +42,10 @@ def add_parser(sub: Any) -> None:
     up.add_argument("--dir", type=Path, default=Path(".mafka/cluster"))
     up.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a server property for every broker; ${broker.id} in VALUE becomes the broker's id")
     up.add_argument("--base-port", type=int, default=9092)
+    up.add_argument("--listener", action="append", default=[], metavar="NAME[:PROTOCOL]",
+                    help="one more listener on every broker besides PLAINTEXT (ports after the PLAINTEXT ones: "
+                         "the k-th extra listener of broker i is on base-port + k*brokers + i-1); PROTOCOL "
+                         "defaults to NAME (SSL, SASL_PLAINTEXT, SASL_SSL)")
     up.add_argument("--zookeeper-port", type=int, default=2181)
     up.add_argument("--tick-time-ms", type=int, default=500)
     up.add_argument("--log-dirs-per-broker", type=int, default=1, metavar="N",
@@ -50,12 +54,17 @@ def add_parser(sub: Any) -> None:
     up.set_defaults(func=run)
 
 
-def broker_properties(broker_id: int, port: int, log_dir: Path | str, zookeeper: str, brokers: int, extra: dict[str, str]) -> str:
-    """The ``server.properties`` of one local broker."""
+def broker_properties(
+    broker_id: int, port: int, log_dir: Path | str, zookeeper: str, brokers: int, extra: dict[str, str],
+    listeners: dict[str, tuple[str, int]] | None = None,
+) -> str:
+    """The ``server.properties`` of one local broker; *listeners*: more listeners, name → (protocol, port)."""
+    listeners = listeners or {}
+    urls = ",".join([f"PLAINTEXT://{HOST}:{port}"] + [f"{n}://{HOST}:{p}" for n, (_, p) in listeners.items()])
     props = {
         "broker.id": str(broker_id),
-        "listeners": f"PLAINTEXT://{HOST}:{port}",
-        "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
+        "listeners": urls,
+        "advertised.listeners": urls,
         "log.dirs": str(log_dir),
         "zookeeper.connect": zookeeper,
         "zookeeper.session.timeout.ms": "6000",
@@ -64,6 +73,10 @@ def broker_properties(broker_id: int, port: int, log_dir: Path | str, zookeeper:
         "transaction.state.log.min.isr": str(min(2, brokers)),
         "group.initial.rebalance.delay.ms": "0",
     }
+    if any(protocol != name for name, (protocol, _) in listeners.items()):
+        props["listener.security.protocol.map"] = ",".join(
+            ["PLAINTEXT:PLAINTEXT"] + [f"{n}:{protocol}" for n, (protocol, _) in listeners.items()]
+        )
     props.update(extra)
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
@@ -160,7 +173,11 @@ def run(args: argparse.Namespace) -> int:
             log_dirs = [home / "logs"] if n_dirs == 1 else [home / f"logs-{i}" for i in range(1, n_dirs + 1)]
             log_dir = ",".join(str(d) for d in log_dirs)
             own = {k: v.replace("${broker.id}", str(broker_id)) for k, v in extra.items()}
-            config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, own))
+            listeners = {}
+            for k, spec in enumerate(args.listener, start=1):
+                name, _, protocol = spec.upper().partition(":")
+                listeners[name] = (protocol or name, args.base_port + k * args.brokers + broker_id - 1)
+            config.write_text(broker_properties(broker_id, port, log_dir, connect, args.brokers, own, listeners))
             argv = [sys.executable, "-m", "mafka.cli.main", "server-start", str(config)]
             log_file = home / "server.log"
             with open(log_file, "ab") as out:
@@ -168,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
             procs.append(proc)
             brokers.append(
                 {"id": broker_id, "host": HOST, "port": port, "pid": proc.pid, "config": str(config),
+                 "listeners": {"PLAINTEXT": port, **{n: p for n, (_, p) in listeners.items()}},
                  "log_dirs": [str(d) for d in log_dirs], "log_file": str(log_file), "argv": argv}
             )
         deadline = time.monotonic() + args.timeout

@@ -572,6 +572,15 @@ def controller_for_server(server: Any) -> Controller:
         registered = zk.register_broker(registration)
         return registered.addCallback(lambda epoch: setattr(server, "broker_epoch", epoch))
 
+    security = getattr(server, "interbroker_security", None)
+
+    def connect(broker_id: int, host: str, port: int) -> Any:
+        from mafka.interbroker.connection import InterBrokerConnection
+
+        return InterBrokerConnection(
+            server.reactor, host, port, f"controller-{server.broker_id}", security=security
+        )
+
     return Controller(
         server.broker_id,
         zk,
@@ -580,4 +589,5 @@ def controller_for_server(server: Any) -> Controller:
         listener_name=listener,
         reregister=reregister,
         background=getattr(server, "background", None),
+        connection_factory=connect,
     )

@@ -24,14 +24,21 @@ from collections import deque
 from typing import Any
 
 from twisted.internet import defer, protocol
-from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol
+from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrapClientTLS
 
-from mafka.tcp import tcp_transport
+from mafka.security.sasl import SaslAuthenticationError
+from mafka.security.sasl_client import SaslClientSession
+from mafka.tcp import set_no_delay, tcp_transport
 from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
 
+from .security import InterBrokerSecurity
+
 __all__ = ["KafkaClientProtocol", "InterBrokerConnection", "ConnectionLostError"]
+
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
 
 log = logging.getLogger("mafka.interbroker.connection")
 
@@ -56,9 +63,7 @@ class KafkaClientProtocol(protocol.Protocol):
         self.lost = False
 
     def connectionMade(self) -> None:  # noqa: N802
-        transport = tcp_transport(self)
-        if hasattr(transport, "setTcpNoDelay"):
-            transport.setTcpNoDelay(True)  # small requests must not wait for delayed ACKs
+        set_no_delay(self.transport)  # small requests must not wait for delayed ACKs
         self.connected_deferred.callback(self)
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
@@ -108,11 +113,15 @@ class InterBrokerConnection:
         client_id: request header client id.
         backoff_s: least delay between a failed connection attempt and the next.
         connect_timeout_s: a connection attempt not established within this fails.
+        security: TLS and SASL for the inter-broker listener (None: PLAINTEXT).  A
+            connection is handed to requests only once authenticated; a failed
+            authentication fails the waiting requests like a refused connection.
     """
 
     def __init__(
         self, reactor: Any, host: str, port: int, client_id: str, *,
         backoff_s: float = 0.5, connect_timeout_s: float = 5.0,
+        security: InterBrokerSecurity | None = None,
     ) -> None:
         self.reactor = reactor
         self.host = host
@@ -120,6 +129,7 @@ class InterBrokerConnection:
         self.client_id = client_id
         self.backoff_s = backoff_s
         self.connect_timeout_s = connect_timeout_s
+        self.security = security
         self.protocol: KafkaClientProtocol | None = None
         self._waiters: list[defer.Deferred] = []
         self._attempting = False
@@ -153,9 +163,37 @@ class InterBrokerConnection:
         self._retry_call = None
         if self._closed:
             return
-        endpoint = TCP4ClientEndpoint(self.reactor, self.host, self.port, timeout=self.connect_timeout_s)
+        endpoint: Any = TCP4ClientEndpoint(self.reactor, self.host, self.port, timeout=self.connect_timeout_s)
+        security = self.security
+        if security is not None and security.tls is not None:
+            endpoint = wrapClientTLS(security.tls(self.host), endpoint)
         d = connectProtocol(endpoint, KafkaClientProtocol(self.client_id))
+        if security is not None and security.sasl_mechanism is not None:
+            d.addCallback(self._authenticate, security)
         d.addCallbacks(self._connected, self._failed)
+
+    @defer.inlineCallbacks
+    def _authenticate(self, proto: KafkaClientProtocol, security: InterBrokerSecurity) -> Any:
+        """SaslHandshake v1 + SaslAuthenticate on a fresh connection; fires with *proto* once authenticated."""
+        assert security.sasl_mechanism is not None
+        try:
+            handshake = yield proto.request(SASL_HANDSHAKE, 1, {"mechanism": security.sasl_mechanism})
+            if handshake.error_code != 0:
+                raise SaslAuthenticationError(
+                    f"SaslHandshake error {handshake.error_code}; the broker enables {list(handshake.mechanisms)}"
+                )
+            session = SaslClientSession(security.sasl_mechanism, security.username, security.password)
+            token: bytes | None = session.first_token()
+            while token is not None:
+                response = yield proto.request(SASL_AUTHENTICATE, 1, {"auth_bytes": token})
+                if response.error_code != 0:
+                    raise SaslAuthenticationError(response.error_message or f"error {response.error_code}")
+                token = session.next_token(bytes(response.auth_bytes))
+        except BaseException:
+            if not proto.lost:
+                tcp_transport(proto).abortConnection()
+            raise
+        return proto
 
     def _connected(self, proto: KafkaClientProtocol) -> None:
         self._attempting = False

@@ -45,6 +45,15 @@ class FrameBuffer:
         self._max = max_size
         self._need = -1  # size of the frame in progress, once its prefix is known
 
+    @property
+    def max_size(self) -> int:
+        """The largest frame accepted from now on (a connection raises it once authenticated)."""
+        return self._max
+
+    @max_size.setter
+    def max_size(self, value: int) -> None:
+        self._max = value
+
     def feed(self, data: bytes) -> None:
         """Appends *data*.
 

@@ -56,16 +56,19 @@ class LocalCluster:
     """ZooKeeper + brokers 1..N via ``mafka cluster up``."""
 
     def __init__(
-        self, directory: Path, brokers: int = 3, settings: dict[str, str] | None = None, *, log_dirs_per_broker: int = 1
+        self, directory: Path, brokers: int = 3, settings: dict[str, str] | None = None, *, log_dirs_per_broker: int = 1,
+        listeners: tuple[str, ...] = (),
     ) -> None:
         self.directory = directory
         self.brokers = brokers
+        #: more listeners than PLAINTEXT, as ``mafka cluster up --listener NAME[:PROTOCOL]``
+        self.listeners = listeners
         self.settings = settings or {}
         self.log_dirs_per_broker = log_dirs_per_broker
         self.proc: subprocess.Popen | None = None
         self.info: dict[str, Any] = {}
         self.zookeeper_port = free_ports(1)[0]
-        self.base_port = consecutive_free_ports(brokers)
+        self.base_port = consecutive_free_ports(brokers * (1 + len(listeners)))
         #: set while :class:`ClusterFactory` lends this cluster to modules that share it: then
         #: :meth:`kill`, :meth:`restart` and :meth:`stop` refuse (a module that needs them
         #: declares ``ClusterSpec(..., shared=False)``)
@@ -80,6 +83,8 @@ class LocalCluster:
         ]
         for key, value in self.settings.items():
             argv += ["--set", f"{key}={value}"]
+        for listener in self.listeners:
+            argv += ["--listener", listener]
         self.log = open(self.directory.parent / f"{self.directory.name}-cluster.log", "wb")
         self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout + 10
@@ -97,6 +102,10 @@ class LocalCluster:
     @property
     def bootstrap(self) -> str:
         return self.info["bootstrap"]
+
+    def bootstrap_for(self, listener: str) -> str:
+        """The bootstrap servers of one listener (``PLAINTEXT``, or one of :attr:`listeners`)."""
+        return ",".join(f"{b['host']}:{b['listeners'][listener.upper()]}" for b in self.info["brokers"])
 
     def broker(self, broker_id: int) -> dict[str, Any]:
         return next(b for b in self.info["brokers"] if b["id"] == broker_id)
@@ -184,11 +193,13 @@ class ClusterSpec:
     brokers: int = 3
     log_dirs_per_broker: int = 1
     shared: bool = True
+    #: more listeners than PLAINTEXT (``NAME[:PROTOCOL]``, see ``mafka cluster up --listener``)
+    listeners: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[Any, ...]:
         """What two modules must agree on to share a cluster."""
-        return self.brokers, self.log_dirs_per_broker, tuple(sorted(self.settings.items()))
+        return self.brokers, self.log_dirs_per_broker, tuple(sorted(self.settings.items())), self.listeners
 
     def describe(self) -> str:
         settings = ", ".join(f"{k}={v}" for k, v in sorted(self.settings.items())) or "default settings"
@@ -248,7 +259,8 @@ class ClusterFactory:
     def start(self, spec: ClusterSpec, name: str) -> LocalCluster:
         """A started cluster for ``spec`` in a fresh directory named after ``name``; :meth:`stop` stops it."""
         c = LocalCluster(self.tmp_path_factory.mktemp(name) / "cluster", brokers=spec.brokers,
-                         settings=dict(spec.settings), log_dirs_per_broker=spec.log_dirs_per_broker)
+                         settings=dict(spec.settings), log_dirs_per_broker=spec.log_dirs_per_broker,
+                         listeners=spec.listeners)
         self.started.append(name)
         self.running.append(c)
         try:

@@ -1,4 +1,4 @@
-"""SaslAuthenticate (api key 36), decoded at v0–1.
+"""SaslAuthenticate (api key 36), decoded at v0–2 (flexible from v2).
 
 v1 adds session_lifetime_ms to the response.
 
@@ -13,8 +13,8 @@ from ..schema import F
 SPEC = api(
     36,
     "SaslAuthenticate",
-    advertised=(0, 1),
-    decode=(0, 1),
+    advertised=(0, 2),
+    decode=(0, 2),
     flexible="2+",
     request=[
         F("auth_bytes", "bytes", "0+"),

@@ -52,7 +52,7 @@ class FakeConn:
 
     instances: list[FakeConn] = []
 
-    def __init__(self, reactor, host, port, client_id, *, backoff_s=0.5) -> None:
+    def __init__(self, reactor, host, port, client_id, *, backoff_s=0.5, security=None) -> None:
         self.host, self.port, self.client_id = host, port, client_id
         self.requests: list[SimpleNamespace] = []
         self.protocol = SimpleNamespace(lost=False, transport=FakeTransport())

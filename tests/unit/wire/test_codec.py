@@ -30,7 +30,7 @@ REFERENCE_TABLE = {
     0: (0, 9), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
     12: (0, 3), 13: (0, 4), 14: (0, 3), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 4),
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 4), 23: (2, 3), 24: (0, 3), 25: (0, 3),
-    26: (0, 3), 27: (0, 1), 28: (0, 3), 32: (0, 2), 33: (0, 1), 36: (0, 1), 37: (0, 1),
+    26: (0, 3), 27: (0, 1), 28: (0, 3), 32: (0, 2), 33: (0, 1), 36: (0, 2), 37: (0, 1),
     42: (0, 1), 44: (0, 1),
     # Admin APIs of issue #5, beyond §2.3: ElectLeaders (v2 flexible) and the
     # flex-only KIP-455 reassignment APIs; no client infers features from them.
@@ -44,6 +44,7 @@ REFERENCE_TABLE = {
     # SCRAM credential APIs (KIP-554), DescribeCluster (KIP-700; v1-v2 because kafka-python's
     # describe_cluster reads the v1 endpoint type), DescribeProducers (KIP-664).
     50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0),
+    # Security APIs of issue #29, at Kafka 2.8's ranges: SaslAuthenticate v2 (flexible) above.
     # Transaction admin APIs of KIP-664 (Kafka 3.0): DescribeTransactions, ListTransactions.
     65: (0, 0), 66: (0, 0),
     # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.

@@ -1,0 +1,274 @@
+"""TLS on a real 3-broker cluster: SSL and SASL_SSL listeners, inter-broker SASL_SSL, real clients, attacks.
+
+Certificates are generated for the module (``tests.harness.certs``).  The
+brokers listen on PLAINTEXT (for the harness), SSL (client certificates
+required; principal mapping rules that take the CN of ``OU=test``
+certificates only) and SASL_SSL (no client certificates; PLAIN and SCRAM),
+and replicate over SASL_SSL with PLAIN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.harness.certs import generate_pki
+from tests.harness.cluster import ClusterSpec
+
+pytestmark = pytest.mark.integration
+
+ALICE = "CN=alice,OU=test,O=Mafka"
+OUTSIDER = "CN=eve,OU=elsewhere,O=Mafka"  # trusted, but no mapping rule matches its subject
+PKI = generate_pki(Path(tempfile.mkdtemp(prefix="mafka-tls-test-")), clients=(ALICE, OUTSIDER))
+JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+    'password="broker-secret" user_broker="broker-secret" user_alice="alice-plain";'
+)
+CLUSTER = ClusterSpec(
+    settings={
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(PKI.broker),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(PKI.ca),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=test,.*$/$1/L",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "inter.broker.listener.name": "SASL_SSL",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+    },
+    listeners=("SSL", "SASL_SSL"),
+    shared=False,
+)
+SCRAM_PASSWORD = "alice-scram"
+
+
+def addresses(cluster, listener: str) -> list[tuple[str, int]]:
+    return [(b["host"], b["listeners"][listener]) for b in cluster.info["brokers"]]
+
+
+@pytest.fixture(scope="module")
+def scram_user(cluster) -> str:
+    subprocess.run(
+        [sys.executable, "-m", "mafka.cli.main", "configs", "--bootstrap-server", cluster.bootstrap,
+         "--alter", "--add-config", f"SCRAM-SHA-512=[iterations=4096,password={SCRAM_PASSWORD}]",
+         "--entity-type", "users", "--entity-name", "alice"],
+        check=True, capture_output=True, timeout=60,
+    )
+    return "alice"
+
+
+def new_topic(cluster, partitions: int = 3, rf: int = 3) -> str:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    name = f"tls-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
+    try:
+        admin.create_topics([NewTopic(name, partitions, rf)], timeout_ms=30000)
+    finally:
+        admin.close()
+    return name
+
+
+def tls_handshake(address, *, cert: Path | None, ca: Path = PKI.ca) -> ssl.SSLSocket:
+    """A TLS connection that has sent one ApiVersions (so the server's verdict on the certificate is known)."""
+    from mafka.wire.codec import encode_request
+
+    ctx = ssl.create_default_context(cafile=str(ca))
+    if cert is not None:
+        ctx.load_cert_chain(str(cert))
+    sock = ctx.wrap_socket(socket.create_connection(address, timeout=10), server_hostname=address[0])
+    sock.sendall(encode_request(18, 2, 1, "probe", {}))
+    return sock
+
+
+def answered(sock: ssl.SSLSocket) -> bool:
+    """True if the broker answered the ApiVersions; False if it closed the connection."""
+    sock.settimeout(10)
+    try:
+        return len(sock.recv(4)) == 4
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        return False
+    finally:
+        sock.close()
+
+
+# ---------------------------------------------------------------------- client certificates
+
+
+def test_a_trusted_client_certificate_is_served_on_the_ssl_listener(cluster):
+    assert answered(tls_handshake(addresses(cluster, "SSL")[0], cert=PKI.client(ALICE)))
+
+
+@pytest.mark.parametrize("which", ["none", "expired", "untrusted", "unmapped"])
+def test_the_ssl_listener_refuses_bad_or_missing_client_certificates(cluster, which):
+    cert = {"none": None, "expired": PKI.expired_client, "untrusted": PKI.untrusted_client,
+            "unmapped": PKI.client(OUTSIDER)}[which]
+    try:
+        sock = tls_handshake(addresses(cluster, "SSL")[1], cert=cert)
+    except (ssl.SSLError, ConnectionResetError, BrokenPipeError):
+        return  # refused during the handshake
+    assert not answered(sock), f"a client with {which} certificate was served"
+
+
+def test_a_plaintext_client_or_garbage_on_a_tls_port_is_closed_and_others_are_served(cluster):
+    from mafka.wire.codec import encode_request
+
+    address = addresses(cluster, "SASL_SSL")[0]
+    for junk in (encode_request(18, 2, 1, "plain", {}), b"\x16\x03\x01" + b"\xff" * 200):
+        sock = socket.create_connection(address, timeout=10)
+        try:
+            sock.sendall(junk)
+            sock.settimeout(10)
+            data = b""
+            try:
+                while True:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except ConnectionResetError:
+                pass
+            assert not data.startswith(b"\x00\x00"), "a Kafka response came back in the clear"
+        finally:
+            sock.close()
+    assert answered(tls_handshake(addresses(cluster, "SSL")[0], cert=PKI.client(ALICE)))
+
+
+def test_the_broker_certificate_is_checked_by_clients(cluster):
+    with pytest.raises(ssl.SSLCertVerificationError):
+        tls_handshake(addresses(cluster, "SASL_SSL")[0], cert=None, ca=PKI.untrusted_ca)
+
+
+# ---------------------------------------------------------------------- real clients
+
+
+def _confluent_round_trip(bootstrap: str, topic: str, conf: dict, count: int = 200, size: int = 100) -> None:
+    from confluent_kafka import Consumer, Producer
+
+    errors: list = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "error_cb": errors.append, **conf})
+    for i in range(count):
+        producer.produce(topic, key=b"k%d" % i, value=(b"%d:" % i).ljust(size, b"x"))
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "error_cb": errors.append, **conf})
+    consumer.subscribe([topic])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed(consumer.assignment(), timeout=10)
+    consumer.close()
+    assert sorted(int(v.split(b":")[0]) for v in got) == list(range(count)), errors
+    assert all(len(v) == size for v in got)
+    assert sum(tp.offset for tp in committed) == count
+
+
+def test_confluent_kafka_over_ssl_with_a_client_certificate(cluster):
+    topic = new_topic(cluster)
+    conf = {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
+            "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
+    # large records: a fetch response of several MB goes through the read-instead-of-sendfile path
+    _confluent_round_trip(cluster.bootstrap_for("SSL"), topic, conf, count=60, size=200_000)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_confluent_kafka_over_sasl_ssl(cluster, scram_user, mechanism):
+    topic = new_topic(cluster)
+    conf = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": mechanism,
+            "sasl.username": "alice", "sasl.password": "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD}
+    _confluent_round_trip(cluster.bootstrap_for("SASL_SSL"), topic, conf)
+
+
+def test_kafka_python_over_sasl_ssl_with_scram(cluster, scram_user):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    topic = new_topic(cluster)
+    conf = {"bootstrap_servers": cluster.bootstrap_for("SASL_SSL"), "security_protocol": "SASL_SSL",
+            "ssl_cafile": str(PKI.ca), "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice",
+            "sasl_plain_password": SCRAM_PASSWORD}
+    producer = KafkaProducer(acks="all", **conf)
+    for i in range(100):
+        producer.send(topic, value=b"v%d" % i)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=20000, **conf)
+    got = []
+    for msg in consumer:
+        got.append(msg.value)
+        if len(got) == 100:
+            break
+    consumer.commit()
+    consumer.close()
+    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+
+
+def test_aiokafka_over_ssl_with_a_client_certificate(cluster):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.helpers import create_ssl_context
+
+    topic = new_topic(cluster)
+
+    async def run() -> list[bytes]:
+        ctx = create_ssl_context(cafile=str(PKI.ca), certfile=str(PKI.client(ALICE)))
+        conf = {"bootstrap_servers": cluster.bootstrap_for("SSL"), "security_protocol": "SSL", "ssl_context": ctx}
+        producer = AIOKafkaProducer(acks="all", **conf)
+        await producer.start()
+        try:
+            for i in range(100):
+                await producer.send(topic, value=b"v%d" % i)
+            await producer.flush()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                    enable_auto_commit=False, **conf)
+        await consumer.start()
+        got: list[bytes] = []
+        try:
+            async with asyncio.timeout(60):
+                async for msg in consumer:
+                    got.append(msg.value)
+                    if len(got) == 100:
+                        break
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return got
+
+    assert sorted(asyncio.run(run())) == sorted(b"v%d" % i for i in range(100))
+
+
+# ---------------------------------------------------------------------- inter-broker SASL_SSL
+
+
+def test_replication_runs_over_sasl_ssl_between_brokers(cluster):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient
+
+    topic = new_topic(cluster, partitions=2, rf=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(200):
+        producer.produce(topic, value=b"x%d" % i)
+    assert producer.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    deadline = time.monotonic() + 30
+    while True:
+        meta = admin.list_topics(topic, timeout=10).topics[topic]
+        if all(len(p.isrs) == 3 for p in meta.partitions.values()):
+            break
+        assert time.monotonic() < deadline, {p.id: p.isrs for p in meta.partitions.values()}
+        time.sleep(0.2)
