@@ -79,6 +79,8 @@ PASSTHROUGH_PREFIXES: Final = (
     "zookeeper.ssl.",
     "security.providers",
     "principal.builder.class",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
     "quota.",
     "replication.quota.",
     "alter.log.dirs.replication.quota.",

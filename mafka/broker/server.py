@@ -47,6 +47,7 @@ from mafka.log.manager import LogManager
 from mafka.rebalancer.service import RebalancerService
 from mafka.wire import registry as wire_registry
 
+from .authorization import BrokerAuthorizer
 from .cold_reads import ColdReader, PageCacheProbe
 from .config import BrokerConfig
 from .delayed_delivery import DelayedDelivery, retention_bound
@@ -127,6 +128,8 @@ class KafkaServer:
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.user_configs: UserConfigCache | None = None
+        #: ACL decisions (allows everything unless authorizer.class.name is set)
+        self.authorizer: BrokerAuthorizer | None = None
         #: TLS/SASL of the connections this broker opens to its peers (None: PLAINTEXT)
         self.interbroker_security: InterBrokerSecurity | None = None
         self.group_service: GroupService | None = None
@@ -229,6 +232,8 @@ class KafkaServer:
         user_configs = self.user_configs = UserConfigCache(self.zk)
         yield user_configs.load()
         self.topic_configs.on_entity_change = user_configs.changed
+        authorizer = self.authorizer = BrokerAuthorizer(self.zk, config)
+        yield authorizer.load()
         # Every listener's security now: a bad JAAS or TLS config stops the start-up here.
         securities = {
             endpoint.name: listener_security(
@@ -344,6 +349,7 @@ class KafkaServer:
             self.controller = self.controller_factory(self)
             yield self.controller.start()
         self.topic_configs.start()
+        authorizer.start()
         self._start_background_tasks()
         log.info("broker %d started", self.broker_id)
 
@@ -509,6 +515,8 @@ class KafkaServer:
             self.transaction_service.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
+        if self.authorizer is not None:
+            self.authorizer.stop()
         if self.controller is not None:
             yield defer.maybeDeferred(self.controller.stop)
         if self.log_dir_mover is not None:

@@ -118,7 +118,8 @@ def add_parser(sub: Any) -> None:
         help="list the api versions every broker supports (kafka-broker-api-versions)",
     )
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="REQUIRED: The server to connect to.")
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="A property file containing configs to be passed to Admin Client.")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
@@ -157,14 +158,15 @@ def format_api_versions(supported: Iterable[tuple[int, int, int]]) -> str:
 
 
 async def broker_api_versions(
-    bootstrap: str, timeout_s: float
+    bootstrap: str, timeout_s: float, command_config: str | None = None
 ) -> list[tuple[BrokerInfo, list[tuple[int, int, int]] | str]]:
     """Every broker (by id) with its ApiVersions ``(key, min, max)`` list, or the error text.
 
     Raises:
         TimeoutError: no broker listed within ``timeout_s`` (Kafka waits forever).
     """
-    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "broker-api-versions-tool", timeout_s)))
+    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "broker-api-versions-tool", timeout_s,
+                                                       command_config)))
     deadline = time.monotonic() + timeout_s
     try:
         while True:
@@ -203,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         print('Missing required argument "[bootstrap-server]"', file=sys.stderr)
         return 1
     try:
-        found = asyncio.run(broker_api_versions(args.bootstrap_server, args.timeout))
+        found = asyncio.run(broker_api_versions(args.bootstrap_server, args.timeout, args.command_config))
     except TimeoutError as exc:
         print(f"org.apache.kafka.common.errors.TimeoutException: {exc}", file=sys.stderr)
         return 1

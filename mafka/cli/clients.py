@@ -8,7 +8,11 @@ keys Mafka's client does not know (serializer classes, Java-only tuning); as the
 Java client does, such keys are left out with a ``WARN … was supplied but isn't a
 known config.`` line on stderr, and the serializer/deserializer class keys the
 tools themselves set in Kafka are dropped silently.  A known key with a bad value
-is an error (:class:`mafka.client.ConfigError`).
+is an error (:class:`mafka.client.ConfigError`).  The Java client's TLS and SASL
+keys (``sasl.jaas.config``, ``ssl.truststore.location`` …) are translated to
+mafka.client's first (:mod:`mafka.cli.client_security`), so a Java tool's
+security configuration file works unchanged; :func:`admin_config` reads the
+admin tools' ``--command-config`` / ``--admin.config`` file.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from datetime import datetime
 from typing import Any
 
 from mafka import properties
+from mafka.cli.client_security import translate_java_security
 from mafka.client.config import PROPERTIES
 from mafka.client.kafka_error import KafkaError as ClientError
-from mafka.errors import ErrorCode
+from mafka.errors import ConfigError, ErrorCode
 from mafka.errors import KafkaError as BrokerError
 
 __all__ = [
@@ -108,10 +113,16 @@ def known_config(key: str) -> bool:
 
 
 def client_settings(props: Mapping[str, Any], role: str, warn: bool = True) -> dict[str, Any]:
-    """``props`` without the keys Mafka's client does not know (each one warned about on stderr
-    as the Java client does, except the serializer classes), ready for a ``role`` client."""
+    """``props`` with the Java client's security keys translated, without the keys Mafka's
+    client does not know (each one warned about on stderr as the Java client does, except the
+    serializer classes), ready for a ``role`` client.
+
+    Raises:
+        ConfigError (a ValueError): a security setting Mafka cannot honour
+            (see :func:`mafka.cli.client_security.translate_java_security`).
+    """
     out: dict[str, Any] = {}
-    for key, value in props.items():
+    for key, value in translate_java_security(props).items():
         if known_config(key):
             out[key] = value
         elif warn and key not in JAVA_ONLY_KEYS:
@@ -120,10 +131,27 @@ def client_settings(props: Mapping[str, Any], role: str, warn: bool = True) -> d
     return out
 
 
-def admin_config(bootstrap: str, client_id: str, timeout_s: float) -> dict[str, Any]:
-    """An :class:`~mafka.client.AdminClient` configuration whose calls are bounded by ``timeout_s``."""
+def admin_config(bootstrap: str, client_id: str, timeout_s: float,
+                 command_config: str | None = None) -> dict[str, Any]:
+    """An :class:`~mafka.client.AdminClient` configuration whose calls are bounded by ``timeout_s``,
+    with the settings of the ``command_config`` properties file if one is given (security
+    keys translated, unknown keys warned about; ``bootstrap``, ``client_id`` and the
+    timeouts win over the file, as the tools' flags do in Kafka).
+
+    Raises:
+        ConfigError (a ValueError): ``command_config`` cannot be read (or has a malformed
+            escape), or holds a security setting Mafka cannot honour.
+    """
+    settings: dict[str, Any] = {}
+    if command_config:
+        try:
+            loaded = load_properties(command_config)
+        except OSError as exc:
+            raise ConfigError(f"Failed to load {command_config}: {exc.strerror or exc}") from exc
+        settings = client_settings(loaded, "admin")
     ms = int(timeout_s * 1000)
     return {
+        **settings,
         "bootstrap.servers": bootstrap,
         "client.id": client_id,
         "socket.timeout.ms": min(300000, max(10, ms)),

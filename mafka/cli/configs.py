@@ -157,7 +157,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT")
     p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                    help="DEPRECATED (as in Kafka 2.8): read and write ZooKeeper's config znodes directly")
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Property file containing configs to be passed to Admin Client.")
     p.add_argument("--alter", action="store_true", help="alter the configuration for the entity")
     p.add_argument("--describe", action="store_true", help="list configs for the given entity")
     p.add_argument("--all", action="store_true",
@@ -614,12 +615,13 @@ DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
 
 
-async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dict[str, Any]) -> Any:
+async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dict[str, Any],
+                         command_config: str | None = None) -> Any:
     """Sends one SCRAM request (alterations to the controller, retried while it moves) and returns the answer."""
     from mafka.client.config import parse_config
     from mafka.client.kernel import Kernel
 
-    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "mafka-configs", timeout)))
+    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "mafka-configs", timeout, command_config)))
     try:
         async with asyncio.timeout(timeout):
             while True:
@@ -641,7 +643,8 @@ async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dic
 def _scram(args: argparse.Namespace, api_key: int, body: dict[str, Any]) -> Any:
     call = "describeUserScramCredentials" if api_key == DESCRIBE_USER_SCRAM_CREDENTIALS else "alterUserScramCredentials"
     try:
-        return asyncio.run(_scram_request(args.bootstrap_server, args.timeout, api_key, body))
+        return asyncio.run(_scram_request(args.bootstrap_server, args.timeout, api_key, body,
+                                          args.command_config))
     except TimeoutError:
         raise _timed_out(call) from None
 
@@ -734,7 +737,8 @@ def _run_bootstrap(args: argparse.Namespace, types: list[str], names: list[str])
         else:
             _alter_users(args, types, names, _configs_to_add(args), _configs_to_delete(args))
     else:
-        with AdminClient(admin_config(args.bootstrap_server, "mafka-configs", args.timeout)) as admin:
+        with AdminClient(admin_config(args.bootstrap_server, "mafka-configs", args.timeout,
+                                      args.command_config)) as admin:
             if args.describe:
                 _describe_resources(admin, head, names[0] if names else None, args.all, args.timeout)
                 return

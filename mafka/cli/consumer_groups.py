@@ -518,7 +518,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--offsets", action="store_true")
     p.add_argument("--state", nargs="?", const="", default=None)
     p.add_argument("--timeout", type=int, default=5000, help="ms (Kafka's)")
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Property file containing configs to be passed to Admin Client.")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--execute", action="store_true")
     p.add_argument("--export", action="store_true")
@@ -896,7 +897,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         action = check_args(args)
         try:
-            admin = AdminClient(admin_config(args.bootstrap_server, "mafka-consumer-groups", args.timeout / 1000))
+            admin = AdminClient(admin_config(args.bootstrap_server, "mafka-consumer-groups", args.timeout / 1000,
+                                              args.command_config))
         except ValueError as exc:  # a bad bootstrap list or setting
             raise CommandFailed(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
         try:

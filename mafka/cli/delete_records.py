@@ -46,7 +46,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="REQUIRED: The server to connect to.")
     p.add_argument("--offset-json-file", metavar="FILE",
                    help='REQUIRED: {"partitions":[{"topic":"foo","partition":1,"offset":1}],"version":1}')
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="A property file containing configs to be passed to Admin Client.")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             print(f'Missing required argument "[{option}]"', file=sys.stderr)
             return 1
     try:
-        config = admin_config(args.bootstrap_server, "mafka-delete-records", args.timeout)
+        config = admin_config(args.bootstrap_server, "mafka-delete-records", args.timeout, args.command_config)
         with open(args.offset_json_file, encoding="utf-8") as f:
             offsets = parse_offset_json(f.read())
         with AdminClient(config) as admin:

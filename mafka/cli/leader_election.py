@@ -50,7 +50,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--partition", type=int)
     p.add_argument("--path-to-json-file")
     p.add_argument(
-        "--admin.config", dest="admin_config", help="accepted for compatibility; ignored"
+        "--admin.config", dest="admin_config", metavar="FILE",
+        help="Configuration properties files to pass to the admin client"
     )
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
@@ -165,7 +166,8 @@ def report(election: int, results: dict[tuple[str, int], tuple[int, str | None]]
 def run(args: argparse.Namespace) -> int:
     try:
         election, partitions = _check_args(args)
-        with AdminClient(admin_config(args.bootstrap_server, "mafka-leader-election", args.timeout)) as admin:
+        with AdminClient(admin_config(args.bootstrap_server, "mafka-leader-election", args.timeout,
+                                              args.admin_config)) as admin:
             failed = report(election, elect_leaders(admin, election, partitions, args.timeout))
     except TimeoutError as exc:  # before OSError, its base class
         print("Timeout waiting for election results", file=sys.stdout)

@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--describe", action="store_true", help="describe the log dirs of the brokers")
     p.add_argument("--broker-list", default=None, metavar="1,2,3")
     p.add_argument("--topic-list", default="", metavar="t1,t2")
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Property file containing configs to be passed to Admin Client.")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
@@ -53,7 +54,7 @@ def _csv(text: str | None) -> list[str]:
 
 
 async def describe_log_dirs(
-    bootstrap: str, brokers: list[int] | None, timeout_s: float
+    bootstrap: str, brokers: list[int] | None, timeout_s: float, command_config: str | None = None
 ) -> tuple[list[int], dict[int, Any]]:
     """(the brokers asked, {broker: DescribeLogDirs response body}).
 
@@ -61,7 +62,7 @@ async def describe_log_dirs(
         CommandError: a broker of *brokers* is not in the cluster.
         ConnectionError / TimeoutError: the cluster or a broker did not answer.
     """
-    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "log-dirs-tool", timeout_s)))
+    kernel = Kernel(parse_config("admin", admin_config(bootstrap, "log-dirs-tool", timeout_s, command_config)))
     try:
         async with asyncio.timeout(timeout_s):
             await kernel.refresh_metadata()
@@ -129,13 +130,16 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"Invalid broker list {args.broker_list!r}: {exc}") from None
         print("Querying brokers for log directories information", flush=True)
         asked, responses = asyncio.run(
-            describe_log_dirs(args.bootstrap_server, brokers, args.timeout)
+            describe_log_dirs(args.bootstrap_server, brokers, args.timeout, args.command_config)
         )
     except CommandError as exc:
         print(str(exc), file=sys.stderr)
         return 1
     except (ConnectionError, TimeoutError) as exc:
         print(f"Error: {exc or 'timed out'}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # a bad bootstrap list or --command-config
+        print(f"org.apache.kafka.common.config.ConfigException: {exc}", file=sys.stderr)
         return 1
     print(f"Received log directory information from brokers {','.join(map(str, asked))}")
     print(format_log_dirs_json(responses, set(_csv(args.topic_list))))

@@ -73,7 +73,9 @@ def add_parser(sub: Any) -> None:
                    help="DEPRECATED (as in Kafka 2.8): write /admin/preferred_replica_election directly")
     p.add_argument("--path-to-json-file", metavar="FILE",
                    help='{"partitions":[{"topic":"foo","partition":1}]}; defaults to all existing partitions')
-    p.add_argument("--admin.config", dest="admin_config", help="accepted for compatibility; ignored")
+    p.add_argument("--admin.config", dest="admin_config", metavar="FILE",
+                   help="Admin client config properties file to pass to the admin client when "
+                   "--bootstrap-server is given.")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster (Kafka: 30)")
     p.set_defaults(func=run)
 
@@ -174,7 +176,8 @@ def report_admin_results(results: dict[TopicPartitionTuple, tuple[int, str | Non
 
 def elect_via_admin(args: argparse.Namespace, requested: list[TopicPartitionTuple] | None) -> int:
     """ElectLeaders (PREFERRED) through the admin client; the exit status."""
-    config = admin_config(args.bootstrap_server, "mafka-preferred-replica-election", args.timeout)
+    config = admin_config(args.bootstrap_server, "mafka-preferred-replica-election", args.timeout,
+                          args.admin_config)
     with AdminClient(config) as admin:
         try:
             results = elect_leaders(admin, PREFERRED, requested, args.timeout)

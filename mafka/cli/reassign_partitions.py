@@ -98,7 +98,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--timeout", type=int, default=None, help="ms (Kafka's, default 10000); the cluster gets at least 30 s"
     )
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Property file containing configs to be passed to Admin Client.")
     p.set_defaults(func=run)
 
 
@@ -457,7 +458,8 @@ def run(args: argparse.Namespace) -> int:
     args.timeout = 10000 if args.timeout is None else args.timeout
     try:
         timeout_s = max(30.0, args.timeout / 1000.0)
-        config = admin_config(args.bootstrap_server, "mafka-reassign-partitions", timeout_s)
+        config = admin_config(args.bootstrap_server, "mafka-reassign-partitions", timeout_s,
+                              args.command_config)
         with AdminClient(config) as admin:
             cluster = Cluster(admin, timeout_s)
             if action == "generate":

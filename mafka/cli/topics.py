@@ -68,7 +68,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--under-replicated-partitions", action="store_true")
     p.add_argument("--unavailable-partitions", action="store_true")
     p.add_argument("--topics-with-overrides", action="store_true")
-    p.add_argument("--command-config", help="accepted for compatibility; ignored")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Property file containing configs to be passed to Admin Client.")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the cluster")
     p.set_defaults(func=run)
 
@@ -273,7 +274,8 @@ def run(args: argparse.Namespace) -> int:
             run_zookeeper(args, action, dict(c.split("=", 1) for c in args.config), assignment)
             sys.stdout.flush()
             return 0
-        with AdminClient(admin_config(args.bootstrap_server, "mafka-topics", args.timeout)) as admin:
+        with AdminClient(admin_config(args.bootstrap_server, "mafka-topics", args.timeout,
+                                       args.command_config)) as admin:
             {"create": create, "list": list_topics, "describe": describe, "alter": alter, "delete": delete}[action](admin, args)
     except TopicCommandError as exc:
         _report(exc)

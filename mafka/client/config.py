@@ -19,7 +19,9 @@ canonical key with its aliases, kind, default, roles and limits.  Names:
   ``max.request.size``, ``send.buffer.bytes``, ``receive.buffer.bytes``, and
   ``buffer.memory`` in bytes for ``queue.buffering.max.kbytes`` in KiB).
 * kafka-python's spellings work too: a key that is not known as written is
-  looked up again with ``_`` → ``.`` (``bootstrap_servers``, ``linger_ms``).
+  looked up again with ``_`` → ``.`` (``bootstrap_servers``, ``linger_ms``,
+  ``security_protocol``, ``sasl_mechanism``); its security names that differ
+  more are aliases (``ssl.cafile`` for ``ssl_cafile`` …, see Security below).
   Keys that really contain ``_`` (``log_level``, ``error_cb``) match first.
 * ``default.topic.config`` (a dict) is merged into the top level first, its
   values winning, as confluent-kafka does.
@@ -46,14 +48,42 @@ Errors are :class:`ConfigError` (a :class:`ValueError`; the one
 Kafka's ``ConfigException``) and name the key as the user spelled it: an unknown key (``No such configuration property:
 "foo"``, confluent's text), a value of the wrong type, out of range or not
 among the choices (``acks=2``: only -1, 0, 1 and ``"all"``, as in Java), a
-missing ``bootstrap.servers``, a ``security.protocol`` other than
-``plaintext`` or any ``ssl.*``/``sasl.*`` key (not supported yet), and the
-cross-key rules below.  A known key of another role (``group.id`` given to a
-producer) is validated and kept, and a warning in the librdkafka wording is
+missing ``bootstrap.servers``, an ``ssl.*``/``sasl.*`` key the client does not
+implement (``ssl.keystore.location``, ``sasl.kerberos.*``,
+``sasl.oauthbearer.*`` …: "not supported", since ignoring one could connect
+in a way the user did not ask for), and the cross-key rules below; a
+password's value is never shown.  A known key of another role (``group.id``
+given to a producer) is validated and kept, and a warning in the librdkafka wording is
 added to :attr:`ClientConfig.warnings` — librdkafka accepts such keys so
 that one dict can configure both a producer and a consumer.  Exceptions are
 the Python-only callbacks ``on_delivery`` and ``on_commit``, which
 confluent-kafka rejects outside their role as unknown.
+
+Security (librdkafka's keys and meanings; :mod:`mafka.client.security` builds
+the TLS context and SASL settings from them):
+
+* ``security.protocol``: ``plaintext`` (default), ``ssl``, ``sasl_plaintext``,
+  ``sasl_ssl``, any case.
+* ``sasl.mechanisms`` (alias ``sasl.mechanism``, Java's and kafka-python's
+  name): ``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512`` (any case, stored in
+  upper case).  It has no default: librdkafka's and Java's, GSSAPI, is not
+  spoken by the client, so a SASL protocol needs the key set; ``GSSAPI`` and
+  ``OAUTHBEARER`` given explicitly are refused with that reason.
+  ``sasl.username`` and ``sasl.password`` (kafka-python's
+  ``sasl_plain_username`` / ``sasl_plain_password``) must both be set with a
+  SASL protocol.  Passwords are kept as given (not trimmed) and hidden by
+  ``repr()``.
+* ``ssl.ca.location`` (``ssl_cafile``; ``probe`` = the system's CA store, as
+  when unset), ``ssl.certificate.location`` (``ssl_certfile``),
+  ``ssl.key.location`` (``ssl_keyfile``; without it the key is read from the
+  certificate file), ``ssl.key.password`` (``ssl_password``): PEM files, which
+  must exist when the protocol uses TLS; a key needs its certificate.
+* ``ssl.endpoint.identification.algorithm``: ``https`` (default, librdkafka
+  2.0's) verifies that the broker's certificate names the host the client
+  dialled; ``none`` does not.  ``enable.ssl.certificate.verification=false``
+  accepts any certificate (and so no host name check either).
+* TLS keys with a non-TLS protocol and SASL keys with a non-SASL protocol are
+  kept but do nothing; each adds a warning to :attr:`ClientConfig.warnings`.
 
 Cross-key rules (producer):
 
@@ -89,9 +119,8 @@ confluent-kafka users commonly set; :data:`INERT_KEYS`):
 ``socket.keepalive.enable``, ``socket.nagle.disable``,
 ``socket.send.buffer.bytes``, ``socket.receive.buffer.bytes``,
 ``socket.max.fails``, ``broker.address.family``, ``broker.address.ttl``,
-``connections.max.idle.ms``, ``enable.ssl.certificate.verification``,
-``enable.metrics.push``, ``topic.metadata.propagation.max.ms``,
-``topic.metadata.refresh.sparse``, ``api.version.request.timeout.ms``,
+``connections.max.idle.ms``, ``enable.metrics.push``,
+``topic.metadata.propagation.max.ms``, ``topic.metadata.refresh.sparse``, ``api.version.request.timeout.ms``,
 ``log.connection.close``, ``queue.buffering.backpressure.threshold``,
 ``sticky.partitioning.linger.ms``, ``compression.level``,
 ``fetch.error.backoff.ms``, ``fetch.queue.backoff.ms``.
@@ -100,6 +129,7 @@ confluent-kafka users commonly set; :data:`INERT_KEYS`):
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -110,6 +140,9 @@ __all__ = [
     "INERT_KEYS",
     "PROPERTIES",
     "ROLES",
+    "SASL_MECHANISMS",
+    "SASL_PROTOCOLS",
+    "TLS_PROTOCOLS",
     "Alias",
     "ClientConfig",
     "ConfigError",
@@ -150,7 +183,8 @@ class Prop:
     and ``float`` values.  ``check`` is an extra rule on the parsed value returning
     why it is refused, or ``None``.  ``inert``: accepted and stored, no effect.
     ``strict_roles``: outside its roles the key is unknown (confluent-kafka's
-    Python-only keys) instead of a warning.
+    Python-only keys) instead of a warning.  ``sensitive``: a secret, hidden by
+    :meth:`ClientConfig.__repr__`.
     """
 
     name: str
@@ -164,6 +198,7 @@ class Prop:
     check: Callable[[Any], str | None] | None = None
     inert: bool = False
     strict_roles: bool = False
+    sensitive: bool = False
 
     def default_for(self, role: str) -> Any:
         return self.default.for_role(role) if isinstance(self.default, PerRole) else self.default
@@ -177,9 +212,15 @@ def _words(*words: str) -> dict[str, str]:
     return {w: w for w in words}
 
 
-def _plaintext_only(value: str) -> str | None:
-    if value != "plaintext":
-        return 'not supported yet: Mafka\'s client speaks only "plaintext"'
+#: The SASL mechanisms Mafka's client speaks (:data:`mafka.security.sasl_client.CLIENT_MECHANISMS`).
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+# Known to librdkafka, refused with a clear reason rather than as an unknown word.
+_UNSUPPORTED_MECHANISMS = ("GSSAPI", "OAUTHBEARER")
+
+
+def _supported_mechanism(value: str) -> str | None:
+    if value in _UNSUPPORTED_MECHANISMS:
+        return f"{value} is not supported by Mafka's client; use one of: {', '.join(SASL_MECHANISMS)}"
     return None
 
 
@@ -218,7 +259,21 @@ PROPERTIES: tuple[Prop, ...] = (
     Prop("request.timeout.ms", "int", 30000, _ALL, lo=1, hi=900000),
     Prop("api.version.request", "bool", True, _ALL),
     Prop("security.protocol", "enum", "plaintext", _ALL,
-         choices=_words("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"), check=_plaintext_only),
+         choices=_words("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")),
+    # librdkafka's name is sasl.mechanisms, Java's (and kafka-python's) sasl.mechanism.
+    # No default: librdkafka's and Java's, GSSAPI, is not spoken (a SASL protocol needs the key).
+    Prop("sasl.mechanisms", "enum", None, _ALL, _a("sasl.mechanism"),
+         choices={m.lower(): m for m in (*SASL_MECHANISMS, *_UNSUPPORTED_MECHANISMS)},
+         check=_supported_mechanism),
+    Prop("sasl.username", "str", None, _ALL, _a("sasl.plain.username")),
+    Prop("sasl.password", "secret", None, _ALL, _a("sasl.plain.password"), sensitive=True),
+    Prop("ssl.ca.location", "str", None, _ALL, _a("ssl.cafile"), check=_not_empty),
+    Prop("ssl.certificate.location", "str", None, _ALL, _a("ssl.certfile"), check=_not_empty),
+    Prop("ssl.key.location", "str", None, _ALL, _a("ssl.keyfile"), check=_not_empty),
+    Prop("ssl.key.password", "secret", None, _ALL, _a("ssl.password"), sensitive=True),
+    Prop("ssl.endpoint.identification.algorithm", "enum", "https", _ALL,
+         choices=_words("none", "https")),
+    Prop("enable.ssl.certificate.verification", "bool", True, _ALL),
     Prop("max.in.flight.requests.per.connection", "int", 1000000, _ALL, _a("max.in.flight"),
          lo=1, hi=1000000),
     Prop("message.max.bytes", "int", 1000000, _ALL, _a("max.request.size"), lo=1000, hi=1000000000),
@@ -244,7 +299,6 @@ PROPERTIES: tuple[Prop, ...] = (
          inert=True),
     Prop("broker.address.ttl", "int", 1000, _ALL, lo=0, hi=86400000, inert=True),
     Prop("connections.max.idle.ms", "int", 0, _ALL, lo=0, hi=_I32, inert=True),
-    Prop("enable.ssl.certificate.verification", "bool", True, _ALL, inert=True),
     Prop("enable.metrics.push", "bool", True, _ALL, inert=True),
     Prop("topic.metadata.propagation.max.ms", "int", 30000, _ALL, lo=0, hi=3600000, inert=True),
     Prop("topic.metadata.refresh.sparse", "bool", True, _ALL, inert=True),
@@ -309,8 +363,10 @@ PROPERTIES: tuple[Prop, ...] = (
 #: Canonical keys accepted and stored without effect (listed in the module docstring).
 INERT_KEYS: frozenset[str] = frozenset(p.name for p in PROPERTIES if p.inert)
 
-#: Keys of librdkafka families the client cannot honour yet: refusing them is safer
-#: than silently talking plaintext to a cluster the user meant to reach over TLS/SASL.
+#: Families of librdkafka keys of which the client implements only those in :data:`PROPERTIES`
+#: (PEM files, PLAIN/SCRAM): the others (``ssl.keystore.location``, ``sasl.kerberos.*``,
+#: ``sasl.oauthbearer.*`` …) are refused, since ignoring one could connect in a way the
+#: user did not ask for.
 _UNSUPPORTED_PREFIXES = ("ssl.", "sasl.")
 
 _BY_NAME: dict[str, Prop] = {p.name: p for p in PROPERTIES}
@@ -430,6 +486,14 @@ def _parse_str(prop: Prop, raw: Any, scale: int) -> str:
     raise _Rejected("expected a string")
 
 
+def _parse_secret(prop: Prop, raw: Any, scale: int) -> str:
+    if isinstance(raw, str):
+        return raw  # not trimmed: blanks may be part of a password (librdkafka keeps them)
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return str(raw)
+    raise _Rejected("expected a string")
+
+
 def _parse_enum(prop: Prop, raw: Any, scale: int) -> Any:
     choices = prop.choices or {}
     if isinstance(raw, str) and raw.strip().lower() in choices:
@@ -486,6 +550,7 @@ _PARSERS: dict[str, Callable[[Prop, Any, int], Any]] = {
     "int": _parse_int,
     "float": _parse_float,
     "str": _parse_str,
+    "secret": _parse_secret,
     "enum": _parse_enum,
     "list": _parse_list,
     "servers": _parse_servers,
@@ -571,7 +636,9 @@ class ClientConfig:
         return dict(self._values)
 
     def __repr__(self) -> str:
-        return f"ClientConfig({self.role!r}, {self._values!r})"
+        shown = {k: "[hidden]" if v is not None and _BY_NAME[k].sensitive else v
+                 for k, v in self._values.items()}
+        return f"ClientConfig({self.role!r}, {shown!r})"
 
 
 def parse_config(role: str, conf: Mapping[str, Any] | None) -> ClientConfig:
@@ -606,8 +673,10 @@ def parse_config(role: str, conf: Mapping[str, Any] | None) -> ClientConfig:
         if found is None or (found[0].strict_roles and role not in found[0].roles):
             if key.startswith(_UNSUPPORTED_PREFIXES):
                 raise ConfigError(
-                    f'Configuration property "{key}" is not supported yet: '
-                    "Mafka's client speaks only plaintext", key, raw)
+                    f'Configuration property "{key}" is not supported by Mafka\'s client '
+                    "(TLS takes PEM files: ssl.ca.location, ssl.certificate.location, "
+                    "ssl.key.location; SASL: PLAIN and SCRAM with sasl.username/sasl.password)",
+                    key, raw)
             raise ConfigError(f'No such configuration property: "{key}"', key, raw)
         prop, scale = found
         if raw is None:
@@ -621,7 +690,7 @@ def parse_config(role: str, conf: Mapping[str, Any] | None) -> ClientConfig:
         except _Rejected as rejected:
             reason = str(rejected)
         if reason is not None:
-            raise _invalid(key, raw, reason)
+            raise _invalid(key, "[hidden]" if prop.sensitive else raw, reason)
         values[prop.name] = value
         spelled[prop.name] = (key, raw)
         if role not in prop.roles:
@@ -639,6 +708,7 @@ def parse_config(role: str, conf: Mapping[str, Any] | None) -> ClientConfig:
             values[prop.name] = prop.default_for(role)
     for rule in _RULES:
         rule(role, values, spelled)
+    warnings.extend(_ignored_security_keys(values, spelled))
     ordered = {p.name: values[p.name] for p in PROPERTIES if p.name in values}  # table order
     return ClientConfig(role, ordered, frozenset(spelled), tuple(warnings))
 
@@ -709,9 +779,65 @@ def _fetch_max_bytes(role: str, values: dict[str, Any], spelled: dict[str, tuple
             min(values["fetch.max.bytes"], values["queued.max.messages.kbytes"] * 1024), message_max)
 
 
+#: ``security.protocol`` values that use TLS / SASL.
+TLS_PROTOCOLS = frozenset({"ssl", "sasl_ssl"})
+SASL_PROTOCOLS = frozenset({"sasl_plaintext", "sasl_ssl"})
+#: The PEM files of the TLS keys; ``ssl.ca.location=probe`` means the system's CA store (librdkafka).
+_TLS_FILES = ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+_SASL_KEYS = ("sasl.mechanisms", "sasl.username", "sasl.password")
+_TLS_KEYS = (*_TLS_FILES, "ssl.key.password", "ssl.endpoint.identification.algorithm",
+             "enable.ssl.certificate.verification")
+
+
+def _security(role: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
+    protocol = values["security.protocol"]
+    if protocol in SASL_PROTOCOLS:
+        _sasl_settings(protocol, values, spelled)
+    if protocol in TLS_PROTOCOLS:
+        _tls_files(values, spelled)
+
+
+def _sasl_settings(protocol: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
+    if values["sasl.mechanisms"] is None:
+        # librdkafka's (and Java's) default mechanism is GSSAPI, which the client does not speak.
+        raise ConfigError(
+            f'"sasl.mechanism" must be set for security.protocol {protocol}: the default, GSSAPI, '
+            f"is not supported by Mafka's client; use one of: {', '.join(SASL_MECHANISMS)}",
+            "sasl.mechanisms")
+    missing = [key for key in ("sasl.username", "sasl.password") if values[key] is None]
+    if missing:
+        raise ConfigError(
+            f"sasl.username and sasl.password must be set for SASL mechanism "
+            f"{values['sasl.mechanisms']} (security.protocol {protocol})", missing[0])
+
+
+def _tls_files(values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
+    for name in _TLS_FILES:
+        path = values[name]
+        if path is None or (name == "ssl.ca.location" and path == "probe"):
+            continue
+        if not os.path.isfile(path):
+            key, raw = spelled[name]
+            raise _invalid(key, raw, "no such file")
+    if values["ssl.key.location"] is not None and values["ssl.certificate.location"] is None:
+        key, raw = spelled["ssl.key.location"]
+        raise _invalid(key, raw, 'requires "ssl.certificate.location" (the certificate of that key)')
+
+
+def _ignored_security_keys(values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> list[str]:
+    """Warnings for TLS/SASL keys the protocol does not use: a forgotten ``security.protocol``
+    would otherwise show only as a broker that hangs up."""
+    protocol = values["security.protocol"]
+    unused = [k for k in _TLS_KEYS if protocol not in TLS_PROTOCOLS and k in spelled]
+    unused += [k for k in _SASL_KEYS if protocol not in SASL_PROTOCOLS and k in spelled]
+    return [f"Configuration property {spelled[k][0]} is ignored: security.protocol is {protocol}"
+            for k in unused]
+
+
 _RULES: tuple[Callable[[str, dict[str, Any], dict[str, tuple[str, Any]]], None], ...] = (
     _idempotence,
     _transactions,
     _derived_defaults,
     _fetch_max_bytes,
+    _security,
 )

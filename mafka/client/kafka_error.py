@@ -47,11 +47,13 @@ LOCAL_ERRORS: dict[str, tuple[int, str]] = {
     "_INVALID_ARG": (-186, "Local: Invalid argument or configuration"),
     "_TIMED_OUT": (-185, "Local: Timed out"),
     "_QUEUE_FULL": (-184, "Local: Queue full"),
+    "_SSL": (-181, "Local: SSL error"),
     "_PREV_IN_PROGRESS": (-177, "Local: Previous operation in progress"),
     "_ASSIGN_PARTITIONS": (-175, "Local: Assign partitions"),
     "_REVOKE_PARTITIONS": (-174, "Local: Revoke partitions"),
     "_CONFLICT": (-173, "Local: Conflicting use"),
     "_STATE": (-172, "Local: Erroneous state"),
+    "_AUTHENTICATION": (-169, "Local: Authentication failure"),
     "_NO_OFFSET": (-168, "Local: No offset stored"),
     "_OUTDATED": (-167, "Local: Outdated"),
     "_UNSUPPORTED_FEATURE": (-165, "Local: Required feature not supported by broker"),
@@ -106,11 +108,13 @@ class KafkaError:
         _INVALID_ARG: ClassVar[int]
         _TIMED_OUT: ClassVar[int]
         _QUEUE_FULL: ClassVar[int]
+        _SSL: ClassVar[int]
         _PREV_IN_PROGRESS: ClassVar[int]
         _ASSIGN_PARTITIONS: ClassVar[int]
         _REVOKE_PARTITIONS: ClassVar[int]
         _CONFLICT: ClassVar[int]
         _STATE: ClassVar[int]
+        _AUTHENTICATION: ClassVar[int]
         _NO_OFFSET: ClassVar[int]
         _OUTDATED: ClassVar[int]
         _UNSUPPORTED_FEATURE: ClassVar[int]

@@ -14,9 +14,28 @@ face.  It owns:
   (one refresh at a time; callers wait on the same one) and every
   ``topic.metadata.refresh.interval.ms``.
 
+Every connection is opened with the client's
+:class:`~mafka.client.security.ClientSecurity` (TLS, SASL), built once from
+the configuration when the kernel is created.
+
 Failures surface as exceptions from :mod:`mafka.errors` (broker codes) or
 ``ConnectionError`` / ``asyncio.TimeoutError``; retry policy is the
 callers'.
+
+Authentication and TLS failures are not transient: the same credentials or
+certificates fail again.  As librdkafka does (it reports ``_AUTHENTICATION``
+through ``error_cb`` and keeps reconnecting with backoff while requests time
+out), the kernel reports each such failure through :attr:`Kernel.on_error`
+— by default the configuration's ``error_cb``, else an ERROR log line — as a
+non-retriable :class:`~mafka.client.kafka_error.KafkaError` with librdkafka's
+code (``_AUTHENTICATION``, -169, for a refused SASL exchange, with the broker's
+message; UNSUPPORTED_SASL_MECHANISM as the broker sent it; ``_SSL``, -181, for
+a failed TLS handshake) and waits
+``reconnect.backoff.max.ms`` before trying that broker again, so a wrong
+password neither spins nor hammers the broker.  Callers see the
+:class:`~mafka.client.security.AuthenticationFailed` itself (a
+``ConnectionError``, so their retry loops keep working) from
+:meth:`Kernel.connection`, :meth:`Kernel.send` and :meth:`Kernel.send_any`.
 """
 
 from __future__ import annotations
@@ -24,12 +43,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import ssl
 import time
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from mafka.client.config import ClientConfig
+from mafka.client.kafka_error import KafkaError
 from mafka.client.metadata import ClusterMetadata
+from mafka.client.security import SSL_ERROR, AuthenticationFailed, client_security
 from mafka.client.transport import BrokerConnection
 from mafka.errors import ErrorCode, raise_for_code
 
@@ -41,8 +63,12 @@ METADATA = 3
 FIND_COORDINATOR = 10
 
 
+_SCHEMES = ("PLAINTEXT://", "SSL://", "SASL_PLAINTEXT://", "SASL_SSL://")
+
+
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9093"`` → ``[("h1", 9092), ("h2", 9093)]``.
+    """``"h1:9092,h2:9093"`` → ``[("h1", 9092), ("h2", 9093)]``; a protocol prefix
+    (``SASL_SSL://h1:9093``, as librdkafka takes) is dropped: ``security.protocol`` rules.
 
     Raises:
         ValueError: an entry without a valid ``host:port``, or none at all.
@@ -50,8 +76,10 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
     out = []
     for entry in str(bootstrap).split(","):
         entry = entry.strip()
-        if entry.startswith("PLAINTEXT://"):
-            entry = entry[len("PLAINTEXT://"):]
+        for scheme in _SCHEMES:
+            if entry.upper().startswith(scheme):
+                entry = entry[len(scheme):]
+                break
         if not entry:
             continue
         host, sep, port = entry.rpartition(":")
@@ -64,12 +92,27 @@ def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
 
 
 class Kernel:
-    """Connections and metadata for one client.  Create and use on one asyncio loop."""
+    """Connections and metadata for one client.  Create and use on one asyncio loop.
+
+    Attributes:
+        security: the connections' TLS/SASL settings (None: plaintext).
+        on_error: called on the loop with a non-retriable KafkaError for each failed
+            authentication or TLS handshake; a client may replace it (a consumer that
+            serves errors from ``poll()``, say).  Default: :meth:`report_error`.
+        auth_error: the last authentication failure, None once a connection succeeds.
+
+    Raises:
+        ValueError: (constructor) a bad ``bootstrap.servers``.
+        ConfigError: (constructor) a TLS file that cannot be loaded.
+    """
 
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
         self.client_id = config["client.id"]
         self.bootstrap = parse_bootstrap(config["bootstrap.servers"])
+        self.security = client_security(config)
+        self.on_error: Callable[[KafkaError], None] = self.report_error
+        self.auth_error: AuthenticationFailed | None = None
         self.metadata = ClusterMetadata()
         self._conns: dict[tuple[int, str], BrokerConnection] = {}
         self._opening: dict[tuple[int, str], asyncio.Task[BrokerConnection]] = {}
@@ -118,13 +161,16 @@ class Kernel:
                     continue  # the world may have changed while sleeping: look again
                 host, port = self._address(node_id)
                 task = asyncio.ensure_future(
-                    BrokerConnection.open(node_id, host, port, self.client_id, self._setup_timeout)
+                    BrokerConnection.open(node_id, host, port, self.client_id, self._setup_timeout,
+                                          self.security)
                 )
                 self._opening[key] = task
                 # Registered before any waiter's, so the connection is stored before they resume.
                 task.add_done_callback(functools.partial(self._opened, key))
             try:
                 return await asyncio.shield(task)
+            except AuthenticationFailed:
+                raise  # its own type and the broker's message: callers and admin errors need both
             except (OSError, TimeoutError, ConnectionError) as exc:
                 raise ConnectionError(f"broker {node_id}: connect failed: {exc!r}") from exc
 
@@ -132,22 +178,51 @@ class Kernel:
         self._opening.pop(key, None)
         if task.cancelled():
             return
-        if task.exception() is not None:
-            self._note_failure(key[0])
+        exc = task.exception()
+        if exc is not None:
+            fatal = self._security_failure(exc)
+            self._note_failure(key[0], at_cap=fatal is not None)
+            if fatal is not None and not self._closed:
+                self.on_error(fatal)
             return
         conn = task.result()
         if self._closed:
             conn.close()
             return
         self._failures.pop(key[0], None)
+        self.auth_error = None
         self._conns[key] = conn
 
-    def _note_failure(self, node_id: int) -> None:
+    def _security_failure(self, exc: BaseException) -> KafkaError | None:
+        """The error to report for a failed connect that retrying will not fix, else None."""
+        if isinstance(exc, AuthenticationFailed):
+            self.auth_error = exc
+            return exc.error
+        if isinstance(exc, ssl.SSLError):
+            return KafkaError(SSL_ERROR, f"SSL handshake failed: {exc}", retriable=False)
+        return None
+
+    def report_error(self, error: KafkaError) -> None:
+        """The default :attr:`on_error`: the ``error_cb`` of the configuration (called on the
+        loop; an exception it raises is logged), else an ERROR log line."""
+        callback = self.config.get("error_cb")
+        if callback is None:
+            log.error("%s: %s", error.name(), error.str())
+            return
+        try:
+            callback(error)
+        except Exception:  # the application's code must not break the connection machinery
+            log.exception("error_cb raised")
+
+    def _note_failure(self, node_id: int, at_cap: bool = False) -> None:
+        """Backs ``node_id`` off: exponentially, or at once to the cap (``at_cap``, for a
+        failure the same attempt would repeat)."""
         n = self._failures.get(node_id, 0) + 1
         self._failures[node_id] = n
         base = self.config["reconnect.backoff.ms"] / 1000.0
         cap = self.config["reconnect.backoff.max.ms"] / 1000.0
-        self._retry_at[node_id] = time.monotonic() + min(cap, base * (2 ** (n - 1)))
+        wait = cap if at_cap else min(cap, base * (2 ** (n - 1)))
+        self._retry_at[node_id] = time.monotonic() + wait
 
     def disconnect(self, node_id: int, channel: str | None = None) -> None:
         """Drops connections to ``node_id`` (one channel or all); their requests fail."""
@@ -228,6 +303,8 @@ class Kernel:
                 return await self.send(node, api_key, body, timeout=timeout)
             except (TimeoutError, ConnectionError) as exc:
                 last = exc
+        if isinstance(last, AuthenticationFailed):
+            raise last
         raise ConnectionError(f"no broker reachable: {last}")
 
     # -- metadata ------------------------------------------------------------------------

@@ -266,8 +266,12 @@ def test_a_new_scram_user_works_on_every_broker_within_a_second(cluster):
 # ---------------------------------------------------------------------- real clients
 
 
-def _produce_consume_confluent(bootstrap: str, topic: str, conf: dict) -> list[bytes]:
-    from confluent_kafka import Consumer, Producer
+def _produce_consume(bootstrap: str, topic: str, conf: dict, client: str = "confluent_kafka") -> list[bytes]:
+    """Produce with acks=all, consume in a group, commit: with confluent-kafka or mafka.client (same API)."""
+    import importlib
+
+    module = importlib.import_module(client)
+    Consumer, Producer = module.Consumer, module.Producer  # noqa: N806 (the clients' class names)
 
     errors = []
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "error_cb": errors.append, **conf})
@@ -297,8 +301,37 @@ def test_confluent_kafka_produces_consumes_and_commits_over_sasl(cluster, scram_
     password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
     conf = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
             "sasl.username": "alice", "sasl.password": password}
-    got = _produce_consume_confluent(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, conf)
+    got = _produce_consume(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, conf)
     assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_mafka_client_produces_consumes_and_commits_over_sasl(cluster, scram_user, mechanism):
+    topic = new_topic(cluster)
+    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
+    conf = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.username": "alice", "sasl.password": password}
+    got = _produce_consume(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, conf, client="mafka.client")
+    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+
+
+def test_mafka_client_with_a_wrong_password_reports_an_authentication_error(cluster, scram_user):
+    from mafka.client import KafkaException, Producer
+
+    errors = []
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_for("SASL_PLAINTEXT"),
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                         "sasl.username": "alice", "sasl.password": "wrong", "error_cb": errors.append})
+    try:
+        # produce() waits for the topic's partitions (no broker answers), then gives up
+        with pytest.raises(KafkaException):
+            producer.produce("anything", value=b"x")
+        producer.poll(0.5)
+    finally:
+        producer.close(timeout=1)
+    assert errors, "no error reported"
+    assert errors[0].code() == -169  # librdkafka's _AUTHENTICATION
+    assert "Authentication failed" in errors[0].str()
 
 
 def test_confluent_kafka_with_a_wrong_password_reports_an_authentication_error(cluster, scram_user):

@@ -152,8 +152,13 @@ def test_the_broker_certificate_is_checked_by_clients(cluster):
 # ---------------------------------------------------------------------- real clients
 
 
-def _confluent_round_trip(bootstrap: str, topic: str, conf: dict, count: int = 200, size: int = 100) -> None:
-    from confluent_kafka import Consumer, Producer
+def _round_trip(bootstrap: str, topic: str, conf: dict, count: int = 200, size: int = 100,
+                client: str = "confluent_kafka") -> None:
+    """Produce with acks=all, consume in a group, commit: with confluent-kafka or mafka.client (same API)."""
+    import importlib
+
+    module = importlib.import_module(client)
+    Consumer, Producer = module.Consumer, module.Producer  # noqa: N806 (the clients' class names)
 
     errors: list = []
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "error_cb": errors.append, **conf})
@@ -182,7 +187,7 @@ def test_confluent_kafka_over_ssl_with_a_client_certificate(cluster):
     conf = {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
             "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
     # large records: a fetch response of several MB goes through the read-instead-of-sendfile path
-    _confluent_round_trip(cluster.bootstrap_for("SSL"), topic, conf, count=60, size=200_000)
+    _round_trip(cluster.bootstrap_for("SSL"), topic, conf, count=60, size=200_000)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
@@ -190,7 +195,44 @@ def test_confluent_kafka_over_sasl_ssl(cluster, scram_user, mechanism):
     topic = new_topic(cluster)
     conf = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": mechanism,
             "sasl.username": "alice", "sasl.password": "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD}
-    _confluent_round_trip(cluster.bootstrap_for("SASL_SSL"), topic, conf)
+    _round_trip(cluster.bootstrap_for("SASL_SSL"), topic, conf)
+
+
+def test_mafka_client_over_sasl_ssl_with_scram_and_over_ssl_with_a_certificate(cluster, scram_user):
+    conf = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": "alice", "sasl.password": SCRAM_PASSWORD}
+    _round_trip(cluster.bootstrap_for("SASL_SSL"), new_topic(cluster), conf, client="mafka.client")
+    conf = {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
+            "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
+    _round_trip(cluster.bootstrap_for("SSL"), new_topic(cluster), conf, count=30, size=300_000, client="mafka.client")
+
+
+def test_the_cli_takes_kafkas_command_config_for_sasl_ssl(cluster, scram_user, tmp_path):
+    topic = new_topic(cluster)
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required '
+        f'username="alice" password="{SCRAM_PASSWORD}";\n'
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={PKI.ca}\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "mafka.cli.main", "topics", "--bootstrap-server", cluster.bootstrap_for("SASL_SSL"),
+         "--command-config", str(config), "--list"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert topic in out.stdout.split()
+    config.write_text(config.read_text().replace(SCRAM_PASSWORD, "wrong"))
+    out = subprocess.run(
+        [sys.executable, "-m", "mafka.cli.main", "topics", "--bootstrap-server", cluster.bootstrap_for("SASL_SSL"),
+         "--command-config", str(config), "--list"],
+        capture_output=True, text=True, timeout=90,
+    )
+    assert out.returncode != 0
+    assert "Authentication failed" in out.stderr, out.stderr
 
 
 def test_kafka_python_over_sasl_ssl_with_scram(cluster, scram_user):

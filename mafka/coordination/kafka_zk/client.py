@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from twisted.internet.defer import Deferred
 
+from mafka.coordination.kafka_zk.acls import AclZk
 from mafka.coordination.kafka_zk.admin import AdminZk
 from mafka.coordination.kafka_zk.brokers import BrokerZk
 from mafka.coordination.kafka_zk.cluster import ClusterZk
@@ -30,6 +31,7 @@ from mafka.coordination.znodes.brokers import BrokerRegistration
 from mafka.coordination.znodes.cluster import FeatureZNode, ProducerIdBlock
 from mafka.coordination.znodes.ids import new_cluster_id
 from mafka.coordination.znodes.topics import LeaderIsrAndControllerEpoch, TopicAssignment
+from mafka.security.acl import AccessControlEntry, PatternType, ResourcePattern
 from mafka.topics import TopicPartitionTuple
 
 __all__ = ["KafkaZkClient"]
@@ -54,11 +56,48 @@ class KafkaZkClient:
         self._admin = AdminZk(self._core)
         self._notifications = NotificationZk(self._core)
         self._mafka = MafkaZk(self._core)
+        self._acls = AclZk(self._core)
 
     @property
     def store(self) -> ClusterStore:
         """The underlying store."""
         return self._store
+
+    # ------------------------------------------------------------------ ACLs
+
+    def create_acl_paths(self) -> Deferred[None]:
+        """The ACL roots, one node per resource type, the change parents (``createAclPaths``)."""
+        return self._acls.create_acl_paths()
+
+    def get_all_acls(self) -> Deferred[dict[ResourcePattern, tuple[frozenset[AccessControlEntry], int]]]:
+        """Every stored pattern with its entries and node version."""
+        return self._acls.get_all_acls()
+
+    def get_resource_acls(self, pattern: ResourcePattern) -> Deferred[tuple[frozenset[AccessControlEntry], int]]:
+        """One pattern's entries and node version (-1 if absent)."""
+        return self._acls.get_resource_acls(pattern)
+
+    def conditional_set_acls(
+        self, pattern: ResourcePattern, entries: frozenset[AccessControlEntry], expected_version: int
+    ) -> Deferred[bool]:
+        """Compare-and-set of one pattern's entries (deleting the node for none); False on a conflict."""
+        return self._acls.conditional_set_acls(pattern, entries, expected_version)
+
+    def post_acl_change(self, pattern: ResourcePattern) -> Deferred[str]:
+        """Announces a change of *pattern*'s ACLs; returns the notification's path."""
+        return self._acls.post_acl_change(pattern)
+
+    def get_acl_changes(self, pattern_type: PatternType) -> Deferred[list[tuple[int, ResourcePattern | None]]]:
+        """The ACL change notifications of *pattern_type*: (sequence, pattern or None)."""
+        return self._acls.get_acl_changes(pattern_type)
+
+    def watch_acl_changes(self, pattern_type: PatternType, callback: WatchCallback) -> WatchHandle:
+        """Children of *pattern_type*'s ACL change parent."""
+        return self._acls.watch_acl_changes(pattern_type, callback)
+
+    def delete_acl_change(self, pattern_type: PatternType, seq: int) -> Deferred[None]:
+        """Removes one old ACL change notification."""
+        return self._acls.delete_acl_change(pattern_type, seq)
 
     # ------------------------------------------------------------------ startup
 

@@ -85,7 +85,7 @@ class _Connector:
         self.cluster = cluster
 
     async def open(self, node_id: int, host: str, port: int, client_id: str | None,
-                   timeout: float) -> FakeConnection:
+                   timeout: float, security: Any = None) -> FakeConnection:
         broker = self.cluster.broker_at(host, port)
         if broker is None:
             raise ConnectionRefusedError(f"fake: nothing listens on {host}:{port}")

@@ -482,18 +482,19 @@ def test_callbacks() -> None:
 # -- security ----------------------------------------------------------------------------------
 
 
-def test_security_protocol_plaintext_only() -> None:
+# (The TLS and SASL keys in detail: tests/unit/client/test_client_security_config.py.)
+
+
+def test_security_protocol_values() -> None:
     assert producer(**{"security.protocol": "PLAINTEXT"})["security.protocol"] == "plaintext"
-    for proto in ("ssl", "SASL_SSL", "sasl_plaintext"):
-        err = refused("producer", {"security.protocol": proto})
-        assert '"security.protocol"' in str(err) and "not supported yet" in str(err)
+    assert producer(**{"security.protocol": "SSL"})["security.protocol"] == "ssl"
     assert '"security.protocol"' in str(refused("admin", {"security.protocol": "tls"}))
 
 
-@pytest.mark.parametrize("key", ["ssl.ca.location", "sasl.mechanisms", "sasl.username"])
-def test_ssl_and_sasl_keys_are_not_supported_yet(key: str) -> None:
+@pytest.mark.parametrize("key", ["ssl.keystore.location", "sasl.kerberos.service.name", "sasl.oauthbearer.config"])
+def test_unimplemented_ssl_and_sasl_keys_are_not_supported(key: str) -> None:
     err = refused("consumer", {key: "x"})
-    assert f'"{key}"' in str(err) and "not supported yet" in str(err)
+    assert f'"{key}"' in str(err) and "not supported" in str(err)
 
 
 # -- idempotence and transactions --------------------------------------------------------------
@@ -608,7 +609,6 @@ INERT = {
     "broker.address.family": "v4",
     "broker.address.ttl": 5000,
     "connections.max.idle.ms": 540000,
-    "enable.ssl.certificate.verification": False,
     "enable.metrics.push": False,
     "topic.metadata.propagation.max.ms": 60000,
     "topic.metadata.refresh.sparse": False,

@@ -44,7 +44,9 @@ REFERENCE_TABLE = {
     # SCRAM credential APIs (KIP-554), DescribeCluster (KIP-700; v1-v2 because kafka-python's
     # describe_cluster reads the v1 endpoint type), DescribeProducers (KIP-664).
     50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0),
-    # Security APIs of issue #29, at Kafka 2.8's ranges: SaslAuthenticate v2 (flexible) above.
+    # Security APIs of issue #29, at Kafka 2.8's ranges: SaslAuthenticate v2 (flexible) above,
+    # DescribeAcls, CreateAcls, DeleteAcls (v1 KIP-290 pattern types, v2 flexible).
+    29: (0, 2), 30: (0, 2), 31: (0, 2),
     # Transaction admin APIs of KIP-664 (Kafka 3.0): DescribeTransactions, ListTransactions.
     65: (0, 0), 66: (0, 0),
     # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.

@@ -1,0 +1,52 @@
+"""DeleteAcls (api key 31), decoded at v0–2.
+
+v1 adds the pattern type to each filter and each matching ACL; v0 has none,
+which reads as LITERAL (Kafka's default 3).  Flexible from v2.  One filter
+result per filter, in request order, listing the ACLs it deleted.  Codes are
+those of :mod:`mafka.security.acl`; a null name, principal or host filter
+matches anything.
+
+Fields follow Kafka 2.8's ``DeleteAclsRequest.json`` / ``DeleteAclsResponse.json``.
+"""
+
+from __future__ import annotations
+
+from ..api import api
+from ..schema import F
+
+SPEC = api(
+    31,
+    "DeleteAcls",
+    advertised=(0, 2),
+    decode=(0, 2),
+    flexible="2+",
+    request=[
+        F("filters", "[]DeleteAclsFilter", "0+",
+            F("resource_type_filter", "int8", "0+"),
+            F("resource_name_filter", "string", "0+", nullable="0+"),
+            F("pattern_type_filter", "int8", "1+", default=3),
+            F("principal_filter", "string", "0+", nullable="0+"),
+            F("host_filter", "string", "0+", nullable="0+"),
+            F("operation", "int8", "0+"),
+            F("permission_type", "int8", "0+"),
+        ),
+    ],
+    response=[
+        F("throttle_time_ms", "int32", "0+"),
+        F("filter_results", "[]DeleteAclsFilterResult", "0+",
+            F("error_code", "int16", "0+"),
+            F("error_message", "string", "0+", nullable="0+"),
+            F("matching_acls", "[]DeleteAclsMatchingAcl", "0+",
+                F("error_code", "int16", "0+"),
+                F("error_message", "string", "0+", nullable="0+"),
+                F("resource_type", "int8", "0+"),
+                F("resource_name", "string", "0+"),
+                F("pattern_type", "int8", "1+", default=3),
+                F("principal", "string", "0+"),
+                F("host", "string", "0+"),
+                F("operation", "int8", "0+"),
+                F("permission_type", "int8", "0+"),
+            ),
+        ),
+    ],
+)
