@@ -11,7 +11,6 @@ broker's credential cache must have learnt it from ZooKeeper).
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
 import subprocess
 import sys
@@ -20,9 +19,8 @@ import uuid
 
 import pytest
 
-from mafka.security.sasl_client import SaslClientSession
-from mafka.wire.codec import decode_response, encode_request
 from tests.harness.cluster import ClusterSpec
+from tests.harness.raw_connection import Raw
 
 pytestmark = pytest.mark.integration
 
@@ -51,60 +49,6 @@ def sasl_addresses(cluster) -> list[tuple[str, int]]:
 
 def plaintext_addresses(cluster) -> list[tuple[str, int]]:
     return [(b["host"], b["port"]) for b in cluster.info["brokers"]]
-
-
-class Raw:
-    """One blocking connection speaking exact requests (and reporting a close)."""
-
-    def __init__(self, address: tuple[str, int]) -> None:
-        self.sock = socket.create_connection(address, timeout=10)
-        self.cid = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send(self, api_key: int, version: int, body: dict) -> None:
-        self.cid += 1
-        self.sock.sendall(encode_request(api_key, version, self.cid, "raw", body))
-
-    def call(self, api_key: int, version: int, body: dict):
-        self.send(api_key, version, body)
-        (size,) = struct.unpack(">i", self._exact(4))
-        cid, response = decode_response(api_key, version, self._exact(size))
-        assert cid == self.cid
-        return response
-
-    def _exact(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError(f"closed after {len(out)} of {n} bytes")
-            out += chunk
-        return bytes(out)
-
-    def closed_by_peer(self, timeout: float = 5.0) -> bool:
-        self.sock.settimeout(timeout)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except TimeoutError:
-            return False
-
-    def authenticate(self, mechanism: str, user: str, password: str):
-        """SaslHandshake v1 + SaslAuthenticate v1; the last SaslAuthenticate response."""
-        handshake = self.call(SASL_HANDSHAKE, 1, {"mechanism": mechanism})
-        assert handshake.error_code == 0, handshake
-        session = SaslClientSession(mechanism, user, password)
-        token = session.first_token()
-        while True:
-            response = self.call(SASL_AUTHENTICATE, 1, {"auth_bytes": token})
-            if response.error_code != 0:
-                return response
-            token = session.next_token(bytes(response.auth_bytes))
-            if token is None:
-                return response
 
 
 @pytest.fixture(scope="module")

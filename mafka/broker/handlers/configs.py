@@ -21,6 +21,18 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
   --throttle``) can be altered, for this broker's id or "" (the default):
   they are written to ``/config/brokers/<id|<default>>`` plus a
   ``/config/changes`` notification, as Kafka's ``AdminZkClient.changeBrokerConfig``.
+
+ACLs (Kafka 2.8), per resource and before anything is read or written, so a
+refused topic's existence is not revealed: DescribeConfigs needs
+DescribeConfigs, AlterConfigs and IncrementalAlterConfigs need AlterConfigs —
+on the topic for a TOPIC resource (else TOPIC_AUTHORIZATION_FAILED), on the
+cluster for a BROKER or BROKER_LOGGER resource (else
+CLUSTER_AUTHORIZATION_FAILED).  DescribeConfigs answers the error's own
+message and no configs, the alters a null message (Kafka's
+``configsAuthorizationApiError``).  AlterConfigs has no BROKER_LOGGER
+check: Kafka rejects that type there before any check (INVALID_REQUEST here
+too).  Mafka keeps the request's order of resources, where Kafka lists the
+allowed ones first; clients match results by resource.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.config import CONFIG_KEYS
 from mafka.broker.topic_configs import (
     ALL_TOPIC_CONFIG_NAMES,
@@ -47,6 +60,7 @@ from mafka.errors import (
     UnknownTopicOrPartitionError,
 )
 from mafka.log.config import LogConfig
+from mafka.security.acl import AclOperation, ResourceType
 
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
@@ -54,6 +68,7 @@ INCREMENTAL_ALTER_CONFIGS = 44
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 
 # ConfigSource ids (DescribeConfigsResponse).
 DYNAMIC_TOPIC_CONFIG = 1
@@ -106,6 +121,29 @@ def _error(exc: BaseException) -> tuple[int, str | None]:
 
 
 def handlers(broker: Any) -> dict[int, Any]:
+    authz = AdminAuthz(broker)
+
+    def refusal(
+        connection: Any, operation: AclOperation, resource: Any, *, loggers: bool = True
+    ) -> tuple[int, str | None] | None:
+        """(error, message) when *operation* on the config resource is refused, else None.
+
+        Types with no ACL resource (and BROKER_LOGGER unless *loggers*) are
+        not checked: they are refused as INVALID_REQUEST later.
+        """
+        if resource.resource_type == TOPIC:
+            if authz.allows(connection, operation, ResourceType.TOPIC, resource.resource_name):
+                return None
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif resource.resource_type == BROKER or (loggers and resource.resource_type == BROKER_LOGGER):
+            if authz.allows_cluster(connection, operation):
+                return None
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        else:
+            return None
+        # Kafka: DescribeConfigs answers the error's message, the alters a null one.
+        return int(code), code.description if operation is AclOperation.DESCRIBE_CONFIGS else None
+
     def topic_configs_manager() -> Any:
         return getattr(broker, "topic_configs", None)
 
@@ -282,12 +320,16 @@ def handlers(broker: Any) -> dict[int, Any]:
         synonyms = bool(getattr(body, "include_synonyms", False))
         results = []
         for resource in body.resources:
-            try:
-                configs = yield describe_one(resource, synonyms)
-                code, message = int(ErrorCode.NONE), None
-            except Exception as exc:  # noqa: BLE001 - reported per resource
-                configs = []
-                code, message = _error(exc)
+            refused = refusal(connection, AclOperation.DESCRIBE_CONFIGS, resource)
+            if refused is not None:
+                configs, (code, message) = [], refused
+            else:
+                try:
+                    configs = yield describe_one(resource, synonyms)
+                    code, message = int(ErrorCode.NONE), None
+                except Exception as exc:  # noqa: BLE001 - reported per resource
+                    configs = []
+                    code, message = _error(exc)
             results.append(
                 {
                     "error_code": code,
@@ -342,17 +384,22 @@ def handlers(broker: Any) -> dict[int, Any]:
         )
         yield write_topic(topic, current, validate_only)
 
-    def alter_handler(one: Any) -> Any:
+    def alter_handler(one: Any, loggers: bool) -> Any:
+        """An alter API's handler over *one* resource's alteration; *loggers*: BROKER_LOGGER is checked on the cluster."""
         @defer.inlineCallbacks
         def handle(request: Any, connection: Any) -> Any:
             body = request.body
             responses = []
             for resource in body.resources:
-                try:
-                    yield one(resource, bool(body.validate_only))
-                    code, message = int(ErrorCode.NONE), None
-                except Exception as exc:  # noqa: BLE001 - reported per resource
-                    code, message = _error(exc)
+                refused = refusal(connection, AclOperation.ALTER_CONFIGS, resource, loggers=loggers)
+                if refused is not None:
+                    code, message = refused
+                else:
+                    try:
+                        yield one(resource, bool(body.validate_only))
+                        code, message = int(ErrorCode.NONE), None
+                    except Exception as exc:  # noqa: BLE001 - reported per resource
+                        code, message = _error(exc)
                 responses.append(
                     {
                         "error_code": code,
@@ -367,8 +414,8 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     return {
         DESCRIBE_CONFIGS: describe_configs,
-        ALTER_CONFIGS: alter_handler(alter_one),
-        INCREMENTAL_ALTER_CONFIGS: alter_handler(incremental_one),
+        ALTER_CONFIGS: alter_handler(alter_one, loggers=False),
+        INCREMENTAL_ALTER_CONFIGS: alter_handler(incremental_one, loggers=True),
     }
 
 

@@ -8,6 +8,13 @@ broker_epoch is below this broker's registration epoch → STALE_BROKER_EPOCH
 (−1 skips the check); a lower controller epoch → STALE_CONTROLLER_EPOCH
 (checked by the replica manager and the metadata cache).
 
+ACL (Kafka 2.8, checked before anything else): ClusterAction on the cluster,
+else CLUSTER_AUTHORIZATION_FAILED (the top-level error and, as Kafka's
+``getErrorResponse``, every partition named) and nothing changes — a
+principal that is not a broker must not change this broker's leadership or
+metadata (CVE-2018-1288).  With an authorizer on, brokers must therefore be
+super users (``super.users=User:broker``) or hold ClusterAction.
+
 The broker provides ``replica_manager``, ``metadata_cache``, ``broker_epoch``,
 ``on_metadata_update(deleted_partitions)`` (may be a no-op) and
 ``run_blocking(fn, *args) -> Deferred`` (a worker thread in a real broker);
@@ -21,8 +28,10 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.topic_configs import apply_log_config
 from mafka.errors import ErrorCode
+from mafka.security.acl import AclOperation
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 ZERO_UUID = bytes(16)
@@ -50,8 +59,44 @@ def _refresh_log_configs(broker: Any, body: Any) -> None:
                 apply_log_config(partition.log, config)
 
 
+def _refused_leader_and_isr(request: Any) -> dict[str, Any]:
+    """Kafka's ``LeaderAndIsrRequest.getErrorResponse`` for CLUSTER_AUTHORIZATION_FAILED (v5: by topic id)."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    topics = request.body.topic_states
+    if request.header.api_version >= 5:
+        return {"error_code": code, "topics": [
+            {"topic_id": ts.topic_id, "partition_errors": [
+                {"partition_index": ps.partition_index, "error_code": code} for ps in ts.partition_states
+            ]}
+            for ts in topics
+        ]}
+    return {"error_code": code, "partition_errors": [
+        {"topic_name": ts.topic_name, "partition_index": ps.partition_index, "error_code": code}
+        for ts in topics
+        for ps in ts.partition_states
+    ]}
+
+
+def _refused_stop_replica(request: Any) -> dict[str, Any]:
+    """Kafka's ``StopReplicaRequest.getErrorResponse`` for CLUSTER_AUTHORIZATION_FAILED."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return {"error_code": code, "partition_errors": [
+        {"topic_name": t.name, "partition_index": p, "error_code": code}
+        for t in request.body.topics
+        for p in t.partition_indexes
+    ]}
+
+
 def handlers(broker: Any) -> dict[int, Any]:
+    authz = AdminAuthz(broker)
+
+    def from_broker(connection: Any) -> bool:
+        """Kafka's ``authorizeClusterOperation(CLUSTER_ACTION)``: the sender may act as a broker."""
+        return authz.allows_cluster(connection, AclOperation.CLUSTER_ACTION)
+
     def leader_and_isr(request: Any, connection: Any) -> Any:
+        if not from_broker(connection):
+            return _refused_leader_and_isr(request)
         if _stale(broker, request.body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": [], "topics": []}
         rm = broker.replica_manager
@@ -96,11 +141,15 @@ def handlers(broker: Any) -> dict[int, Any]:
         return d.addCallback(shaped)
 
     def stop_replica(request: Any, connection: Any) -> dict[str, Any]:
+        if not from_broker(connection):
+            return _refused_stop_replica(request)
         if _stale(broker, request.body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH, "partition_errors": []}
         return broker.replica_manager.stop_replicas(request.body)
 
     def update_metadata(request: Any, connection: Any) -> dict[str, Any]:
+        if not from_broker(connection):
+            return {"error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
         if _stale(broker, request.body):
             return {"error_code": ErrorCode.STALE_BROKER_EPOCH}
         error, deleted = broker.metadata_cache.update(request.body)

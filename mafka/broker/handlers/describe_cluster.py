@@ -9,9 +9,10 @@ As Kafka's ``handleDescribeCluster`` (``AuthHelper.computeDescribeClusterRespons
   ``include_fenced_brokers`` changes nothing;
 * the controller is the one the cache last heard from, −1 if none or if it
   is not among those brokers;
-* cluster authorized operations are those of a broker without an
-  authorizer — every operation the cluster resource supports — when asked,
-  else Kafka's "not provided";
+* cluster authorized operations, when asked, are what the principal may do
+  to the cluster if it may Describe it, else 0 (every operation the cluster
+  supports without an authorizer); not asked, Kafka's "not provided".  No
+  other check: as in Kafka, anyone may describe the cluster;
 * a broker serves endpoint type 1 (brokers) only: type 2 (controllers, a
   KRaft quorum's) is MISMATCHED_ENDPOINT_TYPE, any other
   UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which cannot ask).
@@ -21,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mafka.broker.authorized_operations import CLUSTER_OPERATIONS, NOT_PROVIDED
+from mafka.broker.authorized_operations import NOT_PROVIDED
 from mafka.errors import ErrorCode
+
+from ..data_path_authz import cluster_operations
 
 DESCRIBE_CLUSTER = 60
 BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2
@@ -69,7 +72,7 @@ def handlers(broker: Any) -> dict[int, Any]:
             "cluster_id": cache.cluster_id or "",
             "controller_id": controller,
             "brokers": brokers,
-            "cluster_authorized_operations": CLUSTER_OPERATIONS if asked else NOT_PROVIDED,
+            "cluster_authorized_operations": cluster_operations(broker, connection) if asked else NOT_PROVIDED,
         }
 
     return {DESCRIBE_CLUSTER: describe_cluster}

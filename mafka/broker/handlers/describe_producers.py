@@ -2,6 +2,8 @@
 
 As Kafka's ``handleDescribeProducersRequest`` / ``ReplicaManager.activeProducerState``:
 
+* a topic the principal may not Read → TOPIC_AUTHORIZATION_FAILED for each of
+  its partitions, whether it exists or not (checked first);
 * a topic the metadata cache does not know → UNKNOWN_TOPIC_OR_PARTITION for
   each of its partitions;
 * a partition this broker does not host → NOT_LEADER_OR_FOLLOWER (or
@@ -20,6 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from mafka.errors import ErrorCode
+
+from ..data_path_authz import READ, TOPIC, allowed
 
 DESCRIBE_PRODUCERS = 61
 
@@ -61,16 +65,17 @@ def handlers(broker: Any) -> dict[int, Any]:
     def describe_producers(request: Any, connection: Any) -> dict[str, Any]:
         topics = []
         for t in request.body.topics:
-            if broker.metadata_cache.has_topic(t.name):
+            if not allowed(broker, connection, READ, TOPIC, t.name):
+                topic_error: ErrorCode | None = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not broker.metadata_cache.has_topic(t.name):
+                topic_error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                topic_error = None
+            if topic_error is None:
                 partitions = [partition_response(t.name, index) for index in t.partition_indexes]
             else:
                 partitions = [
-                    {
-                        "partition_index": index,
-                        "error_code": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        "error_message": None,
-                        "active_producers": [],
-                    }
+                    {"partition_index": index, "error_code": topic_error, "error_message": None, "active_producers": []}
                     for index in t.partition_indexes
                 ]
             topics.append({"name": t.name, "partitions": partitions})

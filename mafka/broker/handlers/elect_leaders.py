@@ -14,6 +14,10 @@ Kafka 2.8 semantics (``KafkaApis.handleElectReplicaLeader`` and
 * the top-level error (v1+) is NONE; an unknown election type is
   INVALID_REQUEST for each partition.
 
+ACL (Kafka 2.8, checked first, on any broker): Alter on the cluster, else the
+top-level error (v1+) and every partition named CLUSTER_AUTHORIZATION_FAILED
+(none listed for null ``topic_partitions``), and nothing is elected.
+
 The broker provides ``controller``, ``metadata_cache`` and ``reactor``.
 """
 
@@ -24,7 +28,9 @@ from typing import Any
 
 from twisted.internet import defer, task
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.errors import ErrorCode
+from mafka.security.acl import AclOperation
 
 ELECT_LEADERS = 43
 
@@ -46,7 +52,7 @@ def _all_cached(broker: Any) -> list[tuple[str, int]]:
 
 
 def response_body(
-    results: Mapping[tuple[str, int], Result], all_partitions: bool
+    results: Mapping[tuple[str, int], Result], all_partitions: bool, error: int = ErrorCode.NONE
 ) -> dict[str, Any]:
     """The ElectLeaders response: results grouped by topic (ELECTION_NOT_NEEDED dropped for "all")."""
     by_topic: dict[str, list[dict[str, Any]]] = {}
@@ -58,7 +64,7 @@ def response_body(
         )
     return {
         "throttle_time_ms": 0,
-        "error_code": 0,
+        "error_code": int(error),
         "replica_election_results": [
             {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()
         ],
@@ -66,6 +72,8 @@ def response_body(
 
 
 def handlers(broker: Any) -> dict[int, Any]:
+    authz = AdminAuthz(broker)
+
     @defer.inlineCallbacks
     def await_leaders(expected: Mapping[tuple[str, int], int], timeout_ms: int) -> Any:
         """Kafka's DelayedElectLeader: the partitions whose new leader this broker has not seen in time."""
@@ -90,6 +98,9 @@ def handlers(broker: Any) -> dict[int, Any]:
     def elect_leaders(request: Any, connection: Any) -> Any:
         body = request.body
         wanted = _requested(body)
+        if not authz.allows_cluster(connection, AclOperation.ALTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return response_body({tp: (code, None) for tp in wanted or []}, False, code)
         controller = broker.controller
         if controller is None or not controller.is_active:
             asked: Iterable[tuple[str, int]] = _all_cached(broker) if wanted is None else wanted

@@ -32,9 +32,29 @@ answers them UNSUPPORTED_COMPRESSION_TYPE, and one with
 Converted bytes are held in memory until sent (Kafka streams them, KIP-283),
 so a response's total is also capped at the broker's ``fetch.max.bytes``.
 
+Authorization, as Kafka 2.8's ``handleFetchRequest``, is decided for every
+partition the fetch reads — each partition of the session for an incremental
+fetch, so a session opened before an ACL was removed reads nothing more:
+
+* a fetch from a follower (``replica_id`` ≥ 0) needs ClusterAction on the
+  cluster; without it every partition is TOPIC_AUTHORIZATION_FAILED (no
+  top-level error, as Kafka answers) and nothing is read — no follower state
+  is updated, so a client cannot pose as a replica (the CVE-2018-1288 class);
+* a consumer needs Read on each topic; a refused topic's partitions are
+  TOPIC_AUTHORIZATION_FAILED, the others are read.
+
+A refused partition is never read.  Within a session it stays cached (Kafka
+keeps it too) and, as any erroring partition, is answered in every
+incremental response until it is forgotten or the ACL allows it.  Beyond
+Kafka, which creates the session before checking, a follower session is
+*privileged* (harder to evict, see :mod:`mafka.broker.fetch_session`) only
+when its principal has ClusterAction, so a client posing as a follower
+cannot evict other fetchers' sessions either.
+
 The broker provides ``replica_manager`` and ``fetch_sessions`` (a
 :class:`~mafka.broker.fetch_session.FetchSessionCache`); for legacy fetches
-it may provide ``run_blocking``, ``config`` and ``topic_configs``.
+it may provide ``run_blocking``, ``config`` and ``topic_configs``; and
+optionally ``authorizer``.
 """
 
 from __future__ import annotations
@@ -47,6 +67,7 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode, KafkaError
 
 from ..cold_reads import resolve
+from ..data_path_authz import CLUSTER_ACTION, READ, TOPIC, cluster_allowed, split_allowed
 from ..down_conversion import down_convert, fetch_magic
 from ..fetch_session import FINAL_EPOCH, FetchSessionCache, new_context
 from ..replica_manager import FetchedPartition, FetchPartition
@@ -58,8 +79,11 @@ _DEFAULT_FETCH_MAX_BYTES = 57671680
 
 
 def handlers(broker: Any) -> dict[int, Any]:
-    # Unit tests' brokers may have none: then this broker's handlers keep their own.
-    sessions = getattr(broker, "fetch_sessions", None) or FetchSessionCache(1000)
+    # Unit tests' brokers may have none: then this broker's handlers keep their own.  (Not ``or``:
+    # an empty cache is falsy, and the broker's, sized by its config, starts empty.)
+    sessions = getattr(broker, "fetch_sessions", None)
+    if sessions is None:
+        sessions = FetchSessionCache(1000)
 
     def fetch(request: Any, connection: Any) -> Any:
         body = request.body
@@ -70,6 +94,8 @@ def handlers(broker: Any) -> dict[int, Any]:
             for t in body.topics
             for p in t.partitions
         ]
+        from_follower = body.replica_id >= 0
+        replica_allowed = from_follower and cluster_allowed(broker, connection, CLUSTER_ACTION)
         if request.header.api_version >= 7:
             forgotten = [(t.topic, index) for t in body.forgotten_topics_data for index in t.partitions]
             ctx = new_context(
@@ -79,16 +105,23 @@ def handlers(broker: Any) -> dict[int, Any]:
                 session_epoch=body.session_epoch,
                 wanted=wanted,
                 forgotten=forgotten,
-                privileged=body.replica_id >= 0,
+                privileged=replica_allowed,
             )
         else:
             ctx = new_context(sessions, 0, session_id=0, session_epoch=FINAL_EPOCH, wanted=wanted, forgotten=(), privileged=False)
         if ctx.error != ErrorCode.NONE:
             return {"throttle_time_ms": 0, "error_code": ctx.error, "session_id": 0, "responses": []}
+        if from_follower:
+            readable, denied = (list(ctx.partitions), []) if replica_allowed else ([], list(ctx.partitions))
+        else:
+            readable, denied = split_allowed(broker, connection, READ, TOPIC, ctx.partitions, _topic_of)
         magic = fetch_magic(request.header.api_version)
         rm = broker.replica_manager
         isolation = (getattr(body, "isolation_level", 0) or 0) if request.header.api_version >= 4 else 0
-        if magic is None:
+        if denied and not readable:
+            # Kafka answers at once when every partition was refused (no long poll).
+            d: defer.Deferred = defer.succeed([])
+        elif magic is None:
             client = None
             if request.header.api_version >= 11:
                 # Kafka's KafkaApis: every v11+ fetch has client metadata, an empty rack included.
@@ -96,11 +129,13 @@ def handlers(broker: Any) -> dict[int, Any]:
                     body.rack_id or "", request.header.client_id or "", getattr(connection, "peer", ""),
                     getattr(connection, "listener", "PLAINTEXT"),
                 )
-            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
+            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, readable,
                          client_metadata=client, isolation_level=isolation)
         else:
-            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, ctx.partitions,
+            d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, readable,
                          whole_first_batches=True)
+        if denied:
+            d.addCallback(_with_refusals, ctx.partitions, denied)
 
         def answer(chosen: list[FetchedPartition], error: ErrorCode, session_id: int,
                    converted: dict[tuple[str, int], bytes | ErrorCode],
@@ -166,6 +201,27 @@ def handlers(broker: Any) -> dict[int, Any]:
         return d.addCallback(respond)
 
     return {FETCH: fetch}
+
+
+def _topic_of(p: FetchPartition) -> str:
+    return p.topic
+
+
+def _with_refusals(
+    read: list[FetchedPartition], partitions: Sequence[FetchPartition], denied: Sequence[FetchPartition],
+) -> list[FetchedPartition]:
+    """*read* (the results of the readable partitions, in order) merged with the *denied* ones, in *partitions* order.
+
+    A refused partition is answered as Kafka's ``errorResponse``: TOPIC_AUTHORIZATION_FAILED,
+    no records, every offset −1.
+    """
+    denied_ids = {id(p) for p in denied}
+    results = iter(read)
+    return [
+        FetchedPartition(p.topic, p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
+        if id(p) in denied_ids else next(results)
+        for p in partitions
+    ]
 
 
 def _setting(broker: Any, topic: str, name: str, broker_key: str, default: Any) -> str:

@@ -10,6 +10,14 @@ COORDINATOR_NOT_AVAILABLE; clients retry.  The coordinator's address is its
 endpoint on the listener the request came in on.  Any other key type is
 INVALID_REQUEST.
 
+ACLs (Kafka 2.8): a group key needs Describe on the group, else
+GROUP_AUTHORIZATION_FAILED; a transactional id needs Describe on the
+TransactionalId, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.  The check comes
+first, as in Kafka: a refused principal learns nothing and does not make the
+broker create the internal topic.  (Only a null group key, which names no
+resource, is refused as INVALID_GROUP_ID before it.)  Mafka decodes v0–2, so
+there is no batched (v4) form to check.
+
 The broker provides ``group_service`` and ``transaction_service`` (each with
 ``coordinator.partition_for`` and an ``ensure_…_topic()``) and ``metadata_cache``.
 """
@@ -18,7 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.errors import ErrorCode
+from mafka.security.acl import AclOperation, ResourceType
 from mafka.topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 
 FIND_COORDINATOR = 10
@@ -31,14 +41,29 @@ _MESSAGES = {
 }
 
 
+#: The ACL resource of each key type, and the error of a refused Describe on it.
+_KEY_RESOURCES = {
+    GROUP_KEY: (ResourceType.GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED),
+    TRANSACTION_KEY: (ResourceType.TRANSACTIONAL_ID, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+}
+
+
 def _error(code: ErrorCode) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": code, "error_message": _MESSAGES[code], "node_id": -1, "host": "", "port": -1}
+    # Kafka's FindCoordinatorResponse.prepareResponse: the error's own message.
+    message = _MESSAGES.get(code, code.description)
+    return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
 def handlers(broker: Any) -> dict[int, Any]:
+    authz = AdminAuthz(broker)
+
     def find_coordinator(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
         key_type = body.key_type if request.header.api_version >= 1 else GROUP_KEY
+        if key_type in _KEY_RESOURCES and body.key is not None:
+            resource_type, refused = _KEY_RESOURCES[key_type]
+            if not authz.allows(connection, AclOperation.DESCRIBE, resource_type, body.key):
+                return _error(refused)
         if key_type == TRANSACTION_KEY:
             if not body.key:
                 return _error(ErrorCode.INVALID_REQUEST)

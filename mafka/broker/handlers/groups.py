@@ -10,11 +10,36 @@ DeleteGroups and OffsetDelete may wait (a rebalance, the leader's assignment,
 a replicated append), so they return a Deferred.
 
 TxnOffsetCommit (Kafka 2.8's ``handleTxnOffsetCommitRequest``) is checked like
-OffsetCommit (no authorizer here: a partition the metadata cache does not know
-is UNKNOWN_TOPIC_OR_PARTITION, the rest go to the coordinator); its offsets
+OffsetCommit (a partition the metadata cache does not know is
+UNKNOWN_TOPIC_OR_PARTITION, the rest go to the coordinator); its offsets
 stay pending until the producer's transaction marker. Below v2 a
 COORDINATOR_LOAD_IN_PROGRESS is answered COORDINATOR_NOT_AVAILABLE, which
 0.11–2.0 producers expect (KAFKA-7296).
+
+ACLs, as Kafka 2.8's ``KafkaApis`` checks them (a refusal is an error in the
+response, never a closed connection):
+
+* JoinGroup, SyncGroup, Heartbeat, LeaveGroup: Read on the group, else
+  GROUP_AUTHORIZATION_FAILED and the coordinator is not asked.
+* OffsetCommit: Read on the group, else every partition
+  GROUP_AUTHORIZATION_FAILED; then Read on each topic, else its partitions
+  TOPIC_AUTHORIZATION_FAILED — checked before existence, so a topic the
+  principal may not read is never reported unknown.
+* TxnOffsetCommit: Write on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then Read on the group
+  (GROUP_AUTHORIZATION_FAILED), each for every partition; then Read per
+  topic as OffsetCommit.
+* OffsetFetch: Describe on the group (GROUP_AUTHORIZATION_FAILED, as any
+  group error); partitions of topics without Describe answer
+  TOPIC_AUTHORIZATION_FAILED, and when every committed partition is asked
+  for (null topics) those topics are left out.  v8's groups are checked one
+  by one (Kafka 3.0's ``fetchOffsets``).
+* DescribeGroups: Describe on each group (else GROUP_AUTHORIZATION_FAILED
+  with empty fields); v3+ ``authorized_operations`` is the authorizer's.
+* ListGroups: Describe on the cluster lists every group, else only the
+  groups the principal may Describe.
+* DeleteGroups: Delete on each group; OffsetDelete: Delete on the group
+  (else GROUP_AUTHORIZATION_FAILED alone), then Read per topic.
 
 OffsetFetch v7's ``require_stable`` (KIP-447) is passed to the coordinator,
 which answers UNSTABLE_OFFSET_COMMIT, as Kafka does, for a partition with a
@@ -30,9 +55,17 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.errors import ErrorCode
 from mafka.group.coordinator import JoinResult, OffsetFetchEntry, SyncResult
+from mafka.group.coordinator_types import EMPTY_SUMMARY
 from mafka.group.offsets import OffsetAndMetadata
+from mafka.security.acl import AclOperation, ResourceType
+
+READ, DELETE, DESCRIBE, WRITE = AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.WRITE
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
+#: Kafka's ``OffsetFetchResponse.UNAUTHORIZED_PARTITION``.
+UNAUTHORIZED_PARTITION = OffsetFetchEntry(-1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 8, 9, 11, 12, 13, 14
 DESCRIBE_GROUPS, LIST_GROUPS, TXN_OFFSET_COMMIT, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 28, 42, 47
@@ -45,8 +78,38 @@ def _client_host(connection: Any) -> str:
 
 
 def handlers(broker: Any) -> dict[int, Any]:
+    authz = AdminAuthz(broker)
+
     def coordinator() -> Any:
         return broker.group_service.checked_coordinator()
+
+    def may_read_group(connection: Any, group_id: str) -> bool:
+        return authz.allows(connection, READ, GROUP, group_id)
+
+    def commit_targets(connection: Any, topics: Any, refusal: int | None) -> tuple[dict[tuple[str, int], int], list[Any]]:
+        """An (Txn)OffsetCommit's partitions sorted as Kafka does: (errors, [(tp, partition data) to commit]).
+
+        With *refusal* (the group or transactional id was refused) every
+        partition answers it.  Otherwise a topic the principal may not Read
+        is TOPIC_AUTHORIZATION_FAILED before existence is looked at, then an
+        unknown partition UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        cache = broker.metadata_cache
+        readable = authz.allowed_names(connection, READ, TOPIC, (t.name for t in topics)) if refusal is None else set()
+        errors: dict[tuple[str, int], int] = {}
+        accepted = []
+        for topic in topics:
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if refusal is not None:
+                    errors[tp] = refusal
+                elif topic.name not in readable:
+                    errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif cache.partition(topic.name, p.partition_index) is None:
+                    errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    accepted.append((tp, p))
+        return errors, accepted
 
     def join_group(request: Any, connection: Any) -> defer.Deferred:
         body = request.body
@@ -66,6 +129,9 @@ def handlers(broker: Any) -> dict[int, Any]:
                 ],
             })
 
+        if not may_read_group(connection, body.group_id):
+            respond(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            return d
         # v0 has no rebalance timeout: Kafka uses the session timeout.
         rebalance_timeout = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
         instance_id = body.group_instance_id if version >= 5 else None
@@ -91,6 +157,9 @@ def handlers(broker: Any) -> dict[int, Any]:
         def respond(r: SyncResult) -> None:
             d.callback({"throttle_time_ms": 0, "error_code": r.error, "assignment": r.assignment})
 
+        if not may_read_group(connection, body.group_id):
+            respond(SyncResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+            return d
         coordinator().sync_group(
             body.group_id,
             body.generation_id,
@@ -103,6 +172,8 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def heartbeat(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
+        if not may_read_group(connection, body.group_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
         error = coordinator().heartbeat(
             body.group_id,
             body.member_id,
@@ -113,6 +184,9 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def leave_group(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
+        if not may_read_group(connection, body.group_id):
+            # Kafka's LeaveGroupResponse: the top-level error and no members.
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
         if request.header.api_version >= 3:
             # KIP-345: a batch, each member by member id and/or group instance id (an
             # administrative removal names only the instance id, member id "").
@@ -131,23 +205,17 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def offset_commit(request: Any, connection: Any) -> defer.Deferred:
         body = request.body
-        cache = broker.metadata_cache
         now = int(broker.reactor.seconds() * 1000)
         retention = body.retention_time_ms
         expire = None if retention == -1 else now + retention
-        results: dict[tuple[str, int], int] = {}
-        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        for topic in body.topics:
-            for p in topic.partitions:
-                tp = (topic.name, p.partition_index)
-                if cache.partition(topic.name, p.partition_index) is None:
-                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    # v6+: the leader epoch of the consumed record (−1 below v6 or unknown),
-                    # kept in the OffsetCommitValue v3 record and answered by OffsetFetch v5+.
-                    offsets[tp] = OffsetAndMetadata(
-                        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, expire
-                    )
+        refusal = None if may_read_group(connection, body.group_id) else ErrorCode.GROUP_AUTHORIZATION_FAILED
+        results, accepted = commit_targets(connection, body.topics, refusal)
+        # v6+: the leader epoch of the consumed record (−1 below v6 or unknown),
+        # kept in the OffsetCommitValue v3 record and answered by OffsetFetch v5+.
+        offsets = {
+            tp: OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, expire)
+            for tp, p in accepted
+        }
         d: defer.Deferred = defer.Deferred()
 
         def respond(errors: dict[tuple[str, int], int]) -> None:
@@ -179,20 +247,20 @@ def handlers(broker: Any) -> dict[int, Any]:
     def txn_offset_commit(request: Any, connection: Any) -> defer.Deferred:
         body = request.body
         version = request.header.api_version
-        cache = broker.metadata_cache
         now = int(broker.reactor.seconds() * 1000)
-        results: dict[tuple[str, int], int] = {}
-        offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        for topic in body.topics:
-            for p in topic.partitions:
-                tp = (topic.name, p.partition_index)
-                if cache.partition(topic.name, p.partition_index) is None:
-                    results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                else:
-                    # Kafka's convertTxnOffsets: commit time now, no expire timestamp.
-                    offsets[tp] = OffsetAndMetadata(
-                        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, None
-                    )
+        # Kafka skips the producer id's check: Write on the transactional id implies it.
+        refusal = (
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            if not authz.allows(connection, WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
+            else ErrorCode.GROUP_AUTHORIZATION_FAILED if not may_read_group(connection, body.group_id)
+            else None
+        )
+        results, accepted = commit_targets(connection, body.topics, refusal)
+        # Kafka's convertTxnOffsets: commit time now, no expire timestamp.
+        offsets = {
+            tp: OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now, None)
+            for tp, p in accepted
+        }
         d: defer.Deferred = defer.Deferred()
 
         def respond(errors: dict[tuple[str, int], int]) -> None:
@@ -232,6 +300,31 @@ def handlers(broker: Any) -> dict[int, Any]:
             respond({})
         return d
 
+    def fetch_offsets(
+        connection: Any, group_id: str, wanted: list[tuple[str, int]] | None, require_stable: bool
+    ) -> tuple[int, dict[tuple[str, int], OffsetFetchEntry]]:
+        """One group's offsets as the principal may see them (Kafka 3.0's ``fetchOffsets``, 2.8's checks).
+
+        Describe on the group, else GROUP_AUTHORIZATION_FAILED.  Asked
+        partitions of topics without Describe are not looked up and answer
+        TOPIC_AUTHORIZATION_FAILED; with *wanted* None (every committed
+        partition) such topics are left out.
+        """
+        if not authz.allows(connection, DESCRIBE, GROUP, group_id):
+            return ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
+        if wanted is None:
+            error, entries = coordinator().fetch_offsets(group_id, None, require_stable)
+            if error != ErrorCode.NONE:
+                return error, entries
+            visible = authz.allowed_names(connection, DESCRIBE, TOPIC, (topic for topic, _ in entries))
+            return error, {tp: e for tp, e in entries.items() if tp[0] in visible}
+        allowed, refused = authz.split(connection, DESCRIBE, TOPIC, wanted, name_of=lambda tp: tp[0])
+        error, entries = coordinator().fetch_offsets(group_id, allowed, require_stable)
+        if error != ErrorCode.NONE or not refused:
+            return error, entries
+        hidden = set(refused)
+        return error, {tp: UNAUTHORIZED_PARTITION if tp in hidden else entries[tp] for tp in wanted}
+
     def offset_fetch(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
         version = request.header.api_version
@@ -240,7 +333,7 @@ def handlers(broker: Any) -> dict[int, Any]:
             # KIP-709: several groups, each answered with its own error (and no offsets on error).
             groups = []
             for g in body.groups:
-                error, entries = coordinator().fetch_offsets(g.group_id, _wanted(g.topics), require_stable)
+                error, entries = fetch_offsets(connection, g.group_id, _wanted(g.topics), require_stable)
                 groups.append({
                     "group_id": g.group_id,
                     "topics": _fetched_topics(entries) if error == ErrorCode.NONE else [],
@@ -248,7 +341,7 @@ def handlers(broker: Any) -> dict[int, Any]:
                 })
             return {"throttle_time_ms": 0, "groups": groups}
         wanted = _wanted(body.topics)
-        error, entries = coordinator().fetch_offsets(body.group_id, wanted, require_stable)
+        error, entries = fetch_offsets(connection, body.group_id, wanted, require_stable)
         if error != ErrorCode.NONE:
             # v2+ carry the error at the top; v1 has no such field: every partition carries it.
             failed = {tp: OffsetFetchEntry(-1, -1, "", error) for tp in (wanted or [])} if version < 2 else {}
@@ -261,7 +354,11 @@ def handlers(broker: Any) -> dict[int, Any]:
         with_operations = request.header.api_version >= 3 and request.body.include_authorized_operations
         groups = []
         for group_id in request.body.groups:
-            error, summary = coordinator().describe_group(group_id)
+            if not authz.allows(connection, DESCRIBE, GROUP, group_id):
+                # Kafka's DescribeGroupsResponse.forError: empty state, protocol and members.
+                error, summary = ErrorCode.GROUP_AUTHORIZATION_FAILED, EMPTY_SUMMARY
+            else:
+                error, summary = coordinator().describe_group(group_id)
             groups.append({
                 "error_code": error,
                 "group_id": group_id,
@@ -279,8 +376,8 @@ def handlers(broker: Any) -> dict[int, Any]:
                     }
                     for m in summary.members
                 ],
-                "authorized_operations": GROUP_OPERATIONS if with_operations and error == ErrorCode.NONE
-                else NOT_PROVIDED,
+                "authorized_operations": authz.operations(connection, GROUP, group_id, GROUP_OPERATIONS)
+                if with_operations and error == ErrorCode.NONE else NOT_PROVIDED,
             })
         return {"throttle_time_ms": 0, "groups": groups}
 
@@ -288,32 +385,44 @@ def handlers(broker: Any) -> dict[int, Any]:
         error, groups = coordinator().list_groups()
         # v4 (KIP-518): only groups in one of the named states (Kafka's names, e.g. "Stable").
         wanted = set(getattr(request.body, "states_filter", None) or ())
+        groups = [g for g in groups if not wanted or g.state in wanted]
+        # Describe on the cluster lists every group (Kafka keeps it for compatibility);
+        # otherwise only the groups the principal may Describe.
+        if not authz.allows_cluster(connection, DESCRIBE):
+            groups, _ = authz.split(connection, DESCRIBE, GROUP, groups, name_of=lambda g: g.group_id)
         return {
             "throttle_time_ms": 0,
             "error_code": error,
             "groups": [
-                {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state}
-                for g in groups
-                if not wanted or g.state in wanted
+                {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state} for g in groups
             ],
         }
 
     def delete_groups(request: Any, connection: Any) -> defer.Deferred:
-        names = list(request.body.groups_names)
+        names = list(dict.fromkeys(request.body.groups_names))
+        allowed, refused = authz.split(connection, DELETE, GROUP, names)
         d: defer.Deferred = defer.Deferred()
 
         def respond(results: dict[str, int]) -> None:
+            results.update(dict.fromkeys(refused, ErrorCode.GROUP_AUTHORIZATION_FAILED))
             d.callback({
                 "throttle_time_ms": 0,
-                "results": [{"group_id": g, "error_code": results[g]} for g in dict.fromkeys(names)],
+                "results": [{"group_id": g, "error_code": results[g]} for g in names],
             })
 
-        coordinator().delete_groups(list(dict.fromkeys(names)), respond)
+        if allowed:
+            coordinator().delete_groups(allowed, respond)
+        else:
+            respond({})
         return d
 
-    def offset_delete(request: Any, connection: Any) -> defer.Deferred:
+    def offset_delete(request: Any, connection: Any) -> Any:
         body = request.body
+        if not authz.allows(connection, DELETE, GROUP, body.group_id):
+            # Kafka's getErrorResponse: the group's error and no partitions.
+            return {"error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "throttle_time_ms": 0, "topics": []}
         cache = broker.metadata_cache
+        readable = authz.allowed_names(connection, READ, TOPIC, (t.name for t in body.topics))
         order: dict[tuple[str, int], None] = {}
         results: dict[tuple[str, int], int] = {}
         partitions: list[tuple[str, int]] = []
@@ -323,7 +432,9 @@ def handlers(broker: Any) -> dict[int, Any]:
                 if tp in order:
                     continue
                 order[tp] = None
-                if cache.partition(topic.name, p.partition_index) is None:
+                if topic.name not in readable:
+                    results[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                elif cache.partition(topic.name, p.partition_index) is None:
                     results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 else:
                     partitions.append(tp)

@@ -10,7 +10,14 @@ partition.  v3+ carries the producer id and epoch the producer already holds
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v4, which older
 clients understand.
 
-The broker provides ``producer_ids`` and ``transaction_service.checked_coordinator()``.
+Authorization first, as Kafka 2.8: a transactional id needs Write on it
+(else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer (no
+transactional id) needs IdempotentWrite on the cluster or — KIP-679, new in
+2.8 — Write on at least one topic (Kafka's ``authorizeByResourceType``),
+else CLUSTER_AUTHORIZATION_FAILED.  A refused request gets no producer id.
+
+The broker provides ``producer_ids``, ``transaction_service.checked_coordinator()``
+and optionally ``authorizer``.
 """
 
 from __future__ import annotations
@@ -21,6 +28,16 @@ from twisted.internet import defer
 
 from mafka.errors import ErrorCode
 from mafka.transaction.coordinator import error_for_version, expected_producer_id_and_epoch
+
+from ..data_path_authz import (
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    allowed,
+    allowed_by_resource_type,
+    cluster_allowed,
+)
 
 INIT_PRODUCER_ID = 22
 
@@ -33,6 +50,9 @@ def handlers(broker: Any) -> dict[int, Any]:
     def init_producer_id(request: Any, connection: Any) -> Any:
         body = request.body
         version = request.header.api_version
+        refusal = _refusal(body.transactional_id, connection)
+        if refusal is not None:
+            return _answer(refusal)
         if body.transactional_id is None:
             def failed(failure: Any) -> dict[str, Any]:
                 return _answer(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -54,5 +74,17 @@ def handlers(broker: Any) -> dict[int, Any]:
             body.transactional_id, body.transaction_timeout_ms, expected, respond
         )
         return d
+
+    def _refusal(transactional_id: str | None, connection: Any) -> ErrorCode | None:
+        """The authorization error of an InitProducerId for *transactional_id*, or None when allowed."""
+        if transactional_id is not None:
+            if allowed(broker, connection, WRITE, TRANSACTIONAL_ID, transactional_id):
+                return None
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        if cluster_allowed(broker, connection, IDEMPOTENT_WRITE) or allowed_by_resource_type(
+            broker, connection, WRITE, TOPIC
+        ):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
     return {INIT_PRODUCER_ID: init_producer_id}

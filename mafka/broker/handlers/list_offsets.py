@@ -11,6 +11,12 @@ high watermark lags behind the start of the new epoch, the latest offset
 LEADER_NOT_AVAILABLE before, as Kafka answers.  A partition named twice is
 INVALID_REQUEST; partitions this broker does not lead →
 NOT_LEADER_OR_FOLLOWER; unknown ones → UNKNOWN_TOPIC_OR_PARTITION.
+
+Authorization (Kafka 2.8, every version): Describe on each topic, whoever
+asks — Kafka 2.8 checks no ClusterAction for a replica's ListOffsets.  A
+refused topic's partitions are TOPIC_AUTHORIZATION_FAILED (offset and
+timestamp −1), whether the topic exists or not, and come after the allowed
+topics, as Kafka lists them.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from collections import Counter
 from typing import Any
 
 from mafka.errors import ErrorCode, KafkaError
+
+from ..data_path_authz import DESCRIBE, TOPIC, split_allowed
 
 LIST_OFFSETS = 2
 
@@ -29,8 +37,9 @@ def handlers(broker: Any) -> dict[int, Any]:
         version = request.header.api_version
         isolation = (getattr(body, "isolation_level", 0) or 0) if version >= 2 else 0
         counts = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
+        allowed, refused = split_allowed(broker, connection, DESCRIBE, TOPIC, body.topics, _name_of)
         topics = []
-        for t in body.topics:
+        for t in allowed:
             partitions = []
             for p in t.partitions:
                 ts, offset, epoch, error = -1, -1, -1, ErrorCode.NONE
@@ -63,9 +72,26 @@ def handlers(broker: Any) -> dict[int, Any]:
                     }
                 )
             topics.append({"name": t.name, "partitions": partitions})
+        topics.extend(_refused(t, version) for t in refused)
         return {"throttle_time_ms": 0, "topics": topics}
 
     return {LIST_OFFSETS: list_offsets}
+
+
+def _name_of(topic: Any) -> str:
+    return str(topic.name)
+
+
+def _refused(topic: Any, version: int) -> dict[str, Any]:
+    """A topic the principal may not Describe: TOPIC_AUTHORIZATION_FAILED for each of its partitions."""
+    error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if version == 0:
+        partitions = [{"partition_index": p.partition_index, "error_code": error, "old_style_offsets": []}
+                      for p in topic.partitions]
+    else:
+        partitions = [{"partition_index": p.partition_index, "error_code": error, "timestamp": -1, "offset": -1,
+                       "leader_epoch": -1} for p in topic.partitions]
+    return {"name": topic.name, "partitions": partitions}
 
 
 def _legacy(broker: Any, topic: str, p: Any, replica_id: int) -> dict[str, Any]:

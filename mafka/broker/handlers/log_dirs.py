@@ -2,24 +2,36 @@
 
 The logic is :mod:`mafka.broker.log_dir_mover`'s; file-system work (stat
 calls, creating future logs) runs in a worker thread.  DescribeLogDirs
-answers the top-level error code 0 (v3+; no authorizer here) and each dir's
-volume size and usable space (v4+).
+answers the top-level error code (v3+) and each dir's volume size and
+usable space (v4+).
+
+ACLs (Kafka 2.8): AlterReplicaLogDirs needs Alter on the cluster, else every
+partition named answers CLUSTER_AUTHORIZATION_FAILED (one result per dir and
+topic, Kafka's ``getErrorResponse``) and nothing moves.  DescribeLogDirs needs
+Describe on the cluster, else no dirs — with, from v3, the top-level
+CLUSTER_AUTHORIZATION_FAILED that Kafka 3.2 added (2.8's v0–2 have no such
+field; an empty answer there).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
-
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.log_dir_mover import describe_log_dirs
+from mafka.errors import ErrorCode
+from mafka.security.acl import AclOperation
 
 ALTER_REPLICA_LOG_DIRS = 34
 DESCRIBE_LOG_DIRS = 35
 
 
 def handlers(broker: Any) -> dict[int, Any]:
-    def describe(request: Any, connection: Any) -> defer.Deferred:
+    authz = AdminAuthz(broker)
+
+    def describe(request: Any, connection: Any) -> Any:
+        if not authz.allows_cluster(connection, AclOperation.DESCRIBE):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
         topics = request.body.topics
         wanted = None if topics is None else {(t.topic, p) for t in topics for p in t.partitions}
         rm = broker.replica_manager
@@ -29,7 +41,17 @@ def handlers(broker: Any) -> dict[int, Any]:
             lambda results: {"throttle_time_ms": 0, "error_code": 0, "results": results}
         )
 
-    def alter(request: Any, connection: Any) -> defer.Deferred:
+    def alter(request: Any, connection: Any) -> Any:
+        if not authz.allows_cluster(connection, AclOperation.ALTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return {
+                "throttle_time_ms": 0,
+                "results": [
+                    {"topic_name": t.name, "partitions": [{"partition_index": p, "error_code": code} for p in t.partitions]}
+                    for entry in request.body.dirs
+                    for t in entry.topics
+                ],
+            }
         assignments: dict[tuple[str, int], str] = {}
         for entry in request.body.dirs:
             for t in entry.topics:

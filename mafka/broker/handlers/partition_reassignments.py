@@ -10,6 +10,12 @@ partition NONE, INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS
 List returns, per partition being reassigned, its full replica set (RS) and
 the adding and removing replicas.
 
+ACLs (Kafka 2.8, checked first, on any broker): Alter needs Alter on the
+cluster, List needs Describe on the cluster; refused, the top-level error is
+CLUSTER_AUTHORIZATION_FAILED and, as Kafka's ``getErrorResponse``, Alter
+gives every partition named that error and List echoes the partitions
+named with empty replica lists.  Nothing is reassigned.
+
 The broker provides ``controller`` (``is_active``,
 ``alter_partition_reassignments``, ``list_partition_reassignments``).
 """
@@ -20,7 +26,9 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.errors import ErrorCode
+from mafka.security.acl import AclOperation
 
 ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 
@@ -37,13 +45,29 @@ def _active(broker: Any) -> bool:
 
 
 def handlers(broker: Any) -> dict[int, Any]:
-    def not_controller(extra: dict[str, Any]) -> dict[str, Any]:
-        code = ErrorCode.NOT_CONTROLLER
+    authz = AdminAuthz(broker)
+
+    def failed(code: ErrorCode, extra: dict[str, Any]) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "error_code": code, "error_message": code.description, **extra}
+
+    def not_controller(extra: dict[str, Any]) -> dict[str, Any]:
+        return failed(ErrorCode.NOT_CONTROLLER, extra)
 
     @defer.inlineCallbacks
     def alter(request: Any, connection: Any) -> Any:
         body = request.body
+        if not authz.allows_cluster(connection, AclOperation.ALTER):
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return failed(code, {"responses": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {"partition_index": p.partition_index, "error_code": code, "error_message": code.description}
+                        for p in t.partitions
+                    ],
+                }
+                for t in body.topics
+            ]})
         if not _active(broker):
             return not_controller({"responses": []})
         wanted = {
@@ -71,6 +95,17 @@ def handlers(broker: Any) -> dict[int, Any]:
     @defer.inlineCallbacks
     def list_(request: Any, connection: Any) -> Any:
         body = request.body
+        if not authz.allows_cluster(connection, AclOperation.DESCRIBE):
+            return failed(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, {"topics": [
+                {
+                    "name": t.name,
+                    "partitions": [
+                        {"partition_index": p, "replicas": [], "adding_replicas": [], "removing_replicas": []}
+                        for p in t.partition_indexes
+                    ],
+                }
+                for t in body.topics or []
+            ]})
         if not _active(broker):
             return not_controller({"topics": []})
         wanted = (

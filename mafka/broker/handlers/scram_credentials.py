@@ -22,6 +22,10 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager.describeUserScramCredential
   RESOURCE_NOT_FOUND.  A user with any such error is left untouched; the
   others have their deletions and upsertions applied and written, one
   ZooKeeper write (and notification) per user.
+* ACLs (Kafka 2.8): Describe needs Describe on the cluster, else a top-level
+  CLUSTER_AUTHORIZATION_FAILED and no results; Alter (after NOT_CONTROLLER,
+  as in Kafka) needs Alter on the cluster, else every user named answers
+  CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, Literal, overload
 
 from twisted.internet import defer
 
+from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.scram import (
     MAX_ITERATIONS,
     MECHANISMS,
@@ -43,6 +48,7 @@ from mafka.broker.scram import (
 )
 from mafka.coordination.znodes import ConfigType
 from mafka.errors import ErrorCode, KafkaError
+from mafka.security.acl import AclOperation
 
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -146,9 +152,13 @@ def apply_alterations(
 
 def handlers(broker: Any) -> dict[int, Any]:
     users_type = ConfigType.USER
+    authz = AdminAuthz(broker)
 
     @defer.inlineCallbacks
     def describe(request: Any, connection: Any) -> Any:
+        if not authz.allows_cluster(connection, AclOperation.DESCRIBE):
+            refused = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+            return {"throttle_time_ms": 0, "error_code": refused, "error_message": refused.description, "results": []}
         names = None if not request.body.users else [u.name for u in request.body.users]
         results: dict[str, dict[str, Any]] = {}
         try:
@@ -204,11 +214,17 @@ def handlers(broker: Any) -> dict[int, Any]:
         deletions, upsertions = list(body.deletions), list(body.upsertions)
         controller = getattr(broker, "controller", None)
         if controller is None or not controller.is_active:
-            code = ErrorCode.NOT_CONTROLLER
+            refusal = ErrorCode.NOT_CONTROLLER
+        elif not authz.allows_cluster(connection, AclOperation.ALTER):
+            refusal = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        else:
+            refusal = None
+        if refusal is not None:
+            # Kafka's getErrorResponse: every user named, once, sorted.
             users = sorted({a.name for a in (*deletions, *upsertions)})
             return {
                 "throttle_time_ms": 0,
-                "results": [_result(user, code, code.description) for user in users],
+                "results": [_result(user, refusal, refusal.description) for user in users],
             }
         results, valid = plan_alterations(deletions, upsertions)
         configs: dict[str, dict[str, str]] = {}

@@ -21,16 +21,23 @@ transaction coordinator alone:
   (expiring) ids are never listed; COORDINATOR_LOAD_IN_PROGRESS while any
   partition loads, COORDINATOR_NOT_AVAILABLE before startup.
 
-Authorization is the security work's (no ACLs yet: every id and topic is
-described).  The broker provides ``transaction_service.checked_coordinator()``.
+Authorization, as Kafka 3.0 (KIP-664 came after 2.8): DescribeTransactions
+answers an id the principal may not Describe (TransactionalId) with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED, without asking the coordinator, and
+leaves out of each description the topics it may not Describe;
+ListTransactions lists only the ids it may Describe.  The broker provides
+``transaction_service.checked_coordinator()`` and optionally ``authorizer``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from mafka.errors import ErrorCode
 from mafka.transaction.coordinator import TransactionDescription
+
+from ..data_path_authz import DESCRIBE, TOPIC, TRANSACTIONAL_ID, allowed_names
 
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
 
@@ -61,8 +68,25 @@ def handlers(broker: Any) -> dict[int, Any]:
         return broker.transaction_service.checked_coordinator()
 
     def describe_transactions(request: Any, connection: Any) -> dict[str, Any]:
-        described = coordinator().describe_transactions(list(request.body.transactional_ids))
-        return {"throttle_time_ms": 0, "transaction_states": [_transaction_state(d) for d in described]}
+        asked = list(request.body.transactional_ids)
+        describable = allowed_names(broker, connection, DESCRIBE, TRANSACTIONAL_ID, asked)
+        allowed_ids = [tid for tid in asked if tid in describable]
+        described = iter(coordinator().describe_transactions(allowed_ids) if allowed_ids else ())
+        states = []
+        for tid in asked:
+            if tid not in describable:
+                states.append(_transaction_state(
+                    TransactionDescription(tid, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)))
+                continue
+            states.append(_transaction_state(_visible_topics(next(described), connection)))
+        return {"throttle_time_ms": 0, "transaction_states": states}
+
+    def _visible_topics(d: TransactionDescription, connection: Any) -> TransactionDescription:
+        """*d* without the topics the principal may not Describe (Kafka 3.0 removes them)."""
+        if not d.topics:
+            return d
+        visible = allowed_names(broker, connection, DESCRIBE, TOPIC, d.topics)
+        return dataclasses.replace(d, topics={t: p for t, p in d.topics.items() if t in visible})
 
     def list_transactions(request: Any, connection: Any) -> dict[str, Any]:
         body = request.body
@@ -70,6 +94,8 @@ def handlers(broker: Any) -> dict[int, Any]:
         states = list(dict.fromkeys(body.state_filters))
         producer_ids = list(dict.fromkeys(body.producer_id_filters))
         result = coordinator().list_transactions(states, producer_ids)
+        describable = allowed_names(broker, connection, DESCRIBE, TRANSACTIONAL_ID,
+                                    (t.transactional_id for t in result.transaction_states))
         return {
             "throttle_time_ms": 0,
             "error_code": result.error,
@@ -77,6 +103,7 @@ def handlers(broker: Any) -> dict[int, Any]:
             "transaction_states": [
                 {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state}
                 for t in result.transaction_states
+                if t.transactional_id in describable
             ],
         }
 

@@ -14,10 +14,22 @@ Kafka 2.8's ``KafkaApis``:
   ``__transaction_state``; markers are written in the background.
 
 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH below v2.
-Authorization is the security work's (no ACLs yet).
+
+Authorization, checked before anything else, as Kafka 2.8:
+
+* every API needs Write on the transactional id, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (for every partition of an
+  AddPartitionsToTxn);
+* AddPartitionsToTxn also needs Write on each topic: a refused topic's
+  partitions are TOPIC_AUTHORIZATION_FAILED — internal topics always, even
+  without an authorizer, as Kafka leaves them out of its check — and the
+  whole request fails as for an unknown partition (OPERATION_NOT_ATTEMPTED
+  for the rest, nothing added);
+* AddOffsetsToTxn also needs Read on the group, else GROUP_AUTHORIZATION_FAILED.
 
 The broker provides ``transaction_service.checked_coordinator()``,
-``group_service.coordinator.partition_for`` and ``metadata_cache``.
+``group_service.coordinator.partition_for``, ``metadata_cache`` and
+optionally ``authorizer``.
 """
 
 from __future__ import annotations
@@ -28,7 +40,10 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
+from mafka.topics import INTERNAL_TOPICS
 from mafka.transaction.coordinator import error_for_version
+
+from ..data_path_authz import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed, allowed_names
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 
@@ -44,17 +59,27 @@ def handlers(broker: Any) -> dict[int, Any]:
     def coordinator() -> Any:
         return broker.transaction_service.checked_coordinator()
 
+    def txn_id_writable(connection: Any, transactional_id: str) -> bool:
+        return allowed(broker, connection, WRITE, TRANSACTIONAL_ID, transactional_id)
+
     def add_partitions_to_txn(request: Any, connection: Any) -> Any:
         body = request.body
         version = request.header.api_version
         requested = [(t.name, index) for t in body.v3_and_below_topics for index in t.partitions]
+        if not txn_id_writable(connection, body.v3_and_below_transactional_id):
+            denied = {tp: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in requested}
+            return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(denied)}
+        writable = allowed_names(broker, connection, WRITE, TOPIC,
+                                 (topic for topic, _ in requested if topic not in INTERNAL_TOPICS))
         cache = broker.metadata_cache
-        unknown = {tp for tp in requested if cache.partition(*tp) is None}
-        if unknown:
-            errors = {
-                tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-                for tp in requested
-            }
+        failed: dict[tuple[str, int], int] = {}
+        for tp in requested:
+            if tp[0] not in writable:
+                failed[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif cache.partition(*tp) is None:
+                failed[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if failed:
+            errors = {tp: failed.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in requested}
             return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": _topic_results(errors)}
         d: defer.Deferred = defer.Deferred()
 
@@ -76,6 +101,10 @@ def handlers(broker: Any) -> dict[int, Any]:
         def respond(error: int) -> None:
             d.callback({"throttle_time_ms": 0, "error_code": error_for_version(ADD_OFFSETS_TO_TXN, version, error)})
 
+        if not txn_id_writable(connection, body.transactional_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+        if not allowed(broker, connection, READ, GROUP, body.group_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
         partition = broker.group_service.coordinator.partition_for(body.group_id)
         coordinator().handle_add_offsets_to_txn(body.transactional_id, body.producer_id, body.producer_epoch, partition, respond)
         return d
@@ -83,6 +112,8 @@ def handlers(broker: Any) -> dict[int, Any]:
     def end_txn(request: Any, connection: Any) -> Any:
         body = request.body
         version = request.header.api_version
+        if not txn_id_writable(connection, body.transactional_id):
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
         d: defer.Deferred = defer.Deferred()
 
         def respond(error: int) -> None:

@@ -16,8 +16,14 @@ Kafka 2.8's ``KafkaApis.handleWriteTxnMarkersRequest``:
 * the response lists every partition of every marker, answered once all
   appends finished.
 
-The broker provides ``replica_manager.append_txn_markers`` and
-``group_service.coordinator.complete_transaction``.
+Only brokers may send it: without ClusterAction on the cluster every
+partition of every marker is CLUSTER_AUTHORIZATION_FAILED and nothing is
+written (Kafka's ``authorizeClusterOperation`` answered through the
+request's error response) — a client cannot commit or abort another
+producer's transaction by forging markers (the CVE-2018-1288 class).
+
+The broker provides ``replica_manager.append_txn_markers``,
+``group_service.coordinator.complete_transaction`` and optionally ``authorizer``.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ from twisted.internet import defer
 
 from mafka.errors import ErrorCode
 from mafka.topics import GROUP_METADATA_TOPIC
+
+from ..data_path_authz import CLUSTER_ACTION, cluster_allowed
 
 WRITE_TXN_MARKERS = 27
 
@@ -65,8 +73,18 @@ def handlers(broker: Any) -> dict[int, Any]:
 
         return d.addCallback(written)
 
-    def write_txn_markers(request: Any, connection: Any) -> defer.Deferred:
+    def write_txn_markers(request: Any, connection: Any) -> Any:
+        if not cluster_allowed(broker, connection, CLUSTER_ACTION):
+            return {"markers": [_refused(m, ErrorCode.CLUSTER_AUTHORIZATION_FAILED) for m in request.body.markers]}
         d = defer.gatherResults([write_one(m) for m in request.body.markers], consumeErrors=True)
         return d.addCallback(lambda markers: {"markers": markers})
 
     return {WRITE_TXN_MARKERS: write_txn_markers}
+
+
+def _refused(marker: Any, error: ErrorCode) -> dict[str, Any]:
+    """*error* for every partition of *marker* (Kafka's ``WriteTxnMarkersRequest.getErrorResponse``)."""
+    topics: dict[str, list[dict[str, int]]] = {}
+    for t in marker.topics:
+        topics.setdefault(t.name, []).extend({"partition_index": i, "error_code": error} for i in t.partition_indexes)
+    return {"producer_id": marker.producer_id, "topics": [{"name": n, "partitions": p} for n, p in topics.items()]}
