@@ -172,8 +172,12 @@ def listener_security(
     security_protocol: str,
     *,
     scram_credential: Callable[[ScramMechanism, str], ScramCredential | None],
+    scram_fake_salt_key: bytes | None = None,
 ) -> ListenerSecurity:
     """The security of one listener from the broker's config.
+
+    *scram_fake_salt_key* is the cluster's secret for an unknown SCRAM user's
+    fake salt (the same on every broker, so none tells an unknown user apart).
 
     Raises:
         ConfigError: unsupported mechanisms, PLAIN without users, a bad JAAS or TLS config,
@@ -208,7 +212,8 @@ def listener_security(
         plain = plain_users(entry)
 
     def create(mechanism: str) -> SaslServer:
-        return create_sasl_server(mechanism, plain_users=plain.get, scram_credentials=scram_credential)
+        return create_sasl_server(mechanism, plain_users=plain.get, scram_credentials=scram_credential,
+                                  scram_fake_salt_key=scram_fake_salt_key)
 
     return ListenerSecurity(
         listener, security_protocol, mechanisms, create, reauth_ms, failed_delay_ms, max_receive,

@@ -235,10 +235,13 @@ class KafkaServer:
         authorizer = self.authorizer = BrokerAuthorizer(self.zk, config)
         yield authorizer.load()
         # Every listener's security now: a bad JAAS or TLS config stops the start-up here.
+        fake_salt_key = None
+        if any(e.security_protocol.startswith("SASL_") for e in config.listener_endpoints):
+            fake_salt_key = yield self.zk.get_or_create_scram_fake_salt_key()
         securities = {
             endpoint.name: listener_security(
                 config, endpoint.name, endpoint.security_protocol,
-                scram_credential=user_configs.scram_credential,
+                scram_credential=user_configs.scram_credential, scram_fake_salt_key=fake_salt_key,
             )
             for endpoint in config.listener_endpoints
         }

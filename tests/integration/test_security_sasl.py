@@ -383,3 +383,22 @@ def test_replication_runs_over_the_authenticated_inter_broker_listener(cluster):
             break
         assert time.monotonic() < deadline, {p.id: p.isrs for p in meta.partitions.values()}
         time.sleep(0.2)
+
+
+def test_an_unknown_scram_user_gets_the_same_salt_from_every_broker(cluster, scram_user):
+    """A fake salt that differed between brokers (or restarts) would tell an unknown user from a real one."""
+
+    def salt_and_iterations(address, user: str) -> bytes:
+        raw = Raw(address)
+        try:
+            assert raw.call(SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"}).error_code == 0
+            first = raw.call(SASL_AUTHENTICATE, 1, {"auth_bytes": f"n,,n={user},r=abcdefghijklmnop".encode()})
+            assert first.error_code == 0
+            return bytes(first.auth_bytes).split(b",", 1)[1]  # s=<salt>,i=<iterations>
+        finally:
+            raw.close()
+
+    unknown = f"ghost-{uuid.uuid4().hex[:6]}"
+    seen = {salt_and_iterations(address, unknown) for address in sasl_addresses(cluster)}
+    assert len(seen) == 1, seen
+    assert len({salt_and_iterations(address, scram_user) for address in sasl_addresses(cluster)}) == 1

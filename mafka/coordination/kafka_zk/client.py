@@ -63,6 +63,10 @@ class KafkaZkClient:
         """The underlying store."""
         return self._store
 
+    def get_or_create_scram_fake_salt_key(self) -> Deferred[bytes]:
+        """The cluster-wide secret for fake SCRAM salts (``/mafka/scram-fake-salt-key``)."""
+        return self._mafka.get_or_create_scram_fake_salt_key()
+
     # ------------------------------------------------------------------ ACLs
 
     def create_acl_paths(self) -> Deferred[None]:

@@ -1,11 +1,16 @@
-"""Mafka's own znodes in ZooKeeper: the slow-node reports and the rebalancer's state, under ``/mafka``.
+"""Mafka's own znodes in ZooKeeper: the slow-node reports, the rebalancer's state and a SCRAM secret, under ``/mafka``.
 
 Owns :class:`MafkaZk` — writing and listing the per-broker
-``/mafka/monitor/<id>`` reports and the version-checked
-``/mafka/rebalancer/state`` reads and writes (bytes are their owners').
+``/mafka/monitor/<id>`` reports, the version-checked
+``/mafka/rebalancer/state`` reads and writes (bytes are their owners'), and
+``/mafka/scram-fake-salt-key``: the cluster-wide secret from which every
+broker derives the same fake salt for a SCRAM user that does not exist (so
+an unknown user looks alike on every broker and across restarts).
 """
 
 from __future__ import annotations
+
+import secrets
 
 from mafka.coordination.kafka_zk.core import ZkFamily, _deferred
 from mafka.coordination.store import NodeExistsError, NoNodeError
@@ -16,7 +21,10 @@ from mafka.coordination.znodes.mafka_nodes import (
     monitor_path,
 )
 
-__all__ = ["MafkaZk"]
+__all__ = ["MafkaZk", "SCRAM_FAKE_SALT_KEY_PATH"]
+
+#: The cluster's secret for fake SCRAM salts (32 random bytes, created by the first broker).
+SCRAM_FAKE_SALT_KEY_PATH = "/mafka/scram-fake-salt-key"
 
 
 class MafkaZk(ZkFamily):
@@ -71,3 +79,16 @@ class MafkaZk(ZkFamily):
             if got is not None and child.isdigit():
                 out[int(child)] = got[0]
         return out
+
+    @_deferred
+    async def get_or_create_scram_fake_salt_key(self) -> bytes:
+        """The cluster's fake-salt secret, creating it (32 random bytes) if no broker has yet."""
+        got = await self._core.get_or_none(SCRAM_FAKE_SALT_KEY_PATH)
+        if got is not None:
+            return got[0]
+        try:
+            await self._store.create(SCRAM_FAKE_SALT_KEY_PATH, secrets.token_bytes(32), makepath=True)
+        except NodeExistsError:
+            pass
+        data, _ = await self._store.get(SCRAM_FAKE_SALT_KEY_PATH)
+        return data
