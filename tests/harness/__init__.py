@@ -5,6 +5,9 @@
   shared and per-module clusters;
 * :mod:`.waits`: the bounded waits (``wait_until``, ``wait_dead``, ``process_state``);
 * :mod:`.raw_client`: a blocking Kafka-protocol client for probing brokers;
+* :mod:`.raw_connection`: one connection sending exact requests, with SASL (the security tests' attacks);
+* :mod:`.client_round_trips`: produce/consume/commit round trips of the real clients over any listener;
+* :mod:`.certs`: a test PKI (CA, broker, clients, expired and untrusted certificates);
 * :mod:`.checker`: the delivery checker (lost, duplicated, reordered, diverged);
 * :mod:`.chaos`: fault injection and the continuous producer and drain;
 * :mod:`.group_clients` + ``group_member.py`` (the member process): consumer-group members;

@@ -16,6 +16,7 @@ import uuid
 
 import pytest
 
+from tests.harness.client_round_trips import poll_values, produce_all
 from tests.harness.cluster import ClusterSpec
 from tests.harness.raw_connection import Raw
 
@@ -227,11 +228,7 @@ def test_literal_write_allows_alice_and_refuses_bob(cluster, acls):
 
 
 def test_prefixed_read_and_group_acls(cluster, acls):
-    from confluent_kafka import Producer
-
-    producer = Producer({**sasl(cluster, "admin")})
-    producer.produce(PREFIX + "a", b"hello")
-    assert producer.flush(20) == 0
+    produce_all(sasl(cluster, "admin"), PREFIX + "a", [b"hello"], timeout=20)
     assert consume_error(cluster, "alice", PREFIX + "a", f"{GROUP_PREFIX}-1") is None
     assert consume_error(cluster, "alice", PREFIX + "a", f"other-{RUN}") == 30
     assert consume_error(cluster, "alice", SECRET, f"{GROUP_PREFIX}-2") == 29
@@ -288,7 +285,7 @@ def test_kafka_python_sees_the_same_decisions(cluster, acls):
 
 
 def test_removing_an_acl_stops_a_reading_consumer_on_every_broker(cluster, acls):
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer
     from confluent_kafka.admin import (
         AclBindingFilter,
         AclOperation,
@@ -298,21 +295,12 @@ def test_removing_an_acl_stops_a_reading_consumer_on_every_broker(cluster, acls)
     )
 
     topic = PREFIX + "b"
-    producer = Producer({**sasl(cluster, "admin")})
-    for i in range(30):
-        producer.produce(topic, b"m%d" % i, partition=i % 3)
-    assert producer.flush(20) == 0
+    produce_all(sasl(cluster, "admin"), topic, [b"m%d" % i for i in range(30)], partitions=3, timeout=20)
     consumer = Consumer({**sasl(cluster, "alice"), "group.id": f"{GROUP_PREFIX}-stop",
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
     try:
-        got = 0
-        deadline = time.monotonic() + 30
-        while got < 30 and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                got += 1
-        assert got == 30
+        assert len(poll_values(consumer, 30, timeout=30)) == 30
         doomed = AclBindingFilter(ResourceType.TOPIC, PREFIX, ResourcePatternType.PREFIXED, "User:alice", "*",
                                   AclOperation.READ, AclPermissionType.ALLOW)
         removed = acls.delete_acls([doomed])[doomed].result(30)

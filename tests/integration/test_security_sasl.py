@@ -10,7 +10,6 @@ broker's credential cache must have learnt it from ZooKeeper).
 
 from __future__ import annotations
 
-import asyncio
 import struct
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import uuid
 
 import pytest
 
+from tests.harness import client_round_trips as clients
 from tests.harness.cluster import ClusterSpec
 from tests.harness.raw_connection import Raw
 
@@ -55,13 +55,18 @@ def plaintext_addresses(cluster) -> list[tuple[str, int]]:
 def scram_user(cluster) -> str:
     """``alice`` with SCRAM-SHA-256 and SCRAM-SHA-512 credentials, created through a broker."""
     for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        subprocess.run(
-            [sys.executable, "-m", "mafka.cli.main", "configs", "--bootstrap-server", cluster.bootstrap,
-             "--alter", "--add-config", f"{mechanism}=[iterations=4096,password={SCRAM_PASSWORD}]",
-             "--entity-type", "users", "--entity-name", "alice"],
-            check=True, capture_output=True, timeout=60,
-        )
+        set_scram_password(cluster, "alice", mechanism, SCRAM_PASSWORD)
     return "alice"
+
+
+def set_scram_password(cluster, user: str, mechanism: str, password: str) -> None:
+    """Creates or replaces *user*'s *mechanism* credential (``mafka configs --alter``, AlterUserScramCredentials)."""
+    subprocess.run(
+        [sys.executable, "-m", "mafka.cli.main", "configs", "--bootstrap-server", cluster.bootstrap,
+         "--alter", "--add-config", f"{mechanism}=[iterations=4096,password={password}]",
+         "--entity-type", "users", "--entity-name", user],
+        check=True, capture_output=True, timeout=60,
+    )
 
 
 def wait_scram_everywhere(cluster, mechanism: str, user: str, password: str, timeout: float = 10.0) -> float:
@@ -82,18 +87,6 @@ def wait_scram_everywhere(cluster, mechanism: str, user: str, password: str, tim
             assert time.monotonic() - start < timeout, f"brokers {pending} never accepted {user}'s {mechanism}"
             time.sleep(0.05)
     return time.monotonic() - start
-
-
-def new_topic(cluster, partitions: int = 3, rf: int = 3) -> str:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    name = f"sasl-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(name, partitions, rf)], timeout_ms=30000)
-    finally:
-        admin.close()
-    return name
 
 
 # ---------------------------------------------------------------------- ApiVersions and the handshake
@@ -185,20 +178,10 @@ def test_wrong_passwords_and_unknown_users_get_the_same_delayed_refusal(cluster,
 
 def test_a_new_scram_user_works_on_every_broker_within_a_second(cluster):
     user = f"u-{uuid.uuid4().hex[:8]}"
-    subprocess.run(
-        [sys.executable, "-m", "mafka.cli.main", "configs", "--bootstrap-server", cluster.bootstrap,
-         "--alter", "--add-config", "SCRAM-SHA-512=[iterations=4096,password=first]",
-         "--entity-type", "users", "--entity-name", user],
-        check=True, capture_output=True, timeout=60,
-    )
+    set_scram_password(cluster, user, "SCRAM-SHA-512", "first")
     # the CLI returned once the credential was written; the brokers learn it by notification
     assert wait_scram_everywhere(cluster, "SCRAM-SHA-512", user, "first", timeout=5.0) < 1.0
-    subprocess.run(
-        [sys.executable, "-m", "mafka.cli.main", "configs", "--bootstrap-server", cluster.bootstrap,
-         "--alter", "--add-config", "SCRAM-SHA-512=[iterations=4096,password=second]",
-         "--entity-type", "users", "--entity-name", user],
-        check=True, capture_output=True, timeout=60,
-    )
+    set_scram_password(cluster, user, "SCRAM-SHA-512", "second")
     assert wait_scram_everywhere(cluster, "SCRAM-SHA-512", user, "second", timeout=5.0) < 1.0
     raw = Raw(sasl_addresses(cluster)[2])
     try:
@@ -210,53 +193,31 @@ def test_a_new_scram_user_works_on_every_broker_within_a_second(cluster):
 # ---------------------------------------------------------------------- real clients
 
 
-def _produce_consume(bootstrap: str, topic: str, conf: dict, client: str = "confluent_kafka") -> list[bytes]:
-    """Produce with acks=all, consume in a group, commit: with confluent-kafka or mafka.client (same API)."""
-    import importlib
+def alice(mechanism: str) -> dict:
+    """alice on SASL_PLAINTEXT with *mechanism*, for confluent-kafka and mafka.client."""
+    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
+    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.username": "alice", "sasl.password": password}
 
-    module = importlib.import_module(client)
-    Consumer, Producer = module.Consumer, module.Producer  # noqa: N806 (the clients' class names)
 
-    errors = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "error_cb": errors.append, **conf})
-    for i in range(100):
-        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "error_cb": errors.append, **conf})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 60
-    while len(got) < 100 and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.commit(asynchronous=False)
-    committed = consumer.committed(consumer.assignment(), timeout=10)
-    consumer.close()
-    assert sum(tp.offset for tp in committed) == 100
-    assert not [e for e in errors if "AUTH" in e.name()], errors
-    return got
+def alice_for_python_clients(cluster, mechanism: str) -> dict:
+    """alice on SASL_PLAINTEXT with *mechanism*, in kafka-python's and aiokafka's spelling."""
+    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
+    return {"bootstrap_servers": cluster.bootstrap_for("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": mechanism, "sasl_plain_username": "alice", "sasl_plain_password": password}
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
 def test_confluent_kafka_produces_consumes_and_commits_over_sasl(cluster, scram_user, mechanism):
-    topic = new_topic(cluster)
-    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
-    conf = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-            "sasl.username": "alice", "sasl.password": password}
-    got = _produce_consume(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, conf)
-    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+    topic = clients.new_topic(cluster, "sasl")
+    clients.produce_consume_commit(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, alice(mechanism), count=100)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_mafka_client_produces_consumes_and_commits_over_sasl(cluster, scram_user, mechanism):
-    topic = new_topic(cluster)
-    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
-    conf = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-            "sasl.username": "alice", "sasl.password": password}
-    got = _produce_consume(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, conf, client="mafka.client")
-    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+    topic = clients.new_topic(cluster, "sasl")
+    clients.produce_consume_commit(cluster.bootstrap_for("SASL_PLAINTEXT"), topic, alice(mechanism), count=100,
+                                   client="mafka.client")
 
 
 def test_mafka_client_with_a_wrong_password_reports_an_authentication_error(cluster, scram_user):
@@ -293,63 +254,13 @@ def test_confluent_kafka_with_a_wrong_password_reports_an_authentication_error(c
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_kafka_python_produces_consumes_and_commits_over_sasl(cluster, scram_user, mechanism):
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-
-    topic = new_topic(cluster)
-    password = "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD
-    conf = {"bootstrap_servers": cluster.bootstrap_for("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": mechanism, "sasl_plain_username": "alice", "sasl_plain_password": password}
-    producer = KafkaProducer(acks="all", **conf)
-    for i in range(100):
-        producer.send(topic, key=b"k%d" % i, value=b"v%d" % i)
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=20000, **conf)
-    got = []
-    for msg in consumer:
-        got.append(msg.value)
-        if len(got) == 100:
-            break
-    consumer.commit()
-    committed = sum(consumer.committed(TopicPartition(topic, p)) or 0 for p in range(3))
-    consumer.close()
-    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
-    assert committed == 100
+    topic = clients.new_topic(cluster, "sasl")
+    clients.kafka_python_round_trip(alice_for_python_clients(cluster, mechanism), topic, keyed=True)
 
 
 def test_aiokafka_produces_and_consumes_in_a_group_over_scram(cluster, scram_user):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-
-    topic = new_topic(cluster)
-    conf = {"bootstrap_servers": cluster.bootstrap_for("SASL_PLAINTEXT"), "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice", "sasl_plain_password": SCRAM_PASSWORD}
-
-    async def run() -> list[bytes]:
-        producer = AIOKafkaProducer(acks="all", **conf)
-        await producer.start()
-        try:
-            for i in range(100):
-                await producer.send(topic, value=b"v%d" % i)
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                                    enable_auto_commit=False, **conf)
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                async for msg in consumer:
-                    got.append(msg.value)
-                    if len(got) == 100:
-                        break
-            await consumer.commit()
-        finally:
-            await consumer.stop()
-        return got
-
-    assert sorted(asyncio.run(run())) == sorted(b"v%d" % i for i in range(100))
+    topic = clients.new_topic(cluster, "sasl")
+    clients.aiokafka_round_trip(alice_for_python_clients(cluster, "SCRAM-SHA-512"), topic)
 
 
 def test_kcat_lists_metadata_over_scram(cluster, scram_user):
@@ -367,22 +278,8 @@ def test_kcat_lists_metadata_over_scram(cluster, scram_user):
 
 def test_replication_runs_over_the_authenticated_inter_broker_listener(cluster):
     """An RF 3 topic written with acks=all: the followers fetched over SASL (the ISR stays whole)."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-
-    topic = new_topic(cluster, partitions=2, rf=3)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(200):
-        producer.produce(topic, value=b"x%d" % i)
-    assert producer.flush(30) == 0
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    deadline = time.monotonic() + 30
-    while True:
-        meta = admin.list_topics(topic, timeout=10).topics[topic]
-        if all(len(p.isrs) == 3 for p in meta.partitions.values()):
-            break
-        assert time.monotonic() < deadline, {p.id: p.isrs for p in meta.partitions.values()}
-        time.sleep(0.2)
+    topic = clients.new_topic(cluster, "sasl", partitions=2, rf=3)
+    clients.replicate_to_full_isr(cluster.bootstrap, topic)
 
 
 def test_an_unknown_scram_user_gets_the_same_salt_from_every_broker(cluster, scram_user):

@@ -9,18 +9,16 @@ and replicate over SASL_SSL with PLAIN.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
 import pytest
 
+from tests.harness import client_round_trips as clients
 from tests.harness.certs import generate_pki
 from tests.harness.cluster import ClusterSpec
 
@@ -65,18 +63,6 @@ def scram_user(cluster) -> str:
         check=True, capture_output=True, timeout=60,
     )
     return "alice"
-
-
-def new_topic(cluster, partitions: int = 3, rf: int = 3) -> str:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    name = f"tls-{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap, request_timeout_ms=30000)
-    try:
-        admin.create_topics([NewTopic(name, partitions, rf)], timeout_ms=30000)
-    finally:
-        admin.close()
-    return name
 
 
 def tls_handshake(address, *, cert: Path | None, ca: Path = PKI.ca) -> ssl.SSLSocket:
@@ -152,63 +138,42 @@ def test_the_broker_certificate_is_checked_by_clients(cluster):
 # ---------------------------------------------------------------------- real clients
 
 
-def _round_trip(bootstrap: str, topic: str, conf: dict, count: int = 200, size: int = 100,
-                client: str = "confluent_kafka") -> None:
-    """Produce with acks=all, consume in a group, commit: with confluent-kafka or mafka.client (same API)."""
-    import importlib
+def alice_over_ssl() -> dict:
+    """alice on SSL with her client certificate, for confluent-kafka and mafka.client."""
+    return {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
+            "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
 
-    module = importlib.import_module(client)
-    Consumer, Producer = module.Consumer, module.Producer  # noqa: N806 (the clients' class names)
 
-    errors: list = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "error_cb": errors.append, **conf})
-    for i in range(count):
-        producer.produce(topic, key=b"k%d" % i, value=(b"%d:" % i).ljust(size, b"x"))
-    assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "error_cb": errors.append, **conf})
-    consumer.subscribe([topic])
-    got = []
-    deadline = time.monotonic() + 60
-    while len(got) < count and time.monotonic() < deadline:
-        msg = consumer.poll(0.5)
-        if msg is not None and msg.error() is None:
-            got.append(msg.value())
-    consumer.commit(asynchronous=False)
-    committed = consumer.committed(consumer.assignment(), timeout=10)
-    consumer.close()
-    assert sorted(int(v.split(b":")[0]) for v in got) == list(range(count)), errors
-    assert all(len(v) == size for v in got)
-    assert sum(tp.offset for tp in committed) == count
+def alice_over_sasl_ssl(mechanism: str) -> dict:
+    """alice on SASL_SSL with *mechanism* (no client certificate), for confluent-kafka and mafka.client."""
+    return {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": mechanism,
+            "sasl.username": "alice", "sasl.password": "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD}
 
 
 def test_confluent_kafka_over_ssl_with_a_client_certificate(cluster):
-    topic = new_topic(cluster)
-    conf = {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
-            "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
     # large records: a fetch response of several MB goes through the read-instead-of-sendfile path
-    _round_trip(cluster.bootstrap_for("SSL"), topic, conf, count=60, size=200_000)
+    topic = clients.new_topic(cluster, "tls")
+    clients.produce_consume_commit(cluster.bootstrap_for("SSL"), topic, alice_over_ssl(), count=60, size=200_000)
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
 def test_confluent_kafka_over_sasl_ssl(cluster, scram_user, mechanism):
-    topic = new_topic(cluster)
-    conf = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": mechanism,
-            "sasl.username": "alice", "sasl.password": "alice-plain" if mechanism == "PLAIN" else SCRAM_PASSWORD}
-    _round_trip(cluster.bootstrap_for("SASL_SSL"), topic, conf)
+    topic = clients.new_topic(cluster, "tls")
+    clients.produce_consume_commit(cluster.bootstrap_for("SASL_SSL"), topic, alice_over_sasl_ssl(mechanism),
+                                   count=200, size=100)
 
 
 def test_mafka_client_over_sasl_ssl_with_scram_and_over_ssl_with_a_certificate(cluster, scram_user):
-    conf = {"security.protocol": "SASL_SSL", "ssl.ca.location": str(PKI.ca), "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "alice", "sasl.password": SCRAM_PASSWORD}
-    _round_trip(cluster.bootstrap_for("SASL_SSL"), new_topic(cluster), conf, client="mafka.client")
-    conf = {"security.protocol": "SSL", "ssl.ca.location": str(PKI.ca),
-            "ssl.certificate.location": str(PKI.client(ALICE)), "ssl.key.location": str(PKI.client(ALICE))}
-    _round_trip(cluster.bootstrap_for("SSL"), new_topic(cluster), conf, count=30, size=300_000, client="mafka.client")
+    topic = clients.new_topic(cluster, "tls")
+    clients.produce_consume_commit(cluster.bootstrap_for("SASL_SSL"), topic, alice_over_sasl_ssl("SCRAM-SHA-512"),
+                                   count=200, size=100, client="mafka.client")
+    topic = clients.new_topic(cluster, "tls")
+    clients.produce_consume_commit(cluster.bootstrap_for("SSL"), topic, alice_over_ssl(), count=30, size=300_000,
+                                   client="mafka.client")
 
 
 def test_the_cli_takes_kafkas_command_config_for_sasl_ssl(cluster, scram_user, tmp_path):
-    topic = new_topic(cluster)
+    topic = clients.new_topic(cluster, "tls")
     config = tmp_path / "client.properties"
     config.write_text(
         "security.protocol=SASL_SSL\n"
@@ -236,81 +201,24 @@ def test_the_cli_takes_kafkas_command_config_for_sasl_ssl(cluster, scram_user, t
 
 
 def test_kafka_python_over_sasl_ssl_with_scram(cluster, scram_user):
-    from kafka import KafkaConsumer, KafkaProducer
-
-    topic = new_topic(cluster)
     conf = {"bootstrap_servers": cluster.bootstrap_for("SASL_SSL"), "security_protocol": "SASL_SSL",
             "ssl_cafile": str(PKI.ca), "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "alice",
             "sasl_plain_password": SCRAM_PASSWORD}
-    producer = KafkaProducer(acks="all", **conf)
-    for i in range(100):
-        producer.send(topic, value=b"v%d" % i)
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=20000, **conf)
-    got = []
-    for msg in consumer:
-        got.append(msg.value)
-        if len(got) == 100:
-            break
-    consumer.commit()
-    consumer.close()
-    assert sorted(got) == sorted(b"v%d" % i for i in range(100))
+    clients.kafka_python_round_trip(conf, clients.new_topic(cluster, "tls"))
 
 
 def test_aiokafka_over_ssl_with_a_client_certificate(cluster):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
 
-    topic = new_topic(cluster)
-
-    async def run() -> list[bytes]:
-        ctx = create_ssl_context(cafile=str(PKI.ca), certfile=str(PKI.client(ALICE)))
-        conf = {"bootstrap_servers": cluster.bootstrap_for("SSL"), "security_protocol": "SSL", "ssl_context": ctx}
-        producer = AIOKafkaProducer(acks="all", **conf)
-        await producer.start()
-        try:
-            for i in range(100):
-                await producer.send(topic, value=b"v%d" % i)
-            await producer.flush()
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                                    enable_auto_commit=False, **conf)
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            async with asyncio.timeout(60):
-                async for msg in consumer:
-                    got.append(msg.value)
-                    if len(got) == 100:
-                        break
-            await consumer.commit()
-        finally:
-            await consumer.stop()
-        return got
-
-    assert sorted(asyncio.run(run())) == sorted(b"v%d" % i for i in range(100))
+    ctx = create_ssl_context(cafile=str(PKI.ca), certfile=str(PKI.client(ALICE)))
+    conf = {"bootstrap_servers": cluster.bootstrap_for("SSL"), "security_protocol": "SSL", "ssl_context": ctx}
+    clients.aiokafka_round_trip(conf, clients.new_topic(cluster, "tls"))
 
 
 # ---------------------------------------------------------------------- inter-broker SASL_SSL
 
 
 def test_replication_runs_over_sasl_ssl_between_brokers(cluster):
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-
-    topic = new_topic(cluster, partitions=2, rf=3)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
-    for i in range(200):
-        producer.produce(topic, value=b"x%d" % i)
-    assert producer.flush(30) == 0
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    deadline = time.monotonic() + 30
-    while True:
-        meta = admin.list_topics(topic, timeout=10).topics[topic]
-        if all(len(p.isrs) == 3 for p in meta.partitions.values()):
-            break
-        assert time.monotonic() < deadline, {p.id: p.isrs for p in meta.partitions.values()}
-        time.sleep(0.2)
+    """An RF 3 topic written with acks=all: the followers fetched over SASL_SSL (the ISR stays whole)."""
+    topic = clients.new_topic(cluster, "tls", partitions=2, rf=3)
+    clients.replicate_to_full_isr(cluster.bootstrap, topic)
