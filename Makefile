@@ -32,7 +32,8 @@ selfcheck: $(STAMP)
 SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
 	tests/integration/test_client_failover.py tests/integration/test_groups.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_delayed_messages.py \
-	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py
+	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
+	tests/integration/test_security_tls.py tests/integration/test_acls.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)

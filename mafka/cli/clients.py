@@ -10,7 +10,7 @@ known config.`` line on stderr, and the serializer/deserializer class keys the
 tools themselves set in Kafka are dropped silently.  A known key with a bad value
 is an error (:class:`mafka.client.ConfigError`).  The Java client's TLS and SASL
 keys (``sasl.jaas.config``, ``ssl.truststore.location`` …) are translated to
-mafka.client's first (:mod:`mafka.cli.client_security`), so a Java tool's
+mafka.client's first (:mod:`mafka.client.java_security`), so a Java tool's
 security configuration file works unchanged; :func:`admin_config` reads the
 admin tools' ``--command-config`` / ``--admin.config`` file.
 """
@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from mafka import properties
-from mafka.cli.client_security import translate_java_security
+from mafka.client.java_security import translate_java_security
 from mafka.client.config import PROPERTIES
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.errors import ConfigError, ErrorCode
@@ -119,7 +119,7 @@ def client_settings(props: Mapping[str, Any], role: str, warn: bool = True) -> d
 
     Raises:
         ConfigError (a ValueError): a security setting Mafka cannot honour
-            (see :func:`mafka.cli.client_security.translate_java_security`).
+            (see :func:`mafka.client.java_security.translate_java_security`).
     """
     out: dict[str, Any] = {}
     for key, value in translate_java_security(props).items():

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mafka.errors import ConfigError
 from mafka.topics import TopicPartitionTuple
 from mafka.wire.apis.list_offsets import EARLIEST_TIMESTAMP as EARLIEST
 from mafka.wire.apis.list_offsets import LATEST_TIMESTAMP as LATEST
@@ -124,6 +125,22 @@ _REFUSED_CLIENT = {
 }
 
 
+def java_client_security(client: dict[str, str]) -> dict[str, str]:
+    """The Java client's security keys among *client* as mafka.client's (spark-sql-kafka's ``kafka.*`` options).
+
+    Raises:
+        ReadOptionsError: a key that cannot be translated (a JKS store, a Kerberos login …).
+    """
+    from mafka.client.java_security import translate_java_security  # noqa: PLC0415 (only with security keys)
+
+    if not any(k.startswith(("ssl.", "sasl.")) for k in client):
+        return client
+    try:
+        return {k: str(v) for k, v in translate_java_security(client).items()}
+    except ConfigError as exc:
+        raise ReadOptionsError(f"option 'kafka.{exc.key}': {exc}" if getattr(exc, "key", None) else str(exc)) from None
+
+
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     """Validates Spark-Kafka-source options (keys case-insensitive).
 
@@ -131,7 +148,10 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     and exactly one of ``subscribe`` (comma-separated), ``subscribePattern``
     (a regex) and ``assign`` (JSON ``{"t": [0, 1]}``).  Other ``kafka.`` /
     ``mafka.`` options are client settings passed through with the prefix
-    stripped.
+    stripped; the Java client's security keys spark-sql-kafka users write
+    (``kafka.security.protocol``, ``kafka.sasl.jaas.config``,
+    ``kafka.ssl.truststore.location`` …) become mafka.client's
+    (:func:`java_client_security`).
 
     Raises:
         ReadOptionsError: naming the offending option.
@@ -152,6 +172,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     bootstrap = client.pop("bootstrap.servers", "").strip()
     if not bootstrap:
         raise ReadOptionsError("option 'kafka.bootstrap.servers' is required")
+    client = java_client_security(client)
 
     chosen = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(chosen) != 1:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mafka.spark.offset_ranges import ReadOptionsError
+from mafka.spark.offset_ranges import ReadOptionsError, java_client_security
 
 __all__ = ["check_sink", "write_rows", "SinkOptions", "WriteError"]
 
@@ -44,6 +44,7 @@ def check_sink(options: Mapping[str, str], columns: Iterable[str]) -> tuple[Sink
     bootstrap = client.pop("bootstrap.servers", "").strip()
     if not bootstrap:
         raise ReadOptionsError("option 'kafka.bootstrap.servers' is required")
+    client = java_client_security(client)
     columns = [c.lower() for c in columns]
     if "value" not in columns:
         raise ReadOptionsError("a 'value' column is required to write to a topic")

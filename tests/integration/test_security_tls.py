@@ -222,3 +222,36 @@ def test_replication_runs_over_sasl_ssl_between_brokers(cluster):
     """An RF 3 topic written with acks=all: the followers fetched over SASL_SSL (the ISR stays whole)."""
     topic = clients.new_topic(cluster, "tls", partitions=2, rf=3)
     clients.replicate_to_full_isr(cluster.bootstrap, topic)
+
+
+def test_spark_writes_and_reads_over_sasl_ssl_with_spark_kafka_options(cluster, scram_user):
+    """format("mafka") takes spark-sql-kafka's Java-client security options (kafka.sasl.jaas.config …)."""
+    import os
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    from tests.harness.spark import TEST_SESSION_CONF
+
+    security = {
+        "kafka.bootstrap.servers": cluster.bootstrap_for("SASL_SSL"),
+        "kafka.security.protocol": "SASL_SSL",
+        "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                  f'username="alice" password="{SCRAM_PASSWORD}";',
+        "kafka.ssl.truststore.type": "PEM",
+        "kafka.ssl.truststore.location": str(PKI.ca),
+    }
+    topic = clients.new_topic(cluster, "tls-spark")
+    spark = (SparkSession.builder.master("local[2]").appName("mafka-security-test")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config(map=TEST_SESSION_CONF).getOrCreate())
+    try:
+        rows = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(200)], "key string, value string")
+        rows.write.format("mafka").mode("append").options(**security).option("topic", topic).save()
+        back = spark.read.format("mafka").options(**security).option("subscribe", topic).load()
+        got = sorted((r.key.decode(), r.value.decode()) for r in back.collect())
+    finally:
+        spark.stop()
+    assert got == sorted((f"k{i}", f"v{i}") for i in range(200))

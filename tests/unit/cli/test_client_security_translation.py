@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mafka.cli import console_consumer, console_producer
-from mafka.cli.client_security import translate_java_security
+from mafka.client.java_security import translate_java_security
 from mafka.cli.clients import admin_config, client_settings
 from mafka.cli.main import main
 from mafka.client import kernel as kernel_module

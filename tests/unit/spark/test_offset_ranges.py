@@ -170,3 +170,25 @@ def test_splits_cover_each_range_exactly(n):
     assert parts[0].from_offset == 17 and parts[-1].until_offset == 66
     assert all(a.until_offset == b.from_offset for a, b in zip(parts, parts[1:], strict=False))
     assert all(0 < p.count() <= n for p in parts)
+
+
+def test_spark_kafkas_java_security_options_become_client_settings(tmp_path):
+    ca = tmp_path / "ca.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n")
+    opts = parse_read_options({
+        "kafka.bootstrap.servers": "h:9094", "subscribe": "t",
+        "kafka.security.protocol": "SASL_SSL", "kafka.sasl.mechanism": "SCRAM-SHA-512",
+        "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                                  'username="alice" password="Secret";',
+        "kafka.ssl.truststore.type": "PEM", "kafka.ssl.truststore.location": str(ca),
+    })
+    assert opts.client_config == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "alice",
+        "sasl.password": "Secret", "ssl.ca.location": str(ca),
+    }
+
+
+def test_a_java_key_store_option_is_refused_naming_it():
+    with pytest.raises(ReadOptionsError, match="JKS|PEM"):
+        parse_read_options({"kafka.bootstrap.servers": "h:9094", "subscribe": "t",
+                            "kafka.ssl.truststore.type": "JKS", "kafka.ssl.truststore.location": "/x.jks"})
