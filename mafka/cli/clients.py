@@ -23,8 +23,8 @@ from datetime import datetime
 from typing import Any
 
 from mafka import properties
-from mafka.client.java_security import translate_java_security
 from mafka.client.config import PROPERTIES
+from mafka.client.java_security import translate_java_security
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.errors import ConfigError, ErrorCode
 from mafka.errors import KafkaError as BrokerError

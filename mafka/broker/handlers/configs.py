@@ -42,8 +42,8 @@ from typing import Any
 
 from twisted.internet import defer
 
-from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.config import CONFIG_KEYS
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.broker.topic_configs import (
     ALL_TOPIC_CONFIG_NAMES,
     LIST_TOPIC_CONFIGS,

@@ -16,7 +16,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode, KafkaError
 
-from ..data_path_authz import DELETE, TOPIC, allowed_names
+from ..handler_authz import DELETE, TOPIC, allowed_names
 
 DELETE_RECORDS = 21
 

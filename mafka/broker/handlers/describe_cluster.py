@@ -25,7 +25,7 @@ from typing import Any
 from mafka.broker.authorized_operations import NOT_PROVIDED
 from mafka.errors import ErrorCode
 
-from ..data_path_authz import cluster_operations
+from ..handler_authz import cluster_operations
 
 DESCRIBE_CLUSTER = 60
 BROKER_ENDPOINTS, CONTROLLER_ENDPOINTS = 1, 2

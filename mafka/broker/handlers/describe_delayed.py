@@ -18,7 +18,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode
 
-from ..data_path_authz import DESCRIBE, TOPIC, allowed_names
+from ..handler_authz import DESCRIBE, TOPIC, allowed_names
 
 MAFKA_DESCRIBE_DELAYED = 10000
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode
 
-from ..data_path_authz import READ, TOPIC, allowed
+from ..handler_authz import READ, TOPIC, allowed
 
 DESCRIBE_PRODUCERS = 61
 

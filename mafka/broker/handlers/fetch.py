@@ -67,9 +67,9 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode, KafkaError
 
 from ..cold_reads import resolve
-from ..data_path_authz import CLUSTER_ACTION, READ, TOPIC, cluster_allowed, split_allowed
 from ..down_conversion import down_convert, fetch_magic
 from ..fetch_session import FINAL_EPOCH, FetchSessionCache, new_context
+from ..handler_authz import CLUSTER_ACTION, READ, TOPIC, cluster_allowed, split_allowed
 from ..replica_manager import FetchedPartition, FetchPartition
 from ..replica_selector import ClientMetadata
 

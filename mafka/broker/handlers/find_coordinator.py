@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mafka.broker.authz_admin_checks import AdminAuthz
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.errors import ErrorCode
 from mafka.security.acl import AclOperation, ResourceType
 from mafka.topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC

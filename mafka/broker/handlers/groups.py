@@ -55,7 +55,7 @@ from typing import Any
 from twisted.internet import defer
 
 from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED
-from mafka.broker.authz_admin_checks import AdminAuthz
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.errors import ErrorCode
 from mafka.group.coordinator import JoinResult, OffsetFetchEntry, SyncResult
 from mafka.group.coordinator_types import EMPTY_SUMMARY

@@ -31,7 +31,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode
 
-from ..data_path_authz import (
+from ..handler_authz import (
     DESCRIBE,
     TOPIC,
     TRANSACTIONAL_ID,

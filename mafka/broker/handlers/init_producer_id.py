@@ -29,7 +29,7 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode
 from mafka.transaction.coordinator import error_for_version, expected_producer_id_and_epoch
 
-from ..data_path_authz import (
+from ..handler_authz import (
     IDEMPOTENT_WRITE,
     TOPIC,
     TRANSACTIONAL_ID,

@@ -26,7 +26,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode, KafkaError
 
-from ..data_path_authz import DESCRIBE, TOPIC, split_allowed
+from ..handler_authz import DESCRIBE, TOPIC, split_allowed
 
 LIST_OFFSETS = 2
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mafka.broker.authz_admin_checks import AdminAuthz
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.broker.log_dir_mover import describe_log_dirs
 from mafka.errors import ErrorCode
 from mafka.security.acl import AclOperation

@@ -38,7 +38,7 @@ from mafka.broker.authorized_operations import NOT_PROVIDED
 from mafka.errors import ErrorCode
 from mafka.topics import INTERNAL_TOPICS, is_valid_topic_name
 
-from ..data_path_authz import (
+from ..handler_authz import (
     CREATE,
     DESCRIBE,
     TOPIC,

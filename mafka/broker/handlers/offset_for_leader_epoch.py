@@ -17,7 +17,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode, KafkaError
 
-from ..data_path_authz import CLUSTER_ACTION, DESCRIBE, TOPIC, cluster_allowed, split_allowed
+from ..handler_authz import CLUSTER_ACTION, DESCRIBE, TOPIC, cluster_allowed, split_allowed
 
 OFFSET_FOR_LEADER_EPOCH = 23
 

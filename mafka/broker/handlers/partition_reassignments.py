@@ -26,7 +26,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from mafka.broker.authz_admin_checks import AdminAuthz
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.errors import ErrorCode
 from mafka.security.acl import AclOperation
 

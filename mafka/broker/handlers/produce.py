@@ -30,7 +30,7 @@ from mafka.errors import ErrorCode
 from mafka.topics import INTERNAL_TOPICS
 from mafka.wire.batch import BATCH_HEADER_SIZE, MAGIC_OFFSET, BatchHeader
 
-from ..data_path_authz import TOPIC, TRANSACTIONAL_ID, WRITE, allowed, allowed_names
+from ..handler_authz import TOPIC, TRANSACTIONAL_ID, WRITE, allowed, allowed_names
 from ..network import NO_RESPONSE
 from ..replica_manager import ProduceResult
 

@@ -35,7 +35,7 @@ from typing import Any, Literal, overload
 
 from twisted.internet import defer
 
-from mafka.broker.authz_admin_checks import AdminAuthz
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.broker.scram import (
     MAX_ITERATIONS,
     MECHANISMS,

@@ -37,7 +37,7 @@ from typing import Any
 from mafka.errors import ErrorCode
 from mafka.transaction.coordinator import TransactionDescription
 
-from ..data_path_authz import DESCRIBE, TOPIC, TRANSACTIONAL_ID, allowed_names
+from ..handler_authz import DESCRIBE, TOPIC, TRANSACTIONAL_ID, allowed_names
 
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
 

@@ -43,7 +43,7 @@ from mafka.errors import ErrorCode
 from mafka.topics import INTERNAL_TOPICS
 from mafka.transaction.coordinator import error_for_version
 
-from ..data_path_authz import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed, allowed_names
+from ..handler_authz import GROUP, READ, TOPIC, TRANSACTIONAL_ID, WRITE, allowed, allowed_names
 
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 

@@ -36,7 +36,7 @@ from twisted.internet import defer
 from mafka.errors import ErrorCode
 from mafka.topics import GROUP_METADATA_TOPIC
 
-from ..data_path_authz import CLUSTER_ACTION, cluster_allowed
+from ..handler_authz import CLUSTER_ACTION, cluster_allowed
 
 WRITE_TXN_MARKERS = 27
 

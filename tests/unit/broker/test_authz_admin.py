@@ -20,9 +20,9 @@ from twisted.internet import defer
 
 from mafka.broker.authorization import BrokerAuthorizer
 from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED, bitfield
-from mafka.broker.authz_admin_checks import AdminAuthz
 from mafka.broker.config import BrokerConfig
 from mafka.broker.dispatcher import Dispatcher
+from mafka.broker.handler_authz import AdminAuthz
 from mafka.broker.handlers import (
     configs,
     controlled_shutdown,

@@ -15,11 +15,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from mafka.cli import console_consumer, console_producer
-from mafka.client.java_security import translate_java_security
 from mafka.cli.clients import admin_config, client_settings
 from mafka.cli.main import main
 from mafka.client import kernel as kernel_module
 from mafka.client.config import parse_config
+from mafka.client.java_security import translate_java_security
 from mafka.client.security import ClientSecurity, client_security
 from mafka.errors import ConfigError
 from tests.unit.cli.fake_wire import WireFake

@@ -1,12 +1,14 @@
-"""The authorization checks of the data-path handlers, each a one-liner at its call site.
+"""The authorization checks of the request handlers, each a one-liner at its call site.
 
 Kafka 2.8's ``AuthHelper`` (``authorize``, ``filterByAuthorized``,
 ``partitionSeqByAuthorized``, ``authorizedOperations``,
 ``authorizeByResourceType``) over the broker's
-:class:`~mafka.broker.authorization.BrokerAuthorizer`, for the handlers of
-Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, DeleteRecords,
-the transaction APIs, DescribeProducers, DescribeCluster and Mafka's delayed
-and half-message APIs.
+:class:`~mafka.broker.authorization.BrokerAuthorizer`: module-level functions
+(the data-path handlers call them with their ``broker``) and
+:class:`AdminAuthz`, the same checks bound to one broker (the group, admin
+and inter-broker handlers build one in ``handlers(broker)``).  Refusals are
+answered in the response (the ``*_AUTHORIZATION_FAILED`` codes), never by
+closing the connection; which code goes where is each handler's business.
 
 Every function takes the ``broker`` a handler module received and the
 request's :class:`~mafka.broker.network.Connection`.  A broker without an
@@ -27,6 +29,7 @@ from mafka.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from .authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS
 
 __all__ = [
+    "AdminAuthz",
     "allowed",
     "allowed_names",
     "allowed_by_resource_type",
@@ -125,3 +128,37 @@ def cluster_operations(broker: Any, connection: Any) -> int:
         return 0
     return int(authorizer.authorized_operations(connection, CLUSTER, CLUSTER_NAME))
 
+
+class AdminAuthz:
+    """The checks above bound to one broker (its ``authorizer`` attribute may be missing or None)."""
+
+    def __init__(self, broker: Any) -> None:
+        self._broker = broker
+
+    def allows(self, connection: Any, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Kafka's ``authorize``: may the connection's principal do *operation* on ``resource_type:name``?"""
+        return allowed(self._broker, connection, operation, resource_type, name)
+
+    def allows_cluster(self, connection: Any, operation: AclOperation) -> bool:
+        """*operation* on the cluster resource (``kafka-cluster``)."""
+        return cluster_allowed(self._broker, connection, operation)
+
+    def allowed_names(
+        self, connection: Any, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]
+    ) -> set[str]:
+        """Kafka's ``filterByAuthorized``: the names allowed, each distinct name asked once."""
+        return allowed_names(self._broker, connection, operation, resource_type, names)
+
+    def split(
+        self, connection: Any, operation: AclOperation, resource_type: ResourceType, items: Iterable[T],
+        name_of: Callable[[T], str] = str,
+    ) -> tuple[list[T], list[T]]:
+        """Kafka's ``partitionSeqByAuthorized``: *items* as (allowed, refused), each in the given order."""
+        return split_allowed(self._broker, connection, operation, resource_type, items, name_of)
+
+    def operations(self, connection: Any, resource_type: ResourceType, name: str, fixed: int) -> int:
+        """An ``authorized_operations`` bitfield: the authorizer's answer, or *fixed* for a broker without one."""
+        authorizer = getattr(self._broker, "authorizer", None)
+        if authorizer is None:
+            return fixed
+        return int(authorizer.authorized_operations(connection, resource_type, name))
