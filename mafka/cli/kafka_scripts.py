@@ -18,6 +18,7 @@ __all__ = ["SCRIPTS", "script"]
 SCRIPTS: dict[str, str] = {
     "kafka-topics.sh": "topics",
     "kafka-configs.sh": "configs",
+    "kafka-acls.sh": "acls",
     "kafka-console-producer.sh": "console-producer",
     "kafka-console-consumer.sh": "console-consumer",
     "kafka-consumer-groups.sh": "consumer-groups",
@@ -49,6 +50,7 @@ def script(command: str) -> Callable[[], None]:
 
 kafka_topics = script("topics")
 kafka_configs = script("configs")
+kafka_acls = script("acls")
 kafka_console_producer = script("console-producer")
 kafka_console_consumer = script("console-consumer")
 kafka_consumer_groups = script("consumer-groups")

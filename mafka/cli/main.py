@@ -31,7 +31,7 @@ def _selfcheck(args: argparse.Namespace) -> int:
 COMMAND_MODULES: tuple[str, ...] = (
     "server_start", "cluster", "cluster_status", "topics", "console_producer", "console_consumer",
     "leader_election", "log_dirs", "reassign_partitions", "rebalance", "consumer_groups",
-    "producer_perf_test", "consumer_perf_test", "spark_etl", "configs", "preferred_replica_election",
+    "producer_perf_test", "consumer_perf_test", "spark_etl", "configs", "acls", "preferred_replica_election",
     "delete_records", "delayed", "broker_api_versions", "broker_health", "transactions",
     "zookeeper_server_start",
 )

@@ -37,9 +37,11 @@ API family, over the machinery of :mod:`mafka.client.admin_core`:
 :mod:`~mafka.client.admin_topics` (topics, partitions, the cluster),
 :mod:`~mafka.client.admin_configs`, :mod:`~mafka.client.admin_groups`,
 :mod:`~mafka.client.admin_group_offsets`, :mod:`~mafka.client.admin_records`
-(offsets and records at partition leaders) and
-:mod:`~mafka.client.admin_replicas` (leader elections and reassignments).
-Argument and result types are :mod:`mafka.client.admin_types`', re-exported here.
+(offsets and records at partition leaders),
+:mod:`~mafka.client.admin_replicas` (leader elections and reassignments) and
+:mod:`~mafka.client.admin_acls` (ACLs, to any broker).
+Argument and result types are :mod:`mafka.client.admin_types`' and, for ACLs,
+:mod:`mafka.client.admin_acls`', re-exported here.
 """
 
 from __future__ import annotations
@@ -48,12 +50,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from mafka.client import (
+    admin_acls,
     admin_configs,
     admin_group_offsets,
     admin_groups,
     admin_records,
     admin_replicas,
     admin_topics,
+)
+from mafka.client.admin_acls import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
 )
 from mafka.client.admin_core import AdminCore, Future
 from mafka.client.admin_types import (
@@ -90,6 +100,10 @@ from mafka.client.metadata import BrokerInfo
 from mafka.client.metadata_view import ClusterMetadataView
 
 __all__ = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
     "AdminClient",
     "AlterConfigOpType",
     "BrokerInfo",
@@ -115,6 +129,7 @@ __all__ = [
     "NewTopic",
     "OffsetSpec",
     "PartitionReassignment",
+    "ResourcePatternType",
     "ResourceType",
 ]
 
@@ -343,6 +358,46 @@ class AdminClient:
         controller (Java's ``listPartitionReassignments``):
         Future({TopicPartition: PartitionReassignment}); partitions not moving are left out."""
         return admin_replicas.list_partition_reassignments(self._core, partitions, request_timeout)
+
+    # -- ACLs (answered by any broker) -------------------------------------------------------
+
+    def create_acls(self, acls: list[AclBinding], request_timeout: float | None = None
+                    ) -> dict[AclBinding, Future[None]]:
+        """Creates ACLs: {AclBinding: Future(None)}, confluent-kafka's.
+
+        A binding's future raises KafkaException with the broker's code:
+        SECURITY_DISABLED (no authorizer), CLUSTER_AUTHORIZATION_FAILED (no Alter on the
+        cluster), INVALID_REQUEST (e.g. a BROKER resource not named ``kafka-cluster``).
+        Creating an ACL that exists already succeeds.
+
+        Raises:
+            TypeError: not a list of AclBinding (an AclBindingFilter is refused).
+            ValueError: an empty list, or duplicate bindings.
+        """
+        return admin_acls.create_acls(self._core, acls, request_timeout)
+
+    def describe_acls(self, acl_binding_filter: AclBindingFilter, request_timeout: float | None = None
+                      ) -> Future[list[AclBinding]]:
+        """Future([AclBinding]): the ACLs ``acl_binding_filter`` matches, confluent-kafka's.
+
+        Fails with SECURITY_DISABLED, CLUSTER_AUTHORIZATION_FAILED (no Describe on the
+        cluster) or INVALID_REQUEST.
+
+        Raises:
+            TypeError: not an AclBindingFilter.
+        """
+        return admin_acls.describe_acls(self._core, acl_binding_filter, request_timeout)
+
+    def delete_acls(self, acl_binding_filters: list[AclBindingFilter], request_timeout: float | None = None
+                    ) -> dict[AclBindingFilter, Future[list[AclBinding]]]:
+        """Deletes the ACLs each filter matches: {AclBindingFilter: Future([deleted AclBinding])},
+        confluent-kafka's; a filter that matches nothing gives [].  Errors as :meth:`create_acls`.
+
+        Raises:
+            TypeError: not a list of AclBindingFilter.
+            ValueError: an empty list, or duplicate filters.
+        """
+        return admin_acls.delete_acls(self._core, acl_binding_filters, request_timeout)
 
     # -- lifecycle ----------------------------------------------------------------------------
 

@@ -72,6 +72,7 @@ class ResourceType(_Ordered):
     GROUP = 3
     BROKER = 4
     TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6  # beyond confluent-kafka's enum (kafka-acls.sh --delegation-token)
 
 
 class ConfigSource(IntEnum):

@@ -13,6 +13,9 @@ gets the decoded request and the broker id the request went to.
 A handler that raises :class:`~mafka.wire.errors.ProtocolError` stands for an
 answer the client cannot read: the connection closes, as the real transport
 closes it.
+
+:class:`AclWireFake` is a ready cluster for the ACL APIs (``mafka acls`` and the
+admin client's ACL methods).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from typing import Any
 import pytest
 
 from mafka.client import kernel as kernel_module
+from mafka.errors import ErrorCode
+from mafka.errors import KafkaError as BrokerError
+from mafka.security import acl
 from mafka.wire.codec import decode_body, encode_body, spec_for
 from mafka.wire.errors import ProtocolError
 from mafka.wire.registry import API_SPECS
@@ -124,3 +130,102 @@ class WireFake:
     def api_calls(self, api_key: int) -> list[tuple[Any, int]]:
         """(decoded request, broker id) of every request of ``api_key``, in order."""
         return [(body, broker) for key, _, body, broker in self.calls if key == api_key]
+
+
+class AclWireFake(WireFake):
+    """Brokers serving DescribeAcls, CreateAcls and DeleteAcls over an in-memory ACL set, as a
+    Kafka 2.8 broker with an ``AclAuthorizer`` answers them (:mod:`mafka.broker.handlers.acls`).
+
+    ``acls`` holds :class:`mafka.security.acl.AclBinding` objects in creation order and is
+    matched with Kafka's filter rules (:mod:`mafka.security.acl`); creations go through a
+    2.8 broker's checks (:func:`~mafka.security.acl.validate_new_binding`).  Knobs:
+    ``authorizer`` False answers SECURITY_DISABLED as a broker without one; ``refuse`` maps
+    an api key to the error code every element of its requests gets (e.g.
+    CLUSTER_AUTHORIZATION_FAILED for a principal without Alter on the cluster).
+    """
+
+    DISABLED = "No Authorizer is configured on the broker"
+
+    def __init__(self, brokers: dict[int, tuple[str, int]] | None = None, authorizer: bool = True) -> None:
+        super().__init__(brokers or {1: ("b1", 9092)})
+        self.authorizer = authorizer
+        self.refuse: dict[int, int] = {}
+        self.acls: list[Any] = []
+
+    def _Metadata(self, req: Any, broker: int) -> dict[str, Any]:
+        return {
+            "brokers": [{"node_id": n, "host": h, "port": p, "rack": None} for n, (h, p) in self.brokers.items()],
+            "cluster_id": "c", "controller_id": min(self.brokers), "topics": [],
+        }
+
+    def _refusal(self, api_key: int) -> tuple[int, str | None] | None:
+        if not self.authorizer:
+            return ErrorCode.SECURITY_DISABLED, self.DISABLED
+        if api_key in self.refuse:
+            return self.refuse[api_key], None
+        return None
+
+    @staticmethod
+    def _filter(f: Any) -> Any:
+        return acl.AclBindingFilter(
+            acl.ResourcePatternFilter(acl.ResourceType.from_code(f.resource_type_filter), f.resource_name_filter,
+                                      acl.PatternType.from_code(f.pattern_type_filter)),
+            acl.AccessControlEntryFilter(f.principal_filter, f.host_filter, acl.AclOperation.from_code(f.operation),
+                                         acl.AclPermissionType.from_code(f.permission_type)),
+        )
+
+    def _DescribeAcls(self, req: Any, broker: int) -> dict[str, Any]:
+        refused = self._refusal(29)
+        if refused is not None:
+            return {"error_code": refused[0], "error_message": refused[1], "resources": []}
+        wanted = self._filter(req)
+        grouped: dict[Any, list[Any]] = {}
+        for binding in self.acls:
+            if wanted.matches(binding):
+                grouped.setdefault(binding.pattern, []).append(binding.entry)
+        return {"error_code": 0, "error_message": None, "resources": [
+            {"resource_type": int(p.resource_type), "resource_name": p.name, "pattern_type": int(p.pattern_type),
+             "acls": [{"principal": e.principal, "host": e.host, "operation": int(e.operation),
+                       "permission_type": int(e.permission_type)} for e in entries]}
+            for p, entries in grouped.items()
+        ]}
+
+    def _CreateAcls(self, req: Any, broker: int) -> dict[str, Any]:
+        refused = self._refusal(30)
+        if refused is not None:
+            return {"results": [{"error_code": refused[0], "error_message": refused[1]} for _ in req.creations]}
+        results = []
+        for c in req.creations:
+            try:
+                binding = acl.AclBinding(
+                    acl.ResourcePattern(acl.ResourceType.from_code(c.resource_type), c.resource_name,
+                                        acl.PatternType.from_code(c.resource_pattern_type)),
+                    acl.AccessControlEntry(c.principal, c.host, acl.AclOperation.from_code(c.operation),
+                                           acl.AclPermissionType.from_code(c.permission_type)))
+                acl.validate_new_binding(binding)
+            except BrokerError as exc:
+                results.append({"error_code": int(exc.code), "error_message": exc.message})
+                continue
+            if binding not in self.acls:
+                self.acls.append(binding)
+            results.append({"error_code": 0, "error_message": None})
+        return {"results": results}
+
+    def _DeleteAcls(self, req: Any, broker: int) -> dict[str, Any]:
+        refused = self._refusal(31)
+        if refused is not None:
+            return {"filter_results": [{"error_code": refused[0], "error_message": refused[1], "matching_acls": []}
+                                       for _ in req.filters]}
+        results = []
+        for f in req.filters:
+            wanted = self._filter(f)
+            doomed = [b for b in self.acls if wanted.matches(b)]
+            self.acls = [b for b in self.acls if b not in doomed]
+            results.append({"error_code": 0, "error_message": None, "matching_acls": [
+                {"error_code": 0, "error_message": None, "resource_type": int(b.pattern.resource_type),
+                 "resource_name": b.pattern.name, "pattern_type": int(b.pattern.pattern_type),
+                 "principal": b.entry.principal, "host": b.entry.host, "operation": int(b.entry.operation),
+                 "permission_type": int(b.entry.permission_type)}
+                for b in doomed
+            ]})
+        return {"filter_results": results}
