@@ -135,16 +135,19 @@ conformance: system-deps $(STAMP)
 docker-build: $(STAMP)
 	@PYTHON=$(BIN)/python bash docker/build.sh
 
+# SECURE=1: every listener SASL_SSL with SCRAM, ACLs on; certificates and passwords made at up time
+# in build/docker-secure/<project> (docker/docker-compose.secure.yml, docker/secure-setup.sh).
 docker-up: docker-build
-	@bash docker/up.sh
+	@bash docker/up.sh $(if $(filter 1 yes true,$(SECURE)),--secure)
 
 # The real-network fault table (docker/README.md): kills, pauses, partitions with iptables, a
 # rolling restart and the negative control, on a compose project of its own.  ~10 minutes.
 chaos-docker: docker-build
 	$(BIN)/python scripts/chaos_docker.py
 
+# --remove-orphans: also the secured variant's one-shot scram-init container (so SECURE=1 is not needed here).
 docker-down:
-	cd docker && docker-compose -p $${COMPOSE_PROJECT_NAME:-mafka} down $(DOWN_FLAGS)
+	cd docker && docker-compose -p $${COMPOSE_PROJECT_NAME:-mafka} down --remove-orphans $(DOWN_FLAGS)
 
 system-deps:
 	@scripts/install-system-deps.sh

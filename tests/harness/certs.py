@@ -27,7 +27,7 @@ stores (``ssl.keystore.type=PEM``):
 Keys are EC P-256 (a few milliseconds each; both OpenSSL and the JVM accept them).
 Certificates are valid from an hour before ``now`` (clock skew between containers) for
 ``days`` days.  Also a command: ``python -m tests.harness.certs <dir> [--host NAME ...]
-[--client DN ...] [--key-password PW]`` (the docker build generates its certificates so).
+[--client DN ...] [--key-password PW]`` (docker/secure-setup.sh generates the secured compose cluster's certificates (at up time) so).
 """
 
 from __future__ import annotations
