@@ -27,7 +27,8 @@ stores (``ssl.keystore.type=PEM``):
 Keys are EC P-256 (a few milliseconds each; both OpenSSL and the JVM accept them).
 Certificates are valid from an hour before ``now`` (clock skew between containers) for
 ``days`` days.  Also a command: ``python -m tests.harness.certs <dir> [--host NAME ...]
-[--client DN ...] [--key-password PW]`` (docker/secure-setup.sh generates the secured compose cluster's certificates (at up time) so).
+[--client DN ...] [--key-password PW]``, which ``docker/secure-setup.sh`` runs when the
+secured compose cluster comes up.
 """
 
 from __future__ import annotations
