@@ -33,7 +33,7 @@ SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_off
 	tests/integration/test_client_failover.py tests/integration/test_groups.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_delayed_messages.py \
 	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
-	tests/integration/test_security_tls.py tests/integration/test_acls.py
+	tests/integration/test_security_tls.py tests/integration/test_acls.py tests/integration/test_secure_failover.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)

@@ -41,6 +41,13 @@
   client and waits until ZooKeeper shows a leader and a full ISR for every
   partition.
 
+* the chaos tests' steps and verdicts (they fail the pytest test that calls them):
+  :func:`running` (a :class:`ContinuousProducer` for a ``with`` block),
+  :func:`kill_leader` (SIGKILL a partition's leader, restart it, wait for the
+  full ISR; returns the failover figures), :func:`final_check` (drain, check
+  delivery, require byte-identical replicas), :func:`explained` / :func:`explain`
+  (the fault timeline and ZooKeeper's view attached to a failure).
+
 Every wait is bounded and raises :class:`TimeoutError` with a description.
 """
 
@@ -59,7 +66,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .checker import ACKED, FAILED, Attempt, Consumed, ReplicaReport, replica_divergence
+from .checker import (
+    ACKED,
+    FAILED,
+    Attempt,
+    Consumed,
+    DeliveryReport,
+    ReplicaReport,
+    check_delivery,
+    replica_divergence,
+)
 from .cluster import LocalCluster
 from .waits import process_state, wait_dead, wait_until
 
@@ -69,8 +85,13 @@ __all__ = [
     "Drain",
     "create_topic",
     "drain",
+    "explain",
+    "explained",
+    "final_check",
+    "kill_leader",
     "process_state",
     "raw_produce",
+    "running",
     "wait_until",
 ]
 
@@ -744,3 +765,92 @@ def healed(cluster: Any) -> Iterator[Chaos]:
             ch.heal()
         finally:
             ch.close()
+
+
+# ----------------------------------------------------------------------------------------------
+# The chaos tests' verdicts and steps (failing the pytest test that calls them)
+
+
+def explain(chaos: Chaos, topic: str, partitions: int = 1, producer: ContinuousProducer | None = None) -> str:
+    """What a failing assertion should show: the fault timeline, ZooKeeper's view, where the logs are."""
+    t0 = chaos.events[0].at if chaos.events else time.monotonic()
+    lines = [f"cluster dir {chaos.cluster.directory} (broker logs: broker-N/server.log)"]
+    lines += [f"  +{e.at - t0:7.2f}s {e.what} broker {e.broker} {e.detail}" for e in chaos.events]
+    for p in range(partitions):
+        lines.append(f"  {topic}-{p}: state {chaos.partition_state(topic, p)} replicas {chaos.replicas(topic, p)}")
+    lines.append(f"  registered {sorted(chaos.registered())}, controller {chaos.controller()}")
+    if producer is not None:
+        lines.append(f"  producer {producer.counts()} fatal {producer.fatal}; last errors {producer.errors[-3:]}")
+    return "\n".join(lines)
+
+
+def final_check(cluster: LocalCluster, chaos: Chaos, topic: str, partitions: int, attempts: Iterable[Attempt],
+                producer: ContinuousProducer | None = None) -> DeliveryReport:
+    """Drain to the HW, check delivery, require byte-identical replicas; returns the delivery report."""
+    with explained(chaos, topic, partitions, producer):
+        chaos.wait_full_isr(topic, range(partitions), timeout=60)
+    got = drain(cluster.bootstrap, topic, partitions, timeout=60)
+    report = check_delivery(attempts, got.records)
+    why = explain(chaos, topic, partitions, producer)
+    assert got.complete, f"the drain did not reach the high watermarks {got.high_watermarks}\n{why}"
+    assert report.ok, f"{report.summary()}\n{why}"
+    for p in range(partitions):
+        replicas = chaos.wait_replicas_identical(topic, p, timeout=30)
+        assert replicas.identical, f"{topic}-{p} replicas differ: {replicas.summary()}\n{why}"
+    return report
+
+
+@contextmanager
+def explained(chaos: Chaos, topic: str, partitions: int = 1, producer: ContinuousProducer | None = None) -> Iterator[None]:
+    """A wait that times out fails the test with the fault timeline and ZooKeeper's view attached."""
+    try:
+        yield
+    except TimeoutError as exc:
+        import pytest
+
+        pytest.fail(f"{exc}\n{explain(chaos, topic, partitions, producer)}")
+
+
+@contextmanager
+def running(producer: ContinuousProducer, chaos: Chaos) -> Iterator[ContinuousProducer]:
+    """Starts the producer; stops it at the end (waiting for its outstanding acks only on success).
+    A wait that times out inside fails the test with :func:`explain`'s account attached."""
+    producer.start()
+    ok = False
+    try:
+        yield producer
+        ok = True
+    except TimeoutError as exc:
+        import pytest
+
+        producer.stop(flush_timeout=5)
+        pytest.fail(f"{exc}\n{explain(chaos, producer.topic, producer.partitions, producer)}")
+    finally:
+        if not producer.stopped_at:
+            producer.stop(flush_timeout=60 if ok else 5)
+
+
+def kill_leader(chaos: Chaos, producer: ContinuousProducer, topic: str, partition: int) -> dict[str, float]:
+    """SIGKILL the partition's leader, restart it 3 s later (its dead session still holds its id
+    then), wait until it is back in every ISR; returns the failover figures.
+
+    A leader that is also the controller is restarted only once its successor is elected: its
+    restarted process registers the moment its old session expires, which is also when the
+    next controller takes over — and a controller that finds the leader registered (again)
+    rightly leaves the partition where it is, so no failover would be seen (Kafka alike)."""
+    victim = chaos.leader(topic, partition)
+    is_controller = victim == chaos.controller()
+    killed = chaos.kill(victim)
+    restarted = None if is_controller else chaos.restart_soon(victim, after=3.0)
+    new = chaos.wait_leader(topic, partition, timeout=chaos.session_timeout_s + 20, not_in=[victim])
+    elected = time.monotonic()
+    if restarted is None:
+        restarted = chaos.restart_soon(victim, after=0.0)
+    # An ack that arrives 0.5 s after the SIGKILL cannot come from the killed process.
+    first = producer.wait_acks(1, 30, after=killed + 0.5, partition=partition)
+    restarted(60)
+    chaos.wait_full_isr(topic, range(producer.partitions), timeout=60)
+    figures = {"victim": victim, "successor": new, "elected": elected - killed, "first_ack": first - killed}
+    print(f"SIGKILL leader {victim} of {topic}-{partition}: broker {new} elected after {figures['elected']:.2f} s, "
+          f"first acks=all ack on the successor {figures['first_ack']:.2f} s after the SIGKILL")
+    return figures

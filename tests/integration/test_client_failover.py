@@ -27,18 +27,18 @@ from collections import defaultdict
 
 import pytest
 
-from tests.harness.chaos import ContinuousProducer, create_topic, healed
-from tests.harness.cluster import ClusterSpec
-
-from .test_replication import (
-    SAFE,
-    SESSION_TIMEOUT_S,
-    SETTINGS,
+from tests.harness.chaos import (
+    ContinuousProducer,
+    create_topic,
     explained,
     final_check,
+    healed,
     kill_leader,
     running,
 )
+from tests.harness.cluster import ClusterSpec
+
+from .test_replication import SAFE, SESSION_TIMEOUT_S, SETTINGS
 
 pytestmark = pytest.mark.integration
 

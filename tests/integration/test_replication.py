@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
@@ -32,9 +30,14 @@ from tests.harness.chaos import (
     ContinuousProducer,
     create_topic,
     drain,
+    explain,
+    explained,
+    final_check,
     healed,
+    kill_leader,
     process_state,
     raw_produce,
+    running,
 )
 from tests.harness.checker import ACKED, check_delivery, log_end_offset
 from tests.harness.cluster import ClusterSpec, LocalCluster
@@ -85,86 +88,6 @@ def chaos(cluster):
         pytest.fail(cluster.replication_problem)
     with healed(cluster) as ch:
         yield ch
-
-
-def explain(chaos: Chaos, topic: str, partitions: int = 1, producer: ContinuousProducer | None = None) -> str:
-    """What a failing assertion should show: the fault timeline, ZooKeeper's view, where the logs are."""
-    t0 = chaos.events[0].at if chaos.events else time.monotonic()
-    lines = [f"cluster dir {chaos.cluster.directory} (broker logs: broker-N/server.log)"]
-    lines += [f"  +{e.at - t0:7.2f}s {e.what} broker {e.broker} {e.detail}" for e in chaos.events]
-    for p in range(partitions):
-        lines.append(f"  {topic}-{p}: state {chaos.partition_state(topic, p)} replicas {chaos.replicas(topic, p)}")
-    lines.append(f"  registered {sorted(chaos.registered())}, controller {chaos.controller()}")
-    if producer is not None:
-        lines.append(f"  producer {producer.counts()} fatal {producer.fatal}; last errors {producer.errors[-3:]}")
-    return "\n".join(lines)
-
-
-def final_check(cluster: LocalCluster, chaos: Chaos, topic: str, partitions: int, attempts, producer=None):
-    """Drain to the HW, check delivery, require byte-identical replicas; returns the delivery report."""
-    with explained(chaos, topic, partitions, producer):
-        chaos.wait_full_isr(topic, range(partitions), timeout=60)
-    got = drain(cluster.bootstrap, topic, partitions, timeout=60)
-    report = check_delivery(attempts, got.records)
-    why = explain(chaos, topic, partitions, producer)
-    assert got.complete, f"the drain did not reach the high watermarks {got.high_watermarks}\n{why}"
-    assert report.ok, f"{report.summary()}\n{why}"
-    for p in range(partitions):
-        replicas = chaos.wait_replicas_identical(topic, p, timeout=30)
-        assert replicas.identical, f"{topic}-{p} replicas differ: {replicas.summary()}\n{why}"
-    return report
-
-
-@contextmanager
-def explained(chaos: Chaos, topic: str, partitions: int = 1, producer: ContinuousProducer | None = None) -> Iterator[None]:
-    """A wait that times out fails the test with the fault timeline and ZooKeeper's view attached."""
-    try:
-        yield
-    except TimeoutError as exc:
-        pytest.fail(f"{exc}\n{explain(chaos, topic, partitions, producer)}")
-
-
-@contextmanager
-def running(producer: ContinuousProducer, chaos: Chaos) -> Iterator[ContinuousProducer]:
-    """Starts the producer; stops it at the end (waiting for its outstanding acks only on success).
-    A wait that times out inside fails the test with :func:`explain`'s account attached."""
-    producer.start()
-    ok = False
-    try:
-        yield producer
-        ok = True
-    except TimeoutError as exc:
-        producer.stop(flush_timeout=5)
-        pytest.fail(f"{exc}\n{explain(chaos, producer.topic, producer.partitions, producer)}")
-    finally:
-        if not producer.stopped_at:
-            producer.stop(flush_timeout=60 if ok else 5)
-
-
-def kill_leader(chaos: Chaos, producer: ContinuousProducer, topic: str, partition: int) -> dict[str, float]:
-    """SIGKILL the partition's leader, restart it 3 s later (its dead session still holds its id
-    then), wait until it is back in every ISR; returns the failover figures.
-
-    A leader that is also the controller is restarted only once its successor is elected: its
-    restarted process registers the moment its old session expires, which is also when the
-    next controller takes over — and a controller that finds the leader registered (again)
-    rightly leaves the partition where it is, so no failover would be seen (Kafka alike)."""
-    victim = chaos.leader(topic, partition)
-    is_controller = victim == chaos.controller()
-    killed = chaos.kill(victim)
-    restarted = None if is_controller else chaos.restart_soon(victim, after=3.0)
-    new = chaos.wait_leader(topic, partition, timeout=SESSION_TIMEOUT_S + 20, not_in=[victim])
-    elected = time.monotonic()
-    if restarted is None:
-        restarted = chaos.restart_soon(victim, after=0.0)
-    # An ack that arrives 0.5 s after the SIGKILL cannot come from the killed process.
-    first = producer.wait_acks(1, 30, after=killed + 0.5, partition=partition)
-    restarted(60)
-    chaos.wait_full_isr(topic, range(producer.partitions), timeout=60)
-    figures = {"victim": victim, "successor": new, "elected": elected - killed, "first_ack": first - killed}
-    print(f"SIGKILL leader {victim} of {topic}-{partition}: broker {new} elected after {figures['elected']:.2f} s, "
-          f"first acks=all ack on the successor {figures['first_ack']:.2f} s after the SIGKILL")
-    return figures
 
 
 # -- a) ----------------------------------------------------------------------------------------
