@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node conformance system-deps clean docker-build docker-up docker-down chaos-docker
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node bench-security conformance system-deps clean docker-build docker-up docker-down chaos-docker
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -77,6 +77,10 @@ chaos: $(STAMP)
 	@status=0; $(BIN)/python scripts/chaos_run.py || status=1; \
 	$(BIN)/python scripts/chaos_run.py --eos || status=1; \
 	$(BIN)/pytest -q -p no:cacheprovider -m 'chaos or soak' tests/integration || status=1; exit $$status
+
+# TLS and SASL beside PLAINTEXT, the authorizer with 1,001 ACLs, SCRAM logins per second (~5 minutes).
+bench-security: $(STAMP)
+	$(BIN)/python scripts/bench_security.py
 
 bench-wire: $(STAMP)
 	$(BIN)/python scripts/bench_wire.py
