@@ -11,6 +11,13 @@ Malformed input — a bad size prefix, an unknown api key, a version outside
 the decode range, a frame that does not parse — closes *that* connection
 only.  Connections idle for ``connections.max.idle.ms`` are closed.
 
+A request whose client is over a quota is answered at once and the
+connection is then *muted* (KIP-219, as Kafka 2.8's ``ThrottledChannel``):
+the quota decision calls :attr:`Connection.throttle`, and once the response
+is written the socket is not read again until the throttle time, counted
+from that decision, has passed (a reactor timer; closing the connection
+cancels it).  A muted connection is not idle.
+
 Responses are chunk lists (bytes and file regions); regions are sent with
 ``os.sendfile`` from the segment file straight to the socket, so consumer
 reads never pass through Python memory.
@@ -60,13 +67,19 @@ class Connection:
         principal: who the connection authenticated as (``User:ANONYMOUS`` until then,
             and for good on PLAINTEXT).
         close: closes the connection at once.
+        throttle: ``throttle(ms)`` mutes the connection for *ms* from now, once
+            the current response is written (client quotas; a no-op by default).
+        request_size: the size of the request being served (its frame, without
+            the length prefix: Kafka's ``request.sizeInBytes``), what a produce
+            quota records.
     """
 
-    __slots__ = ("peer", "host", "listener", "security_protocol", "principal", "close")
+    __slots__ = ("peer", "host", "listener", "security_protocol", "principal", "close", "throttle", "request_size")
 
     def __init__(
         self, peer: str, listener: str, close: Callable[[], None], *,
         host: str = "", security_protocol: str = "PLAINTEXT", principal: KafkaPrincipal = ANONYMOUS,
+        throttle: Callable[[int], None] | None = None,
     ) -> None:
         self.peer = peer
         self.host = host
@@ -74,6 +87,12 @@ class Connection:
         self.security_protocol = security_protocol
         self.principal = principal
         self.close = close
+        self.throttle = throttle if throttle is not None else _not_throttled
+        self.request_size = 0
+
+
+def _not_throttled(ms: int) -> None:
+    """The :attr:`Connection.throttle` of a connection without a network edge (tests)."""
 
 
 def _buffered(transport: Any) -> int:
@@ -191,7 +210,12 @@ class KafkaProtocol(Protocol):
         self.busy = False
         self.paused = False
         self.closed = False
+        #: muted for a client quota: nothing is read until the unmute timer fires
+        self.muted = False
         self._idle_call = None
+        #: when the current throttle ends (reactor seconds), set by a quota decision
+        self._throttled_until: float | None = None
+        self._unmute_call: Any = None
         self._draining = False
         self.connection: Connection | None = None
         # SSL (not SASL_SSL): the principal is the client certificate's, read once the handshake is done
@@ -221,7 +245,7 @@ class KafkaProtocol(Protocol):
         host = str(getattr(peer, "host", "?"))
         self.connection = Connection(
             f"{host}:{getattr(peer, 'port', '?')}", self.listener, self.close,
-            host=host, security_protocol=self.security.security_protocol,
+            host=host, security_protocol=self.security.security_protocol, throttle=self.throttle,
         )
         self._touch()
 
@@ -230,12 +254,19 @@ class KafkaProtocol(Protocol):
         if self._idle_call is not None and self._idle_call.active():
             self._idle_call.cancel()
         self._idle_call = None
+        self._cancel_unmute()
 
     def close(self) -> None:
         """Closes this connection at once (other connections are untouched)."""
         if not self.closed:
             self.closed = True
+            self._cancel_unmute()
             tcp_transport(self).abortConnection()
+
+    def _cancel_unmute(self) -> None:
+        if self._unmute_call is not None and self._unmute_call.active():
+            self._unmute_call.cancel()
+        self._unmute_call = None
 
     def _touch(self) -> None:
         if self.idle_s <= 0:
@@ -311,6 +342,8 @@ class KafkaProtocol(Protocol):
                     self._authentication_step(step, request)
                     continue
             self.busy = True
+            if self.connection is not None:
+                self.connection.request_size = len(frame)
             d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
             d.addCallback(self._respond, request)
             d.addErrback(self._failed, request)
@@ -382,6 +415,48 @@ class KafkaProtocol(Protocol):
     def _done(self, _: Any) -> None:
         self.busy = False
         self._touch()
+        until, self._throttled_until = self._throttled_until, None
+        if until is not None:
+            delay = until - self.clock.seconds()
+            if delay > 0 and not self.closed:
+                self._mute(delay)
+                return
+        self._next()
+
+    # ------------------------------------------------------------------ quota throttling (KIP-219)
+
+    def throttle(self, throttle_ms: int) -> None:
+        """Mutes this connection for *throttle_ms* from now, once the response in progress is written.
+
+        Kafka's ``ClientQuotaManager.throttle``: the throttle is counted from
+        the decision, and the channel is unmuted when both the response has
+        been sent and the time has passed.  A later end already set is kept.
+        """
+        if throttle_ms <= 0:
+            return
+        until = self.clock.seconds() + throttle_ms / 1000.0
+        if self._throttled_until is None or until > self._throttled_until:
+            self._throttled_until = until
+
+    def _mute(self, delay_s: float) -> None:
+        # Busy: frames that arrive anyway (already read by Twisted, or TLS-buffered) wait in the buffer.
+        self.busy = True
+        self.muted = True
+        if not self.paused:
+            self.paused = True
+            tcp_transport(self).pauseProducing()
+        self._unmute_call = self.clock.callLater(delay_s, self._unmute)
+
+    def _unmute(self) -> None:
+        self._unmute_call = None
+        self.muted = False
+        if self.closed:
+            return
+        self.busy = False
+        self._touch()
+        if self.paused and self.frames.buffered <= self.max_request_size:
+            self.paused = False
+            tcp_transport(self).resumeProducing()
         self._next()
 
     def _after_write_failed(self, failure: Any) -> None:

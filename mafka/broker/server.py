@@ -48,6 +48,7 @@ from mafka.rebalancer.service import RebalancerService
 from mafka.wire import registry as wire_registry
 
 from .authorization import BrokerAuthorizer
+from .client_quotas import ClientQuotaService
 from .cold_reads import ColdReader, PageCacheProbe
 from .config import BrokerConfig
 from .delayed_delivery import DelayedDelivery, retention_bound
@@ -128,6 +129,8 @@ class KafkaServer:
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.user_configs: UserConfigCache | None = None
+        #: client quotas (produce/fetch/request), fed from /config/users and /config/clients
+        self.client_quotas: ClientQuotaService | None = None
         #: ACL decisions (allows everything unless authorizer.class.name is set)
         self.authorizer: BrokerAuthorizer | None = None
         #: TLS/SASL of the connections this broker opens to its peers (None: PLAINTEXT)
@@ -231,7 +234,18 @@ class KafkaServer:
         yield self.topic_configs.load()
         user_configs = self.user_configs = UserConfigCache(self.zk)
         yield user_configs.load()
-        self.topic_configs.on_entity_change = user_configs.changed
+        client_quotas = self.client_quotas = ClientQuotaService(
+            self.zk, config, now_ms=lambda: int(time.monotonic() * 1000))
+        yield defer.ensureDeferred(client_quotas.load())
+
+        async def on_entity_change(entity_path: str) -> None:
+            # users/... and clients/... notifications: SCRAM credentials and client quotas.
+            try:
+                await user_configs.changed(entity_path)
+            finally:
+                await client_quotas.changed(entity_path)
+
+        self.topic_configs.on_entity_change = lambda path: defer.ensureDeferred(on_entity_change(path))
         authorizer = self.authorizer = BrokerAuthorizer(self.zk, config)
         yield authorizer.load()
         # Every listener's security now: a bad JAAS or TLS config stops the start-up here.
@@ -308,7 +322,7 @@ class KafkaServer:
             name = request_name(request.spec.name, request.header.api_key, request.body)
             latencies.record(name, int(self.reactor.seconds() * 1000), seconds * 1000.0)
 
-        dispatcher = Dispatcher(collect_handlers(self), hold=True, observe=observe)
+        dispatcher = Dispatcher(collect_handlers(self), hold=True, observe=observe, quotas=client_quotas)
         for endpoint in config.listener_endpoints:
             factory = KafkaServerFactory(
                 dispatcher,
@@ -445,6 +459,8 @@ class KafkaServer:
         bg.every("isr-change-propagation", 2.5, self._propagate_isr_changes)
         bg.every("offsets-expiration", config.offsets_retention_check_interval_ms / 1000,
                  groups.expire_offsets)
+        if self.client_quotas is not None:
+            bg.every("client-quota-sensor-expiry", 30.0, self.client_quotas.expire)  # Kafka's ExpireSensorTask
         bg.every("group-coordinator-tick", 0.1, groups.tick)
         bg.every("transaction-coordinator-tick", 0.1, txns.tick)
         rm.on_delays = self.delayed_delivery.wake

@@ -22,18 +22,33 @@ flags (``--topic T``, ``--broker N``, ``--broker-defaults``, ``--user U`` …).
   password computed here as Kafka's admin client does) and describe
   (DescribeUserScramCredentials): ``SCRAM credential configs for
   user-principal 'alice' are SCRAM-SHA-256=iterations=8192``;
-* client quotas (clients, ips, users' quota configs) are not implemented by
-  Mafka's brokers: the tool fails as Kafka's would against a broker without
-  the quota APIs (``The broker does not support DESCRIBE_CLIENT_QUOTAS``);
-* broker loggers are not implemented either: a clear error.
+* client quotas — ``--entity-type users|clients`` with ``--entity-name``
+  or ``--entity-default``, alone or as a (users, clients) pair, and the
+  ``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``,
+  ``controller_mutation_rate`` keys: alter first describes the entity (a
+  deleted key must be set: ``Invalid config(s): k``), then sends
+  AlterClientQuotas and prints ``Completed updating config for user alice.``
+  (``… default config for users in the cluster.``); describe sends
+  DescribeClientQuotas (``containsOnly`` the entities given, a type without
+  a name matching any entity of it) and prints, in the order of the Java
+  ``HashMap`` s Kafka's admin client builds,
+  ``Quota configs for user-principal 'alice', client-id 'app' are producer_byte_rate=1000.0``
+  — for users without clients or defaults followed by their SCRAM
+  credentials.  ``ips`` go the same way and get the brokers' answer (IP
+  quotas are not implemented by Mafka);
+* broker loggers are not implemented: a clear error.
 
-``--zookeeper``: reads ``/config/<type>/<name>``; alter writes the whole new
-config there and posts ``/config/changes/config_change_N``, as Kafka 2.8's
+``--zookeeper``: reads ``/config/<type>/<name>`` (``/config/users/<u>/clients/<c>``
+for a (users, clients) pair; every entity of a type, or every client of a
+user, when no name is given); alter writes the whole new config there and
+posts ``/config/changes/config_change_N``, as Kafka 2.8's
 ``AdminZkClient.changeConfigs`` (topic configs validated first, the topic
-must exist; SCRAM credentials generated here; broker configs limited to the
-replication throttles, the only dynamic broker configs Mafka has).  Output:
-``Configs for topic 't' are k=v,k2=v2`` and ``Completed updating config for
-entity: topic 't'.``
+must exist; user and client configs checked as ``DynamicConfig.User`` /
+``DynamicConfig.Client``; SCRAM credentials generated here; broker configs
+limited to the replication throttles, the only dynamic broker configs Mafka
+has; ips refused: Mafka has no IP quotas).  Output: ``Configs for topic 't'
+are k=v,k2=v2``, ``Configs for user-principal 'u', client-id 'c' are …``
+and ``Completed updating config for entity: topic 't'.``
 
 Errors are printed as Kafka's tool prints them: argument errors and invalid
 configs as the bare message on stderr; anything else as ``Error while
@@ -71,8 +86,14 @@ from mafka.client.admin_types import (
 )
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
-from mafka.errors import ErrorCode
+from mafka.errors import ConfigError, ErrorCode
 from mafka.errors import KafkaError as BrokerError
+from mafka.security.quota_entities import (
+    entity_from_config_location,
+    java_double_to_string,
+    java_parse_double,
+    validate_entity_config,
+)
 
 __all__ = [
     "ConfigCommandError",
@@ -114,8 +135,8 @@ _SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CON
 _EXECUTION = "java.util.concurrent.ExecutionException"
 _ERRORS = "org.apache.kafka.common.errors"
 _CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
-_QUOTAS_ZK = ("Client quotas are not implemented in Mafka: quota configs of clients, users and ips "
-              "cannot be described or altered")
+_IPS_UNSUPPORTED_ZK = ("IP connection rate quotas (--entity-type ips, connection_creation_rate, KIP-612) are not "
+                      "implemented in Mafka")
 _BROKER_LOGGERS_UNSUPPORTED = ("Broker logger configs (--entity-type broker-loggers) are not implemented in Mafka: "
                                "its brokers have no BROKER_LOGGER config resource")
 _USAGE_MESSAGE = ("This tool helps to manipulate and describe entity config for a topic, client, user, "
@@ -497,11 +518,6 @@ def _timed_out(call: str) -> ConfigCommandError:
                               f"{_EXECUTION}: {_ERRORS}.TimeoutException")
 
 
-def _quotas_unsupported(api: str) -> ConfigCommandError:
-    """What Kafka's tool reports against a broker without the client quota APIs (as Mafka's)."""
-    return ConfigCommandError(f"The broker does not support {api}", f"{_EXECUTION}: {_ERRORS}.UnsupportedVersionException")
-
-
 def _result(future: Any, timeout: float, call: str) -> Any:
     try:
         return future.result(timeout + 5.0)
@@ -611,13 +627,20 @@ def _alter_resource(admin: AdminClient, entity_type: str, name: str, added: dict
         _result(futures[resource], timeout, "incrementalAlterConfigs")
 
 
+DESCRIBE_CLIENT_QUOTAS = 48
+ALTER_CLIENT_QUOTAS = 49
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
 
 
-async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dict[str, Any],
+async def _admin_request(bootstrap: str, timeout: float, api_key: int, body: dict[str, Any],
                          command_config: str | None = None) -> Any:
-    """Sends one SCRAM request (alterations to the controller, retried while it moves) and returns the answer."""
+    """Sends one admin request and returns the answer.
+
+    SCRAM alterations go to the controller (retried while it moves); the
+    others to any broker (Kafka's ``LeastLoadedNodeProvider``), retried while
+    none is reachable.
+    """
     from mafka.client.config import parse_config
     from mafka.client.kernel import Kernel
 
@@ -626,7 +649,7 @@ async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dic
         async with asyncio.timeout(timeout):
             while True:
                 try:
-                    if api_key == DESCRIBE_USER_SCRAM_CREDENTIALS:
+                    if api_key != ALTER_USER_SCRAM_CREDENTIALS:
                         return await kernel.send_any(api_key, body)
                     md = await kernel.refresh_metadata()
                     if md.controller_id >= 0 and md.controller_id in md.brokers:
@@ -640,19 +663,122 @@ async def _scram_request(bootstrap: str, timeout: float, api_key: int, body: dic
         await kernel.close()
 
 
-def _scram(args: argparse.Namespace, api_key: int, body: dict[str, Any]) -> Any:
-    call = "describeUserScramCredentials" if api_key == DESCRIBE_USER_SCRAM_CREDENTIALS else "alterUserScramCredentials"
+_CALLS = {DESCRIBE_USER_SCRAM_CREDENTIALS: "describeUserScramCredentials",
+          ALTER_USER_SCRAM_CREDENTIALS: "alterUserScramCredentials",
+          DESCRIBE_CLIENT_QUOTAS: "describeClientQuotas", ALTER_CLIENT_QUOTAS: "alterClientQuotas"}
+
+
+def _admin(args: argparse.Namespace, api_key: int, body: dict[str, Any]) -> Any:
     try:
-        return asyncio.run(_scram_request(args.bootstrap_server, args.timeout, api_key, body,
+        return asyncio.run(_admin_request(args.bootstrap_server, args.timeout, api_key, body,
                                           args.command_config))
     except TimeoutError:
-        raise _timed_out(call) from None
+        raise _timed_out(_CALLS[api_key]) from None
+
+
+_scram = _admin
+
+
+# ----------------------------------------------------------------------------- client quotas
+
+#: ``ClientQuotaEntity`` entity types, by ``--entity-type``.
+_QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id", IPS: "ip"}
+_QUOTA_ENTITY_NAMES = (("user", "user-principal"), ("client-id", "client-id"), ("ip", "ip"))
+
+
+def _table_size_for(capacity: int) -> int:
+    """``HashMap.tableSizeFor``: the power of two a ``new HashMap<>(capacity)`` starts with (at least 1)."""
+    size = 1
+    while size < capacity:
+        size <<= 1
+    return size
+
+
+def _java_hash_map_order(items: list[tuple[Any, int]], initial_capacity: int) -> list[Any]:
+    """The keys of ``(key, hashCode)`` pairs in the iteration order of a ``new HashMap<>(initial_capacity)``.
+
+    The table starts at ``tableSizeFor(initial_capacity)`` and doubles each
+    time a put takes the size past ¾ of it; a bucket keeps insertion order.
+    """
+    capacity = _table_size_for(initial_capacity)
+    threshold = int(capacity * 0.75)
+    for size in range(1, len(items) + 1):
+        if size > threshold:
+            capacity *= 2
+            threshold = int(capacity * 0.75)
+
+    def bucket(item: tuple[int, tuple[Any, int]]) -> tuple[int, int]:
+        h = item[1][1] & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (capacity - 1), item[0]
+
+    return [key for _, (key, _) in sorted(enumerate(items), key=bucket)]
+
+
+def _entity_hash(entity: Mapping[str, str | None]) -> int:
+    """``ClientQuotaEntity.hashCode``: ``Objects.hash(entries)``, a map's hash being Σ key ^ value."""
+    entries = sum(_java_string_hash(k) ^ (0 if v is None else _java_string_hash(v)) for k, v in entity.items())
+    return (31 + entries) & 0xFFFFFFFF
+
+
+def _quota_components(types: list[str], names: list[str]) -> list[dict[str, Any]]:
+    """Kafka's ``getAllClientQuotasConfigs`` filter: types zipped with names (a missing name: any entity of the type)."""
+    if len(names) > len(types):
+        raise ConfigCommandError("More entity names specified than entity types")
+    components = []
+    for i, entity_type in enumerate(types):
+        kind = _QUOTA_ENTITY_TYPES.get(entity_type)
+        if kind is None:
+            raise ConfigCommandError(f"Unexpected entity type {entity_type}")
+        if i >= len(names):
+            components.append({"entity_type": kind, "match_type": 2, "match": None})  # ofEntityType
+        elif names[i] == "":
+            components.append({"entity_type": kind, "match_type": 1, "match": None})  # ofDefaultEntity
+        else:
+            components.append({"entity_type": kind, "match_type": 0, "match": names[i]})  # ofEntity
+    return components
+
+
+def _client_quotas(args: argparse.Namespace, types: list[str],
+                   names: list[str]) -> list[tuple[dict[str, str | None], list[tuple[str, float]]]]:
+    """DescribeClientQuotas with ``ClientQuotaFilter.containsOnly`` of the entities given.
+
+    Returns (entity, values) in the order Kafka's admin client hands them to
+    the tool: the response rebuilt as ``HashMap`` s (entities, and each one's values).
+    """
+    response = _admin(args, DESCRIBE_CLIENT_QUOTAS,
+                      {"components": _quota_components(types, names), "strict": True})
+    if response.error_code:
+        raise _broker_failure(response.error_code, response.error_message)
+    entries = list(response.entries or [])
+    results = []
+    for entry in entries:
+        entity = {e.entity_type: e.entity_name for e in entry.entity}
+        values = {v.key: v.value for v in entry["values"]}
+        ordered = _java_hash_map_order([(k, _java_string_hash(k)) for k in values], len(values))
+        results.append((entity, [(k, values[k]) for k in ordered]))
+    return _java_hash_map_order([(r, _entity_hash(r[0])) for r in results], len(entries))
+
+
+def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
+    """Kafka's ``describeQuotaConfigs``: ``Quota configs for user-principal 'u', client-id 'c' are k=v, …``."""
+    for entity, values in _client_quotas(args, types, names):
+        parts = []
+        for kind, text in _QUOTA_ENTITY_NAMES:
+            if kind in entity:
+                name = entity[kind]
+                parts.append(f"{text} '{name}'" if name is not None else f"the default {text}")
+        shown = ", ".join(f"{k}={java_double_to_string(v)}" for k, v in values)
+        print(f"Quota configs for {', '.join(parts)} are {shown}")
 
 
 def _describe_users(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
-    """Kafka's ``describeClientQuotaAndUserScramCredentialConfigs``, without the quotas Mafka does not have."""
+    """Kafka's ``describeClientQuotaAndUserScramCredentialConfigs``: quotas, then SCRAM credentials.
+
+    The credentials are described only without clients and without a default entity.
+    """
+    _describe_quotas(args, types, names)
     if CLIENTS in types or "" in names:
-        raise _quotas_unsupported("DESCRIBE_CLIENT_QUOTAS")
+        return
     body = {"users": [{"name": n} for n in names] or None}
     response = _scram(args, DESCRIBE_USER_SCRAM_CREDENTIALS, body)
     if response.error_code:
@@ -672,9 +798,38 @@ def _describe_users(args: argparse.Namespace, types: list[str], names: list[str]
         print(f"SCRAM credential configs for user-principal '{result.user}' are {text}")
 
 
+def _alter_quotas(args: argparse.Namespace, types: list[str], names: list[str], added: dict[str, str],
+                  deleted: list[str]) -> None:
+    """Kafka's ``alterQuotaConfigs``: the deletions checked against the entity's quotas, then AlterClientQuotas."""
+    if len(types) != len(names):
+        raise ConfigCommandError("Exactly one entity name must be specified for every entity type")
+    found = _client_quotas(args, types, names)
+    old = dict(found[0][1]) if found else {}
+    invalid = [k for k in deleted if k not in old]
+    if invalid:
+        raise ConfigCommandError(f"Invalid config(s): {','.join(invalid)}")
+    # Kafka builds the entity in a java.util.HashMap (a default's name is null).
+    entity = {_QUOTA_ENTITY_TYPES[t]: (n or None) for t, n in zip(types, names, strict=True)}
+    ops = []
+    for key, text in added.items():
+        try:
+            value = java_parse_double(text)
+        except ValueError:
+            raise ConfigCommandError(f"Cannot parse quota configuration value for {key}: {text}") from None
+        ops.append({"key": key, "value": value, "remove": False})
+    ops += [{"key": key, "value": 0.0, "remove": True} for key in deleted]
+    body = {"entries": [{"entity": [{"entity_type": k, "entity_name": entity[k]} for k in java_hash_order(entity)],
+                         "ops": ops}],
+            "validate_only": False}
+    response = _admin(args, ALTER_CLIENT_QUOTAS, body)
+    for result in response.entries:
+        if result.error_code:
+            raise _broker_failure(result.error_code, result.error_message)
+
+
 def _alter_users(args: argparse.Namespace, types: list[str], names: list[str], added: dict[str, str],
                  deleted: list[str]) -> None:
-    """Kafka's ``alterConfig`` for users and clients: SCRAM credentials, or (unsupported) quotas."""
+    """Kafka's ``alterConfig`` for users and clients: quotas (AlterClientQuotas) or SCRAM credentials."""
     scram_add = {k: v for k, v in added.items() if k in SCRAM_MECHANISMS}
     unknown_add = [k for k in added if k not in SCRAM_MECHANISMS and k not in QUOTA_CONFIGS]
     scram_delete = [k for k in deleted if k in SCRAM_MECHANISMS]
@@ -702,8 +857,9 @@ def _alter_users(args: argparse.Namespace, types: list[str], names: list[str], a
             if quotas:
                 raise ConfigCommandError(f"Cannot alter both quota and SCRAM credential configs simultaneously for "
                                          f"'{USERS}' using --bootstrap-server.")
-    if quotas or len(types) == 2 or types[0] == CLIENTS:
-        raise _quotas_unsupported("DESCRIBE_CLIENT_QUOTAS")
+    if quotas:
+        _alter_quotas(args, types, names, added, deleted)
+        return
     user = names[0]
     upsertions = []
     for mechanism, text in scram_add.items():
@@ -725,13 +881,17 @@ def _run_bootstrap(args: argparse.Namespace, types: list[str], names: list[str])
     if head == BROKER_LOGGERS:
         raise ConfigCommandError(_BROKER_LOGGERS_UNSUPPORTED)
     if head == IPS:
-        if args.alter:
-            unknown = [k for k in (*_configs_to_add(args), *_configs_to_delete(args)) if k not in IP_QUOTA_CONFIGS]
+        # Mafka's brokers answer IP quotas (KIP-612) with an error saying they are not supported.
+        if args.describe:
+            _describe_quotas(args, types, names)
+        else:
+            added, deleted = _configs_to_add(args), _configs_to_delete(args)
+            unknown = [k for k in (*added, *deleted) if k not in IP_QUOTA_CONFIGS]
             if unknown:
                 raise ConfigCommandError(f"Only connection quota configs can be added for '{IPS}' using "
                                          f"--bootstrap-server. Unexpected config names: {','.join(unknown)}")
-        raise _quotas_unsupported("DESCRIBE_CLIENT_QUOTAS")
-    if head in (USERS, CLIENTS):
+            _alter_quotas(args, types, names, added, deleted)
+    elif head in (USERS, CLIENTS):
         if args.describe:
             _describe_users(args, types, names)
         else:
@@ -755,43 +915,76 @@ def _run_bootstrap(args: argparse.Namespace, types: list[str], names: list[str])
 
 @dataclass(frozen=True)
 class _ZkEntity:
-    """Kafka's ``ConfigEntity`` of one root entity: its type and sanitized name (None: all of them)."""
+    """Kafka's ``ConfigEntity``: a root entity (type and sanitized name, None: all of them) and a child.
+
+    The child is the client-id part of a (user, client-id) quota entity.
+    """
 
     type: str
     name: str | None
+    child: _ZkEntity | None = None
+
+    @property
+    def full_name(self) -> str:
+        """``fullSanitizedName``: ``alice``, ``alice/clients/app``, ``<default>/clients/<default>``."""
+        child = self.child
+        if child is None:
+            return self.name or ""
+        return f"{self.name or ''}/{child.type}" + (f"/{child.name}" if child.name is not None else "")
 
     def __str__(self) -> str:
-        return _entity_string(self.type, self.name)
+        root = _entity_string(self.type, self.name)
+        return root if self.child is None else f"{root}, {self.child}"
 
 
 def _zk_entity(args: argparse.Namespace, types: list[str], names: list[str]) -> _ZkEntity:
-    """Kafka's ``parseEntity`` (the user/client pairs of quotas are refused: Mafka has no quotas)."""
+    """Kafka's ``parseEntity`` / ``parseClientQuotaEntity`` (a (clients, users) pair is turned round to users first)."""
     from mafka.broker.scram import sanitize
 
     if types[0] in (USERS, CLIENTS):
         if args.alter and len(names) != len(types):
             raise ConfigCommandError("--entity-name or --entity-default must be specified with each --entity-type "
                                      "for --alter")
-        if len(types) > 1 or types[0] == CLIENTS:
-            raise ConfigCommandError(_QUOTAS_ZK)
+        reverse = len(types) == 2 and types[0] == CLIENTS
+        ordered_types = types[::-1] if reverse else types
+        ordered_names = names[::-1] if reverse and len(names) == 2 else names
+        parts = [_ZkEntity(t, (DEFAULT_ENTITY if ordered_names[i] == "" else sanitize(ordered_names[i]))
+                           if i < len(ordered_names) else None)
+                 for i, t in enumerate(ordered_types)]
+        return _ZkEntity(parts[0].type, parts[0].name, parts[1] if len(parts) > 1 else None)
     if types[0] == IPS:
-        raise ConfigCommandError(_QUOTAS_ZK)
+        raise ConfigCommandError(_IPS_UNSUPPORTED_ZK)
     if not names:
         return _ZkEntity(types[0], None)
     if names[0] == "":
         return _ZkEntity(types[0], DEFAULT_ENTITY)
-    return _ZkEntity(types[0], sanitize(names[0]) if types[0] == USERS else names[0])
+    return _ZkEntity(types[0], names[0])
+
+
+def _all_zk_entities(zk: Any, entity: _ZkEntity) -> list[_ZkEntity]:
+    """``ConfigEntity.getAllEntities``: the entities a describe covers (every root, every child of a root …)."""
+    child = entity.child
+    if entity.name is None:
+        roots = zk.call(zk.client.get_all_entities_with_config, entity.type)
+        if child is None:
+            return [_ZkEntity(entity.type, name) for name in roots]
+        return [found for name in roots
+                for found in _all_zk_entities(zk, _ZkEntity(entity.type, name, _ZkEntity(child.type, None)))]
+    if child is None or child.name is not None:
+        return [entity]
+    children = zk.call(zk.client.get_all_entities_with_config, f"{entity.type}/{entity.name}/{child.type}")
+    return [_ZkEntity(entity.type, entity.name, _ZkEntity(child.type, name)) for name in children]
 
 
 def _describe_zk(zk: Any, entity: _ZkEntity) -> None:
-    """``describeConfigWithZk``: ``Configs for <entity> are k=v,…`` for the entity, or every one of its type."""
-    describe_all_users = entity.type == USERS and entity.name is None
-    names = [entity.name] if entity.name is not None else zk.call(zk.client.get_all_entities_with_config, entity.type)
-    for name in names:
-        configs = zk.call(zk.client.get_entity_config, entity.type, name)
+    """``describeConfigWithZk``: ``Configs for <entity> are k=v,…`` for each entity the arguments cover."""
+    # Describing all users leaves out the empty user nodes that only hold (user, client-id) quotas.
+    describe_all_users = entity.type == USERS and entity.name is None and entity.child is None
+    for found in _all_zk_entities(zk, entity):
+        configs = zk.call(zk.client.get_entity_config, found.type, found.full_name)
         if configs or not describe_all_users:
             shown = ",".join(f"{k}={configs[k]}" for k in java_hash_order(configs, concurrent=True))
-            print(f"Configs for {_ZkEntity(entity.type, name)} are {shown}")
+            print(f"Configs for {found} are {shown}")
 
 
 def _check_long_at_least_zero(configs: Mapping[str, str], names: Iterable[str]) -> None:
@@ -834,15 +1027,18 @@ def _change_configs_zk(zk: Any, entity: _ZkEntity, configs: dict[str, str]) -> N
             raise ConfigCommandError(exc.message, _CONFIG_EXCEPTION) from None
         zk.call(zk.client.set_topic_config, entity.name, configs)
         return
-    if entity.type == USERS:
-        unknown = [k for k in configs if k not in SCRAM_MECHANISMS and k not in QUOTA_CONFIGS]
-        if unknown:
-            raise ConfigCommandError(f"Unknown Dynamic Configuration: {_scala_set(unknown)}.")
-        if any(k in QUOTA_CONFIGS for k in configs):
-            raise ConfigCommandError(_QUOTAS_ZK)
+    if entity.type in (USERS, CLIENTS):
+        # DynamicConfig.User.validate, or DynamicConfig.Client.validate for client-ids, (user, client-id)
+        # pairs and the default user: unknown keys are an IllegalArgumentException, bad numbers a ConfigException.
+        try:
+            validate_entity_config(entity_from_config_location(entity.type, entity.full_name), configs)
+        except ConfigError as exc:
+            raise ConfigCommandError(str(exc), _CONFIG_EXCEPTION) from None
+        except ValueError as exc:
+            raise ConfigCommandError(str(exc)) from None
     elif entity.type == BROKERS:
         _check_long_at_least_zero(configs, THROTTLE_CONFIGS)
-    zk.call(zk.client.set_entity_config, entity.type, entity.name, configs)
+    zk.call(zk.client.set_entity_config, entity.type, entity.full_name, configs)
 
 
 def _alter_zk(zk: Any, args: argparse.Namespace, entity: _ZkEntity) -> None:
@@ -867,7 +1063,7 @@ def _alter_zk(zk: Any, args: argparse.Namespace, entity: _ZkEntity) -> None:
                 raise ConfigCommandError(f"{message} for default cluster if any broker is running. {info}")
             # DynamicBrokerConfig.validateConfigs: Mafka's brokers have no other dynamic config.
             raise ConfigCommandError(f"Cannot update these configs dynamically: {_scala_set(dynamic)}", _CONFIG_EXCEPTION)
-    configs = dict(zk.call(zk.client.get_entity_config, entity.type, entity.name))
+    configs = dict(zk.call(zk.client.get_entity_config, entity.type, entity.full_name))
     invalid = [k for k in deleted if k not in configs]
     if invalid:
         raise ConfigCommandError(f"Invalid config(s): {','.join(invalid)}")

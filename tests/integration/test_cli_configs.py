@@ -288,7 +288,50 @@ def test_scram_credentials(cluster: LocalCluster) -> None:
     ok(configs(cluster, "--alter", "--user", "bob", "--delete-config", "SCRAM-SHA-256"))
     assert ok(configs(cluster, "--describe", "--entity-type", "users")) == ""
 
-    # Client quotas: Kafka's answer from a broker without the quota APIs.
-    lines = failed(configs(cluster, "--describe", "--entity-type", "clients", "--entity-name", "app"))
+
+
+def test_client_quotas(cluster: LocalCluster) -> None:
+    """AlterClientQuotas / DescribeClientQuotas through the brokers, and the same znodes through ZooKeeper."""
+    assert ok(configs(cluster, "--alter", "--entity-type", "users", "--entity-name", "carol", "--add-config",
+                      "producer_byte_rate=1000,consumer_byte_rate=2000")) == "Completed updating config for user carol.\n"
+    # carol has no SCRAM credential: only her quotas are described.
+    assert ok(configs(cluster, "--describe", "--user", "carol")) == (
+        "Quota configs for user-principal 'carol' are consumer_byte_rate=2000.0, producer_byte_rate=1000.0\n")
+    assert ok(configs(cluster, "--alter", "--entity-type", "users", "--entity-name", "carol", "--entity-type",
+                      "clients", "--entity-name", "app", "--add-config", "request_percentage=50")) == \
+        "Completed updating config for user carol.\n"
+    assert ok(configs(cluster, "--alter", "--entity-type", "clients", "--entity-default", "--add-config",
+                      "producer_byte_rate=4096")) == "Completed updating default config for clients in the cluster.\n"
+    assert ok(configs(cluster, "--describe", "--entity-type", "users", "--entity-type", "clients")) == (
+        "Quota configs for user-principal 'carol', client-id 'app' are request_percentage=50.0\n")
+    assert ok(configs(cluster, "--describe", "--entity-type", "clients", "--entity-default")) == (
+        "Quota configs for the default client-id are producer_byte_rate=4096.0\n")
+
+    # The brokers wrote Kafka's znodes: ZooKeeper shows them, and what ZooKeeper gets the brokers describe.
+    assert ok(zk_configs(cluster, "--describe", "--entity-type", "users", "--entity-name", "carol",
+                         "--entity-type", "clients")) == (
+        ZK_WARNING + "Configs for user-principal 'carol', client-id 'app' are request_percentage=50.0\n")
+    assert ok(zk_configs(cluster, "--alter", "--client", "batch app", "--add-config", "consumer_byte_rate=777")) == (
+        ZK_WARNING + "Completed updating config for entity: client-id 'batch app'.\n")
+    assert ok(configs(cluster, "--describe", "--client", "batch app")) == (
+        "Quota configs for client-id 'batch app' are consumer_byte_rate=777.0\n")
+
+    # Errors: a key not set, a value that is not a number, a broker's refusal, IP quotas (not in Mafka).
+    assert failed(configs(cluster, "--alter", "--user", "carol", "--delete-config", "request_percentage")) == [
+        "Invalid config(s): request_percentage"]
+    assert failed(configs(cluster, "--alter", "--user", "carol", "--add-config", "producer_byte_rate=lots")) == [
+        "Cannot parse quota configuration value for producer_byte_rate: lots"]
+    lines = failed(configs(cluster, "--alter", "--user", "carol", "--add-config", "producer_byte_rate=1.5"))
     assert lines[1] == ("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
-                        "UnsupportedVersionException: The broker does not support DESCRIBE_CLIENT_QUOTAS")
+                        "InvalidRequestException: Configuration producer_byte_rate must be a LONG value")
+    lines = failed(configs(cluster, "--describe", "--ip", "127.0.0.1"))
+    assert lines[1].startswith("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
+                               "UnsupportedVersionException: IP connection rate quotas")
+
+    for argv in (("--user", "carol", "--delete-config", "producer_byte_rate,consumer_byte_rate"),
+                 ("--user", "carol", "--client", "app", "--delete-config", "request_percentage"),
+                 ("--client-defaults", "--delete-config", "producer_byte_rate"),
+                 ("--client", "batch app", "--delete-config", "consumer_byte_rate")):
+        ok(configs(cluster, "--alter", *argv))
+    assert ok(configs(cluster, "--describe", "--entity-type", "users")) == ""
+    assert ok(configs(cluster, "--describe", "--entity-type", "clients")) == ""

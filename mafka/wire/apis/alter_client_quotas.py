@@ -10,7 +10,7 @@ Kafka still speaks 0–1.  Kafka's Java admin client (``kafka-configs.sh
 --alter``) sends v1; librdkafka and so confluent-kafka-python have no client
 quota API.
 
-Decoded at 0–1 but not yet announced in ApiVersions (see ``advertised``).
+Announced and served at 0–1 (:mod:`mafka.broker.handlers.client_quotas`).
 
 Fields follow Kafka's ``AlterClientQuotasRequest.json`` /
 ``AlterClientQuotasResponse.json``.
@@ -24,11 +24,8 @@ from ..schema import F
 SPEC = api(
     49,
     "AlterClientQuotas",
-    # Kafka 2.8 announces 0-1.  Not announced until the broker serves the API
-    # (issue 29's handler): a client told it exists would have its request
-    # refused by a closed connection instead of an UnsupportedVersionException.
-    # Announcing it means (0, 1) here and in tests/unit/wire/test_codec.py's table.
-    advertised=None,
+    # Kafka 2.8 announces 0-1 (mafka.broker.handlers.client_quotas serves them).
+    advertised=(0, 1),
     decode=(0, 1),
     flexible="1+",
     request=[

@@ -19,6 +19,17 @@ from mafka.cli import configs
 from mafka.cli.main import main
 from mafka.client.admin_types import ConfigEntry, ConfigSource
 from mafka.errors import ErrorCode
+from mafka.security.quota_entities import (
+    DEFAULT,
+    ClientQuotaEntity,
+    alter_response_entity,
+    api_error,
+    apply_alteration,
+    describe_client_quotas,
+    entity_to_wire,
+    parse_alteration_entity,
+    parse_filter,
+)
 from tests.unit.cli.fake_wire import WireFake
 
 BOOTSTRAP = "b1:9092"
@@ -193,6 +204,36 @@ class ConfigsCluster(WireFake):
         self.topics = {"t": {"retention.ms": "1000", "cleanup.policy": "compact,delete"}, "u": {}}
         self.scram: dict[str, dict[int, int]] = {"alice": {1: 8192, 2: 4096}}
         self.alter_errors: dict[str, tuple[int, str]] = {}
+        #: client quota entity configs, as the brokers keep them in ZooKeeper
+        self.quotas: dict[ClientQuotaEntity, dict[str, str]] = {}
+
+    def _DescribeClientQuotas(self, req: Any, broker: int) -> dict[str, Any]:
+        try:
+            found = describe_client_quotas(
+                parse_filter([(c.entity_type, c.match_type, c.match) for c in req.components], req.strict),
+                self.quotas)
+        except Exception as exc:  # noqa: BLE001 - the broker's top-level error
+            code, message = api_error(exc)
+            return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "entries": None}
+        return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": [
+            {"entity": entity_to_wire(entity), "values": [{"key": k, "value": v} for k, v in values.items()]}
+            for entity, values in found]}
+
+    def _AlterClientQuotas(self, req: Any, broker: int) -> dict[str, Any]:
+        entries = []
+        for entry in req.entries:
+            pairs = [(e.entity_type, e.entity_name) for e in entry.entity]
+            try:
+                entity = parse_alteration_entity(pairs)
+                new = apply_alteration(entity, self.quotas.get(entity, {}),
+                                       [(op.key, None if op.remove else op.value) for op in entry.ops])
+                if not req.validate_only:
+                    self.quotas[entity] = new
+                code, message = 0, None
+            except Exception as exc:  # noqa: BLE001 - this entry's error
+                code, message = api_error(exc)
+            entries.append({"error_code": code, "error_message": message, "entity": alter_response_entity(pairs)})
+        return {"throttle_time_ms": 0, "entries": entries}
 
     def _Metadata(self, req: Any, broker: int) -> dict[str, Any]:
         names = sorted(self.topics) if req.topics is None else [t.name for t in req.topics]
@@ -475,19 +516,83 @@ def test_scram_errors(fake: ConfigsCluster, capsys: pytest.CaptureFixture[str]) 
                             "Credentials using --bootstrap-server.\n")
 
 
-def test_quotas_and_broker_loggers_are_not_implemented(fake: ConfigsCluster,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    unsupported = ("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
-                   "UnsupportedVersionException: The broker does not support DESCRIBE_CLIENT_QUOTAS")
-    for argv in [("--describe", "--client", "app"), ("--describe", "--user-defaults"),
-                 ("--alter", "--user", "alice", "--add-config", "producer_byte_rate=1024"),
-                 ("--alter", "--client", "app", "--add-config", "consumer_byte_rate=1024"),
-                 ("--describe", "--ip", "127.0.0.1")]:
-        rc, out, err = boot(capsys, *argv)
-        assert (rc, out, err.splitlines()[1:]) == (1, "", [unsupported]), argv
+def test_client_quota_alter_and_describe(fake: ConfigsCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = boot(capsys, "--alter", "--user", "alice", "--add-config",
+                        "producer_byte_rate=1000,consumer_byte_rate=2000")
+    assert (rc, out, err) == (0, "Completed updating config for user alice.\n", "")
+    [(request, _)] = fake.api_calls(49)
+    [entry] = request.entries
+    assert [(e.entity_type, e.entity_name) for e in entry.entity] == [("user", "alice")]
+    assert sorted((op.key, op.value, op.remove) for op in entry.ops) == [
+        ("consumer_byte_rate", 2000.0, False), ("producer_byte_rate", 1000.0, False)]
+    assert request.validate_only is False
+    # Alter describes the entity first, exactly and strictly (Kafka's getClientQuotasConfig).
+    [(describe, _)] = fake.api_calls(48)
+    assert [(c.entity_type, c.match_type, c.match) for c in describe.components] == [("user", 0, "alice")]
+    assert describe.strict is True
+    assert fake.quotas == {ClientQuotaEntity("alice"): {"producer_byte_rate": "1000", "consumer_byte_rate": "2000"}}
+
+    # Quotas first, then (a user without clients or defaults) the SCRAM credentials.
+    rc, out, _ = boot(capsys, "--describe", "--user", "alice")
+    assert (rc, out.splitlines()) == (0, [
+        "Quota configs for user-principal 'alice' are consumer_byte_rate=2000.0, producer_byte_rate=1000.0",
+        "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, "
+        "SCRAM-SHA-512=iterations=4096"])
+
+    rc, out, _ = boot(capsys, "--alter", "--entity-type", "users", "--entity-name", "alice", "--entity-type",
+                      "clients", "--entity-name", "app", "--add-config", "request_percentage=12.5")
+    assert (rc, out) == (0, "Completed updating config for user alice.\n")
+    assert [(e.entity_type, e.entity_name) for e in fake.api_calls(49)[-1][0].entries[0].entity] == [
+        ("client-id", "app"), ("user", "alice")]  # a java.util.HashMap's order
+    rc, out, _ = boot(capsys, "--alter", "--client-defaults", "--add-config", "producer_byte_rate=500")
+    assert (rc, out) == (0, "Completed updating default config for clients in the cluster.\n")
+    assert fake.quotas[ClientQuotaEntity(None, DEFAULT)] == {"producer_byte_rate": "500"}
+    assert [(e.entity_type, e.entity_name) for e in fake.api_calls(49)[-1][0].entries[0].entity] == [
+        ("client-id", None)]
+
+    rc, out, _ = boot(capsys, "--describe", "--entity-type", "users", "--entity-name", "alice",
+                      "--entity-type", "clients", "--entity-name", "app")
+    assert (rc, out) == (0, "Quota configs for user-principal 'alice', client-id 'app' are request_percentage=12.5\n")
+    rc, out, _ = boot(capsys, "--describe", "--entity-type", "clients")
+    assert (rc, out) == (0, "Quota configs for the default client-id are producer_byte_rate=500.0\n")
+    components = fake.api_calls(48)[-1][0].components
+    assert [(c.entity_type, c.match_type, c.match) for c in components] == [("client-id", 2, None)]
+    # A user name without a client: every client of that user (and no SCRAM lines: clients are named).
+    rc, out, _ = boot(capsys, "--describe", "--entity-type", "users", "--entity-name", "alice",
+                      "--entity-type", "clients")
+    assert (rc, out) == (0, "Quota configs for user-principal 'alice', client-id 'app' are request_percentage=12.5\n")
+
+    rc, out, _ = boot(capsys, "--alter", "--user", "alice", "--delete-config", "consumer_byte_rate")
+    assert (rc, out) == (0, "Completed updating config for user alice.\n")
+    assert fake.quotas[ClientQuotaEntity("alice")] == {"producer_byte_rate": "1000"}
+    assert [(op.key, op.remove) for op in fake.api_calls(49)[-1][0].entries[0].ops] == [("consumer_byte_rate", True)]
+
+
+def test_client_quota_errors(fake: ConfigsCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    calls = len(fake.calls)
+    rc, out, err = boot(capsys, "--alter", "--client", "app", "--delete-config", "producer_byte_rate")
+    assert (rc, out, err) == (1, "", "Invalid config(s): producer_byte_rate\n")
+    assert fake.api_calls(49) == []
+    rc, out, err = boot(capsys, "--alter", "--client", "app", "--add-config", "producer_byte_rate=fast")
+    assert (rc, out, err) == (1, "", "Cannot parse quota configuration value for producer_byte_rate: fast\n")
+    # The broker's refusal (a byte rate must be a whole number), as Kafka's ExecutionException.
+    rc, out, err = boot(capsys, "--alter", "--client", "app", "--add-config", "producer_byte_rate=1.5")
+    assert (rc, out) == (1, "")
+    assert err.splitlines()[1] == ("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
+                                   "InvalidRequestException: Configuration producer_byte_rate must be a LONG value")
+    # IP quotas are refused by Mafka's brokers, with their reason.
+    rc, out, err = boot(capsys, "--describe", "--ip", "127.0.0.1")
+    assert (rc, out) == (1, "")
+    assert err.splitlines()[1].startswith("java.util.concurrent.ExecutionException: org.apache.kafka.common.errors."
+                                          "UnsupportedVersionException: IP connection rate quotas")
     rc, _, err = boot(capsys, "--alter", "--client", "app", "--add-config", "SCRAM-SHA-256=[password=p]")
     assert (rc, err) == (1, "Only quota configs can be added for 'clients' using --bootstrap-server. "
                             "Unexpected config names: Set(SCRAM-SHA-256)\n")
+    assert fake.quotas == {}
+    assert {key for key, *_ in fake.calls[calls:]} <= {3, 48, 49}
+
+
+def test_broker_loggers_are_not_implemented(fake: ConfigsCluster, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = boot(capsys, "--describe", "--broker-logger", "1")
     assert (rc, out) == (1, "")
     assert err.startswith("Broker logger configs (--entity-type broker-loggers) are not implemented in Mafka")
@@ -514,7 +619,10 @@ class FakeZkClient:
         return dict(self.configs.get((entity_type, name), {}))
 
     def get_all_entities_with_config(self, entity_type: str) -> list[str]:
-        return sorted(n for t, n in self.configs if t == entity_type)
+        """The children of ``/config/<entity_type>``: ``users/<u>/clients/<c>`` nodes have a parent ``users/<u>``."""
+        root, _, below = entity_type.partition("/")
+        prefix = f"{below}/" if below else ""
+        return sorted({n[len(prefix):].split("/")[0] for t, n in self.configs if t == root and n.startswith(prefix)})
 
     def set_entity_config(self, entity_type: str, name: str, config: dict[str, str]) -> str:
         self.configs[(entity_type, name)] = dict(config)
@@ -641,9 +749,39 @@ def test_zookeeper_scram(zk: FakeZkClient, capsys: pytest.CaptureFixture[str]) -
     assert rc == 0 and out == [f"Configs for user-principal 'bob@example.com' are SCRAM-SHA-256={stored}"]
     rc, _, err = zkrun(capsys, "--alter", "--user", "bob", "--add-config", "SCRAM-SHA-512=[iterations=10,password=p]")
     assert (rc, err) == (1, "Iterations 10 is less than the minimum 4096 required for SCRAM_SHA_512\n")
-    rc, _, err = zkrun(capsys, "--alter", "--user", "bob", "--add-config", "producer_byte_rate=10")
-    assert rc == 1 and err.startswith("Client quotas are not implemented in Mafka")
-    rc, _, err = zkrun(capsys, "--describe", "--client", "app")
-    assert rc == 1 and err.startswith("Client quotas are not implemented in Mafka")
+    # DynamicConfig.User.validate's require(): Scala prefixes the message.
     rc, _, err = zkrun(capsys, "--alter", "--user", "bob", "--add-config", "foo=1")
-    assert (rc, err) == (1, "Unknown Dynamic Configuration: Set(foo).\n")
+    assert (rc, err) == (1, "requirement failed: Unknown Dynamic Configuration: Set(foo).\n")
+
+
+def test_zookeeper_client_quotas(zk: FakeZkClient, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = zkrun(capsys, "--alter", "--user", "bob", "--add-config", "producer_byte_rate=10")
+    assert (rc, out) == (0, ["Completed updating config for entity: user-principal 'bob'."])
+    rc, out, _ = zkrun(capsys, "--alter", "--entity-type", "clients", "--entity-name", "app", "--entity-type",
+                       "users", "--entity-default", "--add-config", "consumer_byte_rate=20,request_percentage=5.5")
+    assert (rc, out) == (0, ["Completed updating config for entity: default user-principal, client-id 'app'."])
+    rc, out, _ = zkrun(capsys, "--alter", "--client", "my app", "--add-config", "producer_byte_rate=30")
+    assert (rc, out) == (0, ["Completed updating config for entity: client-id 'my app'."])
+    assert zk.notifications == ["users/bob", "users/<default>/clients/app", "clients/my%20app"]
+    assert zk.configs[("users", "<default>/clients/app")] == {"consumer_byte_rate": "20", "request_percentage": "5.5"}
+
+    rc, out, _ = zkrun(capsys, "--describe", "--entity-type", "users", "--entity-type", "clients")
+    assert (rc, out) == (0, ["Configs for default user-principal, client-id 'app' are "
+                             "request_percentage=5.5,consumer_byte_rate=20"])  # java.util.Properties' order
+    rc, out, _ = zkrun(capsys, "--describe", "--entity-type", "clients")
+    assert (rc, out) == (0, ["Configs for client-id 'my app' are producer_byte_rate=30"])
+    rc, out, _ = zkrun(capsys, "--describe", "--entity-type", "users")
+    assert (rc, out) == (0, ["Configs for user-principal 'bob' are producer_byte_rate=10"])
+    rc, out, _ = zkrun(capsys, "--alter", "--user", "bob", "--delete-config", "producer_byte_rate")
+    assert rc == 0 and zk.configs[("users", "bob")] == {}
+
+    rc, _, err = zkrun(capsys, "--alter", "--client", "app", "--add-config", "producer_byte_rate=fast")
+    assert rc == 1 and err.splitlines()[1] == ("org.apache.kafka.common.config.ConfigException: Invalid value fast "
+                                               "for configuration producer_byte_rate: Not a number of type LONG")
+    # A (user, client-id) pair holds client configs only (DynamicConfig.Client.validate).
+    rc, _, err = zkrun(capsys, "--alter", "--user", "bob", "--client", "app", "--add-config",
+                       "SCRAM-SHA-256=[password=p]")
+    assert (rc, err) == (1, "requirement failed: Unknown Dynamic Configuration: Set(SCRAM-SHA-256).\n")
+    rc, _, err = zkrun(capsys, "--describe", "--ip", "127.0.0.1")
+    assert rc == 1 and err.startswith("IP connection rate quotas")
+    assert len(zk.notifications) == 4

@@ -47,6 +47,8 @@ REFERENCE_TABLE = {
     # Security APIs of issue #29, at Kafka 2.8's ranges: SaslAuthenticate v2 (flexible) above,
     # DescribeAcls, CreateAcls, DeleteAcls (v1 KIP-290 pattern types, v2 flexible).
     29: (0, 2), 30: (0, 2), 31: (0, 2),
+    # Client quota APIs of issue #29 (KIP-546), at Kafka 2.8's ranges (v1 flexible).
+    48: (0, 1), 49: (0, 1),
     # Transaction admin APIs of KIP-664 (Kafka 3.0): DescribeTransactions, ListTransactions.
     65: (0, 0), 66: (0, 0),
     # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.
