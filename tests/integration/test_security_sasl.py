@@ -258,9 +258,10 @@ def test_kafka_python_produces_consumes_and_commits_over_sasl(cluster, scram_use
     clients.kafka_python_round_trip(alice_for_python_clients(cluster, mechanism), topic, keyed=True)
 
 
-def test_aiokafka_produces_and_consumes_in_a_group_over_scram(cluster, scram_user):
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-512"])
+def test_aiokafka_produces_and_consumes_in_a_group_over_sasl(cluster, scram_user, mechanism):
     topic = clients.new_topic(cluster, "sasl")
-    clients.aiokafka_round_trip(alice_for_python_clients(cluster, "SCRAM-SHA-512"), topic)
+    clients.aiokafka_round_trip(alice_for_python_clients(cluster, mechanism), topic)
 
 
 def test_kcat_lists_metadata_over_scram(cluster, scram_user):

@@ -215,6 +215,15 @@ def test_aiokafka_over_ssl_with_a_client_certificate(cluster):
     clients.aiokafka_round_trip(conf, clients.new_topic(cluster, "tls"))
 
 
+def test_aiokafka_over_sasl_ssl_with_scram(cluster, scram_user):
+    from aiokafka.helpers import create_ssl_context
+
+    conf = {"bootstrap_servers": cluster.bootstrap_for("SASL_SSL"), "security_protocol": "SASL_SSL",
+            "ssl_context": create_ssl_context(cafile=str(PKI.ca)), "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": "alice", "sasl_plain_password": SCRAM_PASSWORD}
+    clients.aiokafka_round_trip(conf, clients.new_topic(cluster, "tls"))
+
+
 # ---------------------------------------------------------------------- inter-broker SASL_SSL
 
 
