@@ -34,6 +34,8 @@ CLUSTER = ClusterSpec(
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
     },
     listeners=("SASL_PLAINTEXT",),
+    # not shared: ACLs are cluster-wide state, and this module grants bob Read on every group ("*")
+    shared=False,
 )
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 RUN = uuid.uuid4().hex[:6]
