@@ -226,9 +226,10 @@ def test_mafka_client_with_a_wrong_password_reports_an_authentication_error(clus
     errors = []
     producer = Producer({"bootstrap.servers": cluster.bootstrap_for("SASL_PLAINTEXT"),
                          "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
-                         "sasl.username": "alice", "sasl.password": "wrong", "error_cb": errors.append})
+                         "sasl.username": "alice", "sasl.password": "wrong", "error_cb": errors.append,
+                         "delivery.timeout.ms": 3000})
     try:
-        # produce() waits for the topic's partitions (no broker answers), then gives up
+        # produce() waits for the topic's partitions (no broker answers) up to the delivery timeout
         with pytest.raises(KafkaException):
             producer.produce("anything", value=b"x")
         producer.poll(0.5)
