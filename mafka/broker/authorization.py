@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, TypeVar
 
@@ -55,6 +56,8 @@ ACL_AUTHORIZER_CLASSES: Final = frozenset(
 CLUSTER_NAME: Final = "kafka-cluster"
 #: Kafka's ``maxUpdateRetries``: attempts at a compare-and-set of one pattern's node.
 MAX_UPDATE_RETRIES: Final = 10
+#: Kafka's ``ZkNodeChangeNotificationListener.changeExpirationMs``: notifications older than this are purged.
+CHANGE_EXPIRATION_MS: Final = 15 * 60 * 1000
 
 T = TypeVar("T")
 
@@ -74,13 +77,15 @@ class BrokerAuthorizer:
         zk: the broker's :class:`~mafka.coordination.kafka_zk.client.KafkaZkClient`.
         config: the broker's config (``authorizer.class.name``, ``super.users``,
             ``allow.everyone.if.no.acl.found``).
+        clock_ms: wall-clock milliseconds (to compare with notifications' ZooKeeper ctime).
 
     Raises:
         ConfigError: (constructor) an ``authorizer.class.name`` other than Kafka's ACL authorizers.
     """
 
-    def __init__(self, zk: Any, config: Any) -> None:
+    def __init__(self, zk: Any, config: Any, clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.zk = zk
+        self.clock_ms = clock_ms
         name = (_raw(config, "authorizer.class.name") or "").strip()
         if name and name not in ACL_AUTHORIZER_CLASSES:
             raise ConfigError.for_key(
@@ -155,7 +160,7 @@ class BrokerAuthorizer:
         for pattern_type in self._last_change:
             changes = yield self.zk.get_acl_changes(pattern_type)
             if changes:
-                self._last_change[pattern_type] = changes[-1][0]
+                self._last_change[pattern_type] = changes[-1].seq
         everything = yield self.zk.get_all_acls()
         self.acls.clear()
         self._versions.clear()
@@ -194,16 +199,21 @@ class BrokerAuthorizer:
 
     @defer.inlineCallbacks
     def _process_changes(self) -> Any:
+        """Re-reads the patterns of new notifications, then purges the expired ones (as Kafka's listener)."""
         for pattern_type in self._last_change:
             changes = yield self.zk.get_acl_changes(pattern_type)
-            for seq, pattern in changes:
-                if seq <= self._last_change[pattern_type]:
+            for change in changes:
+                if change.seq <= self._last_change[pattern_type]:
                     continue
-                self._last_change[pattern_type] = seq
-                if pattern is None:
+                self._last_change[pattern_type] = change.seq
+                if change.pattern is None:
                     continue
-                entries, version = yield self.zk.get_resource_acls(pattern)
-                self._set(pattern, entries, version)
+                entries, version = yield self.zk.get_resource_acls(change.pattern)
+                self._set(change.pattern, entries, version)
+            expired_before = self.clock_ms() - CHANGE_EXPIRATION_MS
+            for change in changes:
+                if change.ctime_ms < expired_before:
+                    yield self.zk.delete_acl_change(pattern_type, change.seq)
 
     def _set(self, pattern: ResourcePattern, entries: frozenset[AccessControlEntry], version: int) -> None:
         self.acls.update(pattern, entries)

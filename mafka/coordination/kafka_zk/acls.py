@@ -11,7 +11,7 @@ that tell every broker which pattern to re-read.  Layout and encodings are
 
 from __future__ import annotations
 
-from twisted.internet.defer import Deferred
+from typing import NamedTuple
 
 from mafka.coordination.kafka_zk.core import ZkFamily, _deferred
 from mafka.coordination.store import (
@@ -35,12 +35,20 @@ from mafka.security.acl_znodes import (
     resource_type_from_node,
 )
 
-__all__ = ["NO_NODE_VERSION", "AclZk"]
+__all__ = ["NO_NODE_VERSION", "AclChange", "AclZk"]
 
 #: The version of a pattern node that does not exist (Kafka's ``ZkVersion.UnknownVersion``).
 NO_NODE_VERSION = -1
 #: The pattern types Kafka stores.
 STORED_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
+
+
+class AclChange(NamedTuple):
+    """One change notification: its sequence number, the pattern it names (None if unreadable), its ctime (ms)."""
+
+    seq: int
+    pattern: ResourcePattern | None
+    ctime_ms: int
 
 
 class AclZk(ZkFamily):
@@ -112,10 +120,10 @@ class AclZk(ZkFamily):
         return await self._store.create(prefix, data, sequential=True)
 
     @_deferred
-    async def get_acl_changes(self, pattern_type: PatternType) -> list[tuple[int, ResourcePattern | None]]:
-        """The notifications under *pattern_type*'s change parent: (sequence, pattern or None if unreadable)."""
+    async def get_acl_changes(self, pattern_type: PatternType) -> list[AclChange]:
+        """The notifications under *pattern_type*'s change parent, by sequence number."""
         parent = change_notifications_path(pattern_type)
-        out: list[tuple[int, ResourcePattern | None]] = []
+        out: list[AclChange] = []
         for child in await self._core.children_or_empty(parent):
             if not child.startswith(ACL_CHANGE_PREFIX):
                 continue
@@ -124,20 +132,25 @@ class AclZk(ZkFamily):
             except ValueError:
                 continue
             got = await self._core.get_or_none(f"{parent}/{child}")
-            pattern: ResourcePattern | None = None
-            if got is not None:
-                try:
-                    pattern = decode_change_notification(parent, got[0])
-                except ValueError:
-                    pattern = None
-            out.append((seq, pattern))
-        out.sort(key=lambda item: item[0])
+            if got is None:
+                continue  # purged by another broker meanwhile
+            pattern: ResourcePattern | None
+            try:
+                pattern = decode_change_notification(parent, got[0])
+            except ValueError:
+                pattern = None
+            out.append(AclChange(seq, pattern, got[1].ctime))
+        out.sort(key=lambda change: change.seq)
         return out
 
     def watch_acl_changes(self, pattern_type: PatternType, callback: WatchCallback) -> WatchHandle:
         """Calls *callback* when a notification is added under *pattern_type*'s change parent."""
         return self._store.watch_children(change_notifications_path(pattern_type), callback)
 
-    def delete_acl_change(self, pattern_type: PatternType, seq: int) -> Deferred[None]:
-        """Removes one old notification (Kafka purges those older than 15 minutes)."""
-        return self._store.delete(f"{change_notifications_path(pattern_type)}/{ACL_CHANGE_PREFIX}{seq:010d}")
+    @_deferred
+    async def delete_acl_change(self, pattern_type: PatternType, seq: int) -> None:
+        """Removes one old notification (Kafka purges those older than 15 minutes); gone already is fine."""
+        try:
+            await self._store.delete(f"{change_notifications_path(pattern_type)}/{ACL_CHANGE_PREFIX}{seq:010d}")
+        except NoNodeError:
+            pass

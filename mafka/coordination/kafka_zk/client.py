@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from twisted.internet.defer import Deferred
 
-from mafka.coordination.kafka_zk.acls import AclZk
+from mafka.coordination.kafka_zk.acls import AclChange, AclZk
 from mafka.coordination.kafka_zk.admin import AdminZk
 from mafka.coordination.kafka_zk.brokers import BrokerZk
 from mafka.coordination.kafka_zk.cluster import ClusterZk
@@ -91,8 +91,8 @@ class KafkaZkClient:
         """Announces a change of *pattern*'s ACLs; returns the notification's path."""
         return self._acls.post_acl_change(pattern)
 
-    def get_acl_changes(self, pattern_type: PatternType) -> Deferred[list[tuple[int, ResourcePattern | None]]]:
-        """The ACL change notifications of *pattern_type*: (sequence, pattern or None)."""
+    def get_acl_changes(self, pattern_type: PatternType) -> Deferred[list[AclChange]]:
+        """The ACL change notifications of *pattern_type*: (sequence, pattern or None, ctime)."""
         return self._acls.get_acl_changes(pattern_type)
 
     def watch_acl_changes(self, pattern_type: PatternType, callback: WatchCallback) -> WatchHandle:
