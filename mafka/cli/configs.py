@@ -71,8 +71,7 @@ import secrets
 import socket
 import sys
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text, load_properties
@@ -86,14 +85,8 @@ from mafka.client.admin_types import (
 )
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
-from mafka.errors import ConfigError, ErrorCode
+from mafka.errors import ErrorCode
 from mafka.errors import KafkaError as BrokerError
-from mafka.security.quota_entities import (
-    entity_from_config_location,
-    java_double_to_string,
-    java_parse_double,
-    validate_entity_config,
-)
 
 __all__ = [
     "ConfigCommandError",
@@ -679,96 +672,18 @@ def _admin(args: argparse.Namespace, api_key: int, body: dict[str, Any]) -> Any:
 _scram = _admin
 
 
-# ----------------------------------------------------------------------------- client quotas
+def _zookeeper_form() -> Any:
+    """:mod:`mafka.cli.configs_zookeeper` (imported on use: it imports this module's helpers)."""
+    from mafka.cli import configs_zookeeper  # noqa: PLC0415 (a cycle at module level)
 
-#: ``ClientQuotaEntity`` entity types, by ``--entity-type``.
-_QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id", IPS: "ip"}
-_QUOTA_ENTITY_NAMES = (("user", "user-principal"), ("client-id", "client-id"), ("ip", "ip"))
-
-
-def _table_size_for(capacity: int) -> int:
-    """``HashMap.tableSizeFor``: the power of two a ``new HashMap<>(capacity)`` starts with (at least 1)."""
-    size = 1
-    while size < capacity:
-        size <<= 1
-    return size
+    return configs_zookeeper
 
 
-def _java_hash_map_order(items: list[tuple[Any, int]], initial_capacity: int) -> list[Any]:
-    """The keys of ``(key, hashCode)`` pairs in the iteration order of a ``new HashMap<>(initial_capacity)``.
+def _quotas() -> Any:
+    """:mod:`mafka.cli.configs_quotas` (imported on use: it imports this module's helpers)."""
+    from mafka.cli import configs_quotas  # noqa: PLC0415 (a cycle at module level)
 
-    The table starts at ``tableSizeFor(initial_capacity)`` and doubles each
-    time a put takes the size past ¾ of it; a bucket keeps insertion order.
-    """
-    capacity = _table_size_for(initial_capacity)
-    threshold = int(capacity * 0.75)
-    for size in range(1, len(items) + 1):
-        if size > threshold:
-            capacity *= 2
-            threshold = int(capacity * 0.75)
-
-    def bucket(item: tuple[int, tuple[Any, int]]) -> tuple[int, int]:
-        h = item[1][1] & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (capacity - 1), item[0]
-
-    return [key for _, (key, _) in sorted(enumerate(items), key=bucket)]
-
-
-def _entity_hash(entity: Mapping[str, str | None]) -> int:
-    """``ClientQuotaEntity.hashCode``: ``Objects.hash(entries)``, a map's hash being Σ key ^ value."""
-    entries = sum(_java_string_hash(k) ^ (0 if v is None else _java_string_hash(v)) for k, v in entity.items())
-    return (31 + entries) & 0xFFFFFFFF
-
-
-def _quota_components(types: list[str], names: list[str]) -> list[dict[str, Any]]:
-    """Kafka's ``getAllClientQuotasConfigs`` filter: types zipped with names (a missing name: any entity of the type)."""
-    if len(names) > len(types):
-        raise ConfigCommandError("More entity names specified than entity types")
-    components = []
-    for i, entity_type in enumerate(types):
-        kind = _QUOTA_ENTITY_TYPES.get(entity_type)
-        if kind is None:
-            raise ConfigCommandError(f"Unexpected entity type {entity_type}")
-        if i >= len(names):
-            components.append({"entity_type": kind, "match_type": 2, "match": None})  # ofEntityType
-        elif names[i] == "":
-            components.append({"entity_type": kind, "match_type": 1, "match": None})  # ofDefaultEntity
-        else:
-            components.append({"entity_type": kind, "match_type": 0, "match": names[i]})  # ofEntity
-    return components
-
-
-def _client_quotas(args: argparse.Namespace, types: list[str],
-                   names: list[str]) -> list[tuple[dict[str, str | None], list[tuple[str, float]]]]:
-    """DescribeClientQuotas with ``ClientQuotaFilter.containsOnly`` of the entities given.
-
-    Returns (entity, values) in the order Kafka's admin client hands them to
-    the tool: the response rebuilt as ``HashMap`` s (entities, and each one's values).
-    """
-    response = _admin(args, DESCRIBE_CLIENT_QUOTAS,
-                      {"components": _quota_components(types, names), "strict": True})
-    if response.error_code:
-        raise _broker_failure(response.error_code, response.error_message)
-    entries = list(response.entries or [])
-    results = []
-    for entry in entries:
-        entity = {e.entity_type: e.entity_name for e in entry.entity}
-        values = {v.key: v.value for v in entry["values"]}
-        ordered = _java_hash_map_order([(k, _java_string_hash(k)) for k in values], len(values))
-        results.append((entity, [(k, values[k]) for k in ordered]))
-    return _java_hash_map_order([(r, _entity_hash(r[0])) for r in results], len(entries))
-
-
-def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
-    """Kafka's ``describeQuotaConfigs``: ``Quota configs for user-principal 'u', client-id 'c' are k=v, …``."""
-    for entity, values in _client_quotas(args, types, names):
-        parts = []
-        for kind, text in _QUOTA_ENTITY_NAMES:
-            if kind in entity:
-                name = entity[kind]
-                parts.append(f"{text} '{name}'" if name is not None else f"the default {text}")
-        shown = ", ".join(f"{k}={java_double_to_string(v)}" for k, v in values)
-        print(f"Quota configs for {', '.join(parts)} are {shown}")
+    return configs_quotas
 
 
 def _describe_users(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
@@ -776,7 +691,7 @@ def _describe_users(args: argparse.Namespace, types: list[str], names: list[str]
 
     The credentials are described only without clients and without a default entity.
     """
-    _describe_quotas(args, types, names)
+    _quotas().describe_quotas(args, types, names)
     if CLIENTS in types or "" in names:
         return
     body = {"users": [{"name": n} for n in names] or None}
@@ -796,35 +711,6 @@ def _describe_users(args: argparse.Namespace, types: list[str], names: list[str]
         text = ", ".join(f"{mechanisms.get(i.mechanism, 'UNKNOWN')}=iterations={i.iterations}"
                          for i in result.credential_infos)
         print(f"SCRAM credential configs for user-principal '{result.user}' are {text}")
-
-
-def _alter_quotas(args: argparse.Namespace, types: list[str], names: list[str], added: dict[str, str],
-                  deleted: list[str]) -> None:
-    """Kafka's ``alterQuotaConfigs``: the deletions checked against the entity's quotas, then AlterClientQuotas."""
-    if len(types) != len(names):
-        raise ConfigCommandError("Exactly one entity name must be specified for every entity type")
-    found = _client_quotas(args, types, names)
-    old = dict(found[0][1]) if found else {}
-    invalid = [k for k in deleted if k not in old]
-    if invalid:
-        raise ConfigCommandError(f"Invalid config(s): {','.join(invalid)}")
-    # Kafka builds the entity in a java.util.HashMap (a default's name is null).
-    entity = {_QUOTA_ENTITY_TYPES[t]: (n or None) for t, n in zip(types, names, strict=True)}
-    ops = []
-    for key, text in added.items():
-        try:
-            value = java_parse_double(text)
-        except ValueError:
-            raise ConfigCommandError(f"Cannot parse quota configuration value for {key}: {text}") from None
-        ops.append({"key": key, "value": value, "remove": False})
-    ops += [{"key": key, "value": 0.0, "remove": True} for key in deleted]
-    body = {"entries": [{"entity": [{"entity_type": k, "entity_name": entity[k]} for k in java_hash_order(entity)],
-                         "ops": ops}],
-            "validate_only": False}
-    response = _admin(args, ALTER_CLIENT_QUOTAS, body)
-    for result in response.entries:
-        if result.error_code:
-            raise _broker_failure(result.error_code, result.error_message)
 
 
 def _alter_users(args: argparse.Namespace, types: list[str], names: list[str], added: dict[str, str],
@@ -858,7 +744,7 @@ def _alter_users(args: argparse.Namespace, types: list[str], names: list[str], a
                 raise ConfigCommandError(f"Cannot alter both quota and SCRAM credential configs simultaneously for "
                                          f"'{USERS}' using --bootstrap-server.")
     if quotas:
-        _alter_quotas(args, types, names, added, deleted)
+        _quotas().alter_quotas(args, types, names, added, deleted)
         return
     user = names[0]
     upsertions = []
@@ -883,14 +769,14 @@ def _run_bootstrap(args: argparse.Namespace, types: list[str], names: list[str])
     if head == IPS:
         # Mafka's brokers answer IP quotas (KIP-612) with an error saying they are not supported.
         if args.describe:
-            _describe_quotas(args, types, names)
+            _quotas().describe_quotas(args, types, names)
         else:
             added, deleted = _configs_to_add(args), _configs_to_delete(args)
             unknown = [k for k in (*added, *deleted) if k not in IP_QUOTA_CONFIGS]
             if unknown:
                 raise ConfigCommandError(f"Only connection quota configs can be added for '{IPS}' using "
                                          f"--bootstrap-server. Unexpected config names: {','.join(unknown)}")
-            _alter_quotas(args, types, names, added, deleted)
+            _quotas().alter_quotas(args, types, names, added, deleted)
     elif head in (USERS, CLIENTS):
         if args.describe:
             _describe_users(args, types, names)
@@ -913,198 +799,13 @@ def _run_bootstrap(args: argparse.Namespace, types: list[str], names: list[str])
 # ----------------------------------------------------------------------------- --zookeeper
 
 
-@dataclass(frozen=True)
-class _ZkEntity:
-    """Kafka's ``ConfigEntity``: a root entity (type and sanitized name, None: all of them) and a child.
-
-    The child is the client-id part of a (user, client-id) quota entity.
-    """
-
-    type: str
-    name: str | None
-    child: _ZkEntity | None = None
-
-    @property
-    def full_name(self) -> str:
-        """``fullSanitizedName``: ``alice``, ``alice/clients/app``, ``<default>/clients/<default>``."""
-        child = self.child
-        if child is None:
-            return self.name or ""
-        return f"{self.name or ''}/{child.type}" + (f"/{child.name}" if child.name is not None else "")
-
-    def __str__(self) -> str:
-        root = _entity_string(self.type, self.name)
-        return root if self.child is None else f"{root}, {self.child}"
-
-
-def _zk_entity(args: argparse.Namespace, types: list[str], names: list[str]) -> _ZkEntity:
-    """Kafka's ``parseEntity`` / ``parseClientQuotaEntity`` (a (clients, users) pair is turned round to users first)."""
-    from mafka.broker.scram import sanitize
-
-    if types[0] in (USERS, CLIENTS):
-        if args.alter and len(names) != len(types):
-            raise ConfigCommandError("--entity-name or --entity-default must be specified with each --entity-type "
-                                     "for --alter")
-        reverse = len(types) == 2 and types[0] == CLIENTS
-        ordered_types = types[::-1] if reverse else types
-        ordered_names = names[::-1] if reverse and len(names) == 2 else names
-        parts = [_ZkEntity(t, (DEFAULT_ENTITY if ordered_names[i] == "" else sanitize(ordered_names[i]))
-                           if i < len(ordered_names) else None)
-                 for i, t in enumerate(ordered_types)]
-        return _ZkEntity(parts[0].type, parts[0].name, parts[1] if len(parts) > 1 else None)
-    if types[0] == IPS:
-        raise ConfigCommandError(_IPS_UNSUPPORTED_ZK)
-    if not names:
-        return _ZkEntity(types[0], None)
-    if names[0] == "":
-        return _ZkEntity(types[0], DEFAULT_ENTITY)
-    return _ZkEntity(types[0], names[0])
-
-
-def _all_zk_entities(zk: Any, entity: _ZkEntity) -> list[_ZkEntity]:
-    """``ConfigEntity.getAllEntities``: the entities a describe covers (every root, every child of a root …)."""
-    child = entity.child
-    if entity.name is None:
-        roots = zk.call(zk.client.get_all_entities_with_config, entity.type)
-        if child is None:
-            return [_ZkEntity(entity.type, name) for name in roots]
-        return [found for name in roots
-                for found in _all_zk_entities(zk, _ZkEntity(entity.type, name, _ZkEntity(child.type, None)))]
-    if child is None or child.name is not None:
-        return [entity]
-    children = zk.call(zk.client.get_all_entities_with_config, f"{entity.type}/{entity.name}/{child.type}")
-    return [_ZkEntity(entity.type, entity.name, _ZkEntity(child.type, name)) for name in children]
-
-
-def _describe_zk(zk: Any, entity: _ZkEntity) -> None:
-    """``describeConfigWithZk``: ``Configs for <entity> are k=v,…`` for each entity the arguments cover."""
-    # Describing all users leaves out the empty user nodes that only hold (user, client-id) quotas.
-    describe_all_users = entity.type == USERS and entity.name is None and entity.child is None
-    for found in _all_zk_entities(zk, entity):
-        configs = zk.call(zk.client.get_entity_config, found.type, found.full_name)
-        if configs or not describe_all_users:
-            shown = ",".join(f"{k}={configs[k]}" for k in java_hash_order(configs, concurrent=True))
-            print(f"Configs for {found} are {shown}")
-
-
-def _check_long_at_least_zero(configs: Mapping[str, str], names: Iterable[str]) -> None:
-    """``DynamicConfig.Broker.validate`` for the replication throttles (LONG, at least 0)."""
-    for name in names:
-        if name not in configs:
-            continue
-        value = configs[name].strip()
-        if re.fullmatch(r"[+-]?[0-9]+", value) is None or not -(2**63) <= int(value) < 2**63:
-            raise ConfigCommandError(f"Invalid value {configs[name]} for configuration {name}: Not a number of type LONG",
-                                     _CONFIG_EXCEPTION)
-        if int(value) < 0:
-            raise ConfigCommandError(f"Invalid value {value} for configuration {name}: Value must be at least 0",
-                                     _CONFIG_EXCEPTION)
-
-
-def _change_configs_zk(zk: Any, entity: _ZkEntity, configs: dict[str, str]) -> None:
-    """``AdminZkClient.changeConfigs``: validates, writes ``/config/<type>/<name>``, posts the notification."""
-    assert entity.name is not None
-    if entity.type == TOPICS:
-        from mafka.broker.topic_configs import ALL_TOPIC_CONFIG_NAMES
-        from mafka.controller.admin import validate_topic_configs
-        from mafka.errors import InvalidTopicError
-        from mafka.errors import KafkaError as AnyBrokerError
-        from mafka.topics import validate_topic_name
-
-        try:
-            validate_topic_name(entity.name)
-        except InvalidTopicError as exc:
-            raise ConfigCommandError(exc.message, f"{_ERRORS}.InvalidTopicException") from None
-        if not zk.call(zk.client.topic_exists, entity.name):
-            raise ConfigCommandError(f"Topic '{entity.name}' does not exist.",
-                                     f"{_ERRORS}.UnknownTopicOrPartitionException")
-        for name in configs:
-            if name not in ALL_TOPIC_CONFIG_NAMES:
-                raise ConfigCommandError(f"Unknown topic config name: {name}")
-        try:
-            validate_topic_configs(configs)
-        except AnyBrokerError as exc:
-            raise ConfigCommandError(exc.message, _CONFIG_EXCEPTION) from None
-        zk.call(zk.client.set_topic_config, entity.name, configs)
-        return
-    if entity.type in (USERS, CLIENTS):
-        # DynamicConfig.User.validate, or DynamicConfig.Client.validate for client-ids, (user, client-id)
-        # pairs and the default user: unknown keys are an IllegalArgumentException, bad numbers a ConfigException.
-        try:
-            validate_entity_config(entity_from_config_location(entity.type, entity.full_name), configs)
-        except ConfigError as exc:
-            raise ConfigCommandError(str(exc), _CONFIG_EXCEPTION) from None
-        except ValueError as exc:
-            raise ConfigCommandError(str(exc)) from None
-    elif entity.type == BROKERS:
-        _check_long_at_least_zero(configs, THROTTLE_CONFIGS)
-    zk.call(zk.client.set_entity_config, entity.type, entity.full_name, configs)
-
-
-def _alter_zk(zk: Any, args: argparse.Namespace, entity: _ZkEntity) -> None:
-    """``alterConfigWithZk``: the entity's config with the additions and deletions, written whole."""
-    added = _configs_to_add(args)
-    deleted = _configs_to_delete(args)
-    assert entity.name is not None
-    if entity.type == USERS:
-        for mechanism in SCRAM_MECHANISMS:
-            if mechanism in added:
-                added[mechanism] = _scram_credential(mechanism, added[mechanism])
-    elif entity.type == BROKERS:
-        dynamic = [k for k in added if k not in THROTTLE_CONFIGS]
-        if dynamic:
-            message = f"--bootstrap-server option must be specified to update broker configs {_scala_set(dynamic)}"
-            info = ("Broker configuration updates using ZooKeeper are supported for bootstrapping before brokers"
-                    " are started to enable encrypted password configs to be stored in ZooKeeper.")
-            if entity.name != DEFAULT_ENTITY:
-                if zk.call(zk.client.get_broker, int(entity.name)) is not None:
-                    raise ConfigCommandError(f"{message} when broker {entity.name} is running. {info}")
-            elif zk.call(zk.client.get_all_brokers):
-                raise ConfigCommandError(f"{message} for default cluster if any broker is running. {info}")
-            # DynamicBrokerConfig.validateConfigs: Mafka's brokers have no other dynamic config.
-            raise ConfigCommandError(f"Cannot update these configs dynamically: {_scala_set(dynamic)}", _CONFIG_EXCEPTION)
-    configs = dict(zk.call(zk.client.get_entity_config, entity.type, entity.full_name))
-    invalid = [k for k in deleted if k not in configs]
-    if invalid:
-        raise ConfigCommandError(f"Invalid config(s): {','.join(invalid)}")
-    configs.update(added)
-    for key in deleted:
-        configs.pop(key, None)
-    _change_configs_zk(zk, entity, configs)
-    print(f"Completed updating config for entity: {entity}.")
-
-
-def _run_zookeeper(args: argparse.Namespace, types: list[str], names: list[str]) -> None:
-    from mafka.cli.zk_session import ZkSession
-    from mafka.coordination.store import ConnectionLossError, StoreError
-
-    print("Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.")
-    print("Use --bootstrap-server instead to specify a broker to connect to.")
-    sys.stdout.flush()
-    entity = _zk_entity(args, types, names)
-    try:
-        with ZkSession(args.zookeeper, timeout=args.timeout) as zk:
-            if args.alter:
-                _alter_zk(zk, args, entity)
-            else:
-                _describe_zk(zk, entity)
-    except ConnectionLossError:
-        raise ConfigCommandError("Timed out waiting for connection while in state: CONNECTING",
-                                 "kafka.zookeeper.ZooKeeperClientTimeoutException") from None
-    except StoreError as exc:
-        raise ConfigCommandError(str(exc), "org.apache.zookeeper.KeeperException") from None
-
-
-# ----------------------------------------------------------------------------- entry point
-
-
 def run(args: argparse.Namespace) -> int:
     parser = getattr(args, "configs_parser", None)
     started = time.monotonic()
     try:
         types, names = check_args(args)
         if args.zookeeper:
-            _run_zookeeper(args, types, names)
+            _zookeeper_form().run_zookeeper(args, types, names)
         else:
             _run_bootstrap(args, types, names)
     except ConfigCommandError as exc:
