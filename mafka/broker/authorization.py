@@ -30,7 +30,7 @@ from typing import Any, Final, TypeVar
 
 from twisted.internet import defer
 
-from mafka.errors import ConfigError, ErrorCode, InvalidRequestError, KafkaError, UnknownServerError
+from mafka.errors import ConfigError, InvalidRequestError, KafkaError, UnknownServerError
 from mafka.security.acl import (
     AccessControlEntry,
     AclBinding,
@@ -297,10 +297,3 @@ def _with(added: frozenset[AccessControlEntry], current: frozenset[AccessControl
 
 def _without(gone: frozenset[AccessControlEntry], current: frozenset[AccessControlEntry]) -> frozenset[AccessControlEntry]:
     return current - gone
-
-
-def error_code_of(error: KafkaError | None) -> tuple[int, str | None]:
-    """(error code, message) for a response entry."""
-    if error is None:
-        return ErrorCode.NONE, None
-    return int(error.code), (str(error) or None) if error.code != ErrorCode.UNKNOWN_SERVER_ERROR else None

@@ -114,10 +114,6 @@ class ListenerSecurity:
         return KafkaPrincipal(USER_TYPE, name)
 
 
-#: A listener that asks nothing: PLAINTEXT.
-PLAINTEXT_SECURITY: Final = ListenerSecurity("PLAINTEXT", "PLAINTEXT")
-
-
 def jaas_entry(config: Any, listener: str, mechanism: str) -> JaasEntry | None:
     """The JAAS login module for *mechanism* on *listener* (``listener.name.<l>.<mech>.sasl.jaas.config``).
 

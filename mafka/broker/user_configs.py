@@ -63,9 +63,9 @@ class UserConfigCache:
 
     @defer.inlineCallbacks
     def changed(self, entity_path: str) -> Any:
-        """Re-reads the entity of a ``users/<u>`` or ``users/<u>/clients/<c>`` notification."""
+        """Re-reads the user of a ``users/<u>`` notification (``users/<u>/clients/<c>`` holds no credential)."""
         parts = entity_path.split("/")
-        if len(parts) >= 2 and parts[0] == "users" and parts[1]:
+        if len(parts) == 2 and parts[0] == "users" and parts[1]:
             yield self._read(parts[1])
 
     @defer.inlineCallbacks

@@ -3,7 +3,7 @@
 Plain Python, no I/O, every time passed in (``now_ms``, milliseconds of any
 monotonic clock).  The broker's handlers record into these and put the
 returned throttle time into the response's ``throttle_time_ms``; the network
-layer keeps the connection muted that long (KIP-219, :class:`ThrottledChannels`);
+layer keeps the connection muted that long (KIP-219, :meth:`mafka.broker.network.KafkaProtocol.throttle`);
 the config-change listener feeds quota changes in (:meth:`ClientQuotaManagers.update_entity_config`).
 Entities, znodes and the admin APIs are :mod:`mafka.security.quota_entities`.
 
@@ -31,7 +31,6 @@ This module owns:
 * :class:`ClientRequestQuotaManager` — ``request_percentage``: thread time as
   a percentage, throttle capped at one window.
 * :class:`ClientQuotaManagers` — the three together, updated from an entity's config.
-* :class:`ThrottledChannels` — when a throttled connection may be unmuted.
 
 Kafka semantics kept on purpose:
 
@@ -71,11 +70,10 @@ is stored and described but not enforced).
 from __future__ import annotations
 
 import enum
-import heapq
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Final
 
 from mafka.security.quota_entities import (
     CONSUMER_BYTE_RATE,
@@ -96,7 +94,6 @@ __all__ = [
     "ClientRequestQuotaManager",
     "QuotaType",
     "Rate",
-    "ThrottledChannels",
     "nanos_to_percentage",
     "throttle_time_ms",
 ]
@@ -632,82 +629,3 @@ class ClientQuotaManagers:
     def expire(self, now_ms: int) -> int:
         """Expires idle sensors of all three; returns how many were dropped."""
         return self.produce.expire(now_ms) + self.fetch.expire(now_ms) + self.request.expire(now_ms)
-
-
-# --------------------------------------------------------------------------- throttled channels
-
-_K = TypeVar("_K", bound=Hashable)
-
-
-class ThrottledChannels(Generic[_K]):
-    """KIP-219 on the broker: which connections stay muted for a throttle, and until when.
-
-    Kafka 2.8 sends a throttled response at once, with its ``throttle_time_ms``,
-    and mutes the connection from the moment the throttle is decided (its
-    ``ThrottledChannel`` delay queue): no further request is read from it
-    until both the response has been sent and the throttle time has passed.
-    The network layer keeps the "response sent" half; this keeps the time.
-    Keys are any hashable connection ids.
-    """
-
-    def __init__(self) -> None:
-        self._until: dict[_K, int] = {}
-        # (end, sequence, channel); entries superseded by a later deadline or discarded are skipped lazily.
-        self._heap: list[tuple[int, int, _K]] = []
-        self._seq = 0
-
-    def throttle(self, channel: _K, throttle_time_ms: int, now_ms: int) -> int | None:
-        """Mutes *channel* for *throttle_time_ms* from *now_ms* (``ClientQuotaManager.throttle``).
-
-        Returns:
-            When it may be unmuted (a later deadline already set is kept), or
-            None when *throttle_time_ms* ≤ 0: not throttled, nothing kept.
-        """
-        if throttle_time_ms <= 0:
-            return None
-        end = now_ms + throttle_time_ms
-        current = self._until.get(channel)
-        if current is not None and current >= end:
-            return current
-        self._until[channel] = end
-        self._seq += 1
-        heapq.heappush(self._heap, (end, self._seq, channel))
-        return end
-
-    def throttled_until(self, channel: _K) -> int | None:
-        """The end of *channel*'s throttle (None: not throttled, or already released)."""
-        return self._until.get(channel)
-
-    def is_throttled(self, channel: _K, now_ms: int) -> bool:
-        """Whether *channel* must stay muted at *now_ms* for its throttle."""
-        end = self._until.get(channel)
-        return end is not None and now_ms < end
-
-    def next_expiry_ms(self) -> int | None:
-        """When the earliest throttle ends (to schedule the next :meth:`pop_expired`), or None."""
-        while self._heap:
-            end, _, channel = self._heap[0]
-            if self._until.get(channel) == end:
-                return end
-            heapq.heappop(self._heap)  # superseded or discarded
-        return None
-
-    def pop_expired(self, now_ms: int) -> list[_K]:
-        """The channels whose throttle has ended by *now_ms*, forgotten here (Kafka's ``ThrottledChannelReaper``).
-
-        The network layer unmutes each whose response has been sent.
-        """
-        done: list[_K] = []
-        while self._heap and self._heap[0][0] <= now_ms:
-            end, _, channel = heapq.heappop(self._heap)
-            if self._until.get(channel) == end:
-                del self._until[channel]
-                done.append(channel)
-        return done
-
-    def discard(self, channel: _K) -> None:
-        """Forgets *channel* (its connection closed)."""
-        self._until.pop(channel, None)
-
-    def __len__(self) -> int:
-        return len(self._until)

@@ -18,7 +18,6 @@ from mafka.security.quotas import (
     ClientRequestQuotaManager,
     QuotaType,
     Rate,
-    ThrottledChannels,
     nanos_to_percentage,
     throttle_time_ms,
 )
@@ -414,22 +413,3 @@ def test_window_settings_are_checked_like_kafkas() -> None:
 
 
 # --------------------------------------------------------------------------- throttled channels
-
-
-def test_a_throttled_channel_is_released_when_its_throttle_ends() -> None:
-    ch: ThrottledChannels[str] = ThrottledChannels()
-    assert ch.throttle("c1", 0, 100) is None and len(ch) == 0
-    assert ch.throttle("c1", 500, 100) == 600
-    assert ch.throttle("c2", 200, 150) == 350
-    assert ch.is_throttled("c1", 599) and not ch.is_throttled("c1", 600)
-    assert ch.next_expiry_ms() == 350
-    assert ch.pop_expired(349) == []
-    assert ch.pop_expired(350) == ["c2"]
-    assert ch.throttled_until("c2") is None and ch.next_expiry_ms() == 600
-    # A longer throttle extends, a shorter one does not shorten.
-    assert ch.throttle("c1", 1000, 200) == 1200
-    assert ch.throttle("c1", 10, 300) == 1200
-    assert ch.pop_expired(600) == []  # the superseded deadline is skipped
-    assert ch.next_expiry_ms() == 1200
-    ch.discard("c1")
-    assert ch.next_expiry_ms() is None and ch.pop_expired(10_000) == []
