@@ -29,6 +29,22 @@ Kafka's rules (``FetchSession.scala``), kept here:
   by privileged (follower) sessions, and only when they are not privileged
   themselves.
 
+**Idle partitions of a follower's session are not read.**  Kafka reads every
+partition of a session on every fetch; a follower's session holds every
+partition it follows from this leader, and with thousands of partitions and
+a fetch every ``replica.fetch.wait.max.ms`` that reading was most of an idle
+broker's work.  Here a partition whose last read in a *privileged*
+(follower) session found the follower in the ISR, at the log end and with
+nothing to say becomes *idle*: later fetches skip it until
+:meth:`FetchSessionCache.partition_changed` (called by the replica manager
+for every append, high-watermark move, ISR change and role change) or a
+request listing it makes it *busy* again; a parked fetch of the session is
+extended with it at once.  What the skipped read would have done to the
+leader's view of the follower (caught up as of this fetch) the follower's
+state takes from the session's :class:`~mafka.broker.partition.FetchClock`.
+The response is the same as Kafka's: an idle partition had nothing to say
+and nothing changed.  Consumers' sessions read everything, as Kafka's.
+
 Plain Python with the time passed in; the fetch handler drives it.
 """
 
@@ -41,6 +57,7 @@ from typing import Any
 
 from mafka.errors import ErrorCode
 
+from .partition import FetchClock
 from .replica_manager import FetchPartition
 
 __all__ = [
@@ -86,6 +103,17 @@ class CachedPartition:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
+    #: Skipped by the session's fetches until it changes (see the module docstring).
+    idle: bool = False
+    #: Position in the session's read order (larger: read later).
+    order: int = 0
+    #: The leader's state of the follower, attached to the session's clock while idle.
+    follower: Any = None
+
+    def to_fetch(self) -> FetchPartition:
+        return FetchPartition(
+            self.topic, self.partition, self.fetch_offset, self.max_bytes, self.current_leader_epoch, self.fetcher_log_start_offset
+        )
 
     def update_request(self, p: Any) -> None:
         self.fetch_offset = p.fetch_offset
@@ -118,18 +146,38 @@ class CachedPartition:
 
 
 class FetchSession:
-    """A cached session: its partitions in fetch order, its next expected epoch."""
+    """A cached session: its partitions in fetch order, its next expected epoch.
 
-    __slots__ = ("id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size")
+    A privileged session also knows which partitions are *busy* (to be read
+    by its next fetch; the others are idle), the clock its idle followers'
+    states read, and the parked fetch to extend when an idle partition
+    changes (:meth:`park`).
+    """
+
+    __slots__ = (
+        "id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size", "busy", "clock",
+        "_extend", "_next_order",
+    )
 
     def __init__(self, session_id: int, privileged: bool, partitions: Iterable[CachedPartition], now_ms: int) -> None:
         self.id = session_id
         self.privileged = privileged
-        self.partitions: dict[tuple[str, int], CachedPartition] = {(c.topic, c.partition): c for c in partitions}
+        self.partitions: dict[tuple[str, int], CachedPartition] = {}
+        self._next_order = 0
+        for c in partitions:
+            self.partitions[(c.topic, c.partition)] = c
+            self._place_last(c)
         self.creation_ms = now_ms
         self.last_used_ms = now_ms
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.cached_size = -1
+        self.busy: set[tuple[str, int]] = {tp for tp, c in self.partitions.items() if not c.idle}
+        self.clock = FetchClock(now_ms)
+        self._extend: Any = None
+
+    def _place_last(self, c: CachedPartition) -> None:
+        c.order = self._next_order
+        self._next_order += 1
 
     @property
     def size(self) -> int:
@@ -140,21 +188,81 @@ class FetchSession:
         return (self.privileged, self.cached_size, self.id)
 
     def update(self, wanted: Sequence[Any], forgotten: Iterable[tuple[str, int]]) -> None:
-        """Applies an incremental request: adds or updates *wanted*, drops *forgotten*."""
+        """Applies an incremental request: adds or updates *wanted* (busy from now), drops *forgotten*."""
         for p in wanted:
             tp = (p.topic, p.partition)
             cached = self.partitions.get(tp)
             if cached is None:
-                self.partitions[tp] = _cached(p)
+                cached = self.partitions[tp] = _cached(p)
+                self._place_last(cached)
             else:
                 cached.update_request(p)
+            self.wake(tp)
         for tp in forgotten:
-            self.partitions.pop(tp, None)
+            cached = self.partitions.pop(tp, None)
+            self.busy.discard(tp)
+            if cached is not None and cached.follower is not None:
+                # No longer fetched here: the follower must not look caught up by this clock.
+                cached.follower.detach(self.clock)
+                cached.follower = None
 
     def move_to_end(self, tp: tuple[str, int]) -> None:
         cached = self.partitions.pop(tp, None)
         if cached is not None:
             self.partitions[tp] = cached
+            self._place_last(cached)
+
+    def to_read(self) -> list[CachedPartition]:
+        """The partitions the next fetch reads, in session order: all, or for a privileged session the busy ones."""
+        if not self.privileged:
+            return list(self.partitions.values())
+        busy = [self.partitions[tp] for tp in self.busy]
+        busy.sort(key=_by_order)
+        return busy
+
+    def wake(self, tp: tuple[str, int]) -> None:
+        """*tp* changed (or was asked for): its next fetch reads it; a parked fetch reads it now."""
+        cached = self.partitions.get(tp)
+        if cached is None:
+            return
+        if cached.follower is not None:
+            cached.follower.detach(self.clock)
+            cached.follower = None
+        if not cached.idle:
+            self.busy.add(tp)
+            return
+        cached.idle = False
+        self.busy.add(tp)
+        extend = self._extend
+        if extend is not None:
+            extend(cached.to_fetch())
+
+    def park(self, extend: Any) -> None:
+        """A fetch of this session parked; *extend(FetchPartition)* adds a partition to it."""
+        self._extend = extend
+
+    def settle(self, results: Sequence[Any], now_ms: int, idle_follower: Any) -> None:
+        """After a privileged fetch read *results*: marks the idle ones (see the module docstring), moves the clock.
+
+        ``idle_follower(cached, result)`` is the follower's state attached to
+        this session's clock if the read left the partition idle, else None.
+        """
+        self._extend = None
+        for r in results:
+            tp = (r.topic, r.partition)
+            cached = self.partitions.get(tp)
+            if cached is None:
+                continue
+            follower = idle_follower(cached, r, self.clock)
+            if follower is not None:
+                cached.idle = True
+                cached.follower = follower
+                self.busy.discard(tp)
+        self.clock.last_fetch_ms = max(self.clock.last_fetch_ms, now_ms)
+
+
+def _by_order(c: CachedPartition) -> int:
+    return c.order
 
 
 def _cached(p: Any) -> CachedPartition:
@@ -183,6 +291,8 @@ class FetchSessionCache:
         self.eviction_ms = eviction_ms
         self._rng = rng or random.SystemRandom()
         self._sessions: dict[int, FetchSession] = {}
+        #: partition → the privileged sessions holding it (to wake them on a change)
+        self._privileged_by_tp: dict[tuple[str, int], set[FetchSession]] = {}
         self.num_partitions = 0
         self.evictions = 0
 
@@ -196,7 +306,35 @@ class FetchSessionCache:
         session = self._sessions.pop(session_id, None)
         if session is not None and session.cached_size >= 0:
             self.num_partitions -= session.cached_size
+        if session is not None and session.privileged:
+            # Its clock stops with it, so followers still attached to it simply stop catching up.
+            self._unindex(session, session.partitions)
         return session
+
+    def update(self, session: FetchSession, wanted: Sequence[Any], forgotten: Iterable[tuple[str, int]]) -> None:
+        """:meth:`FetchSession.update`, keeping the index of privileged sessions by partition."""
+        forgotten = list(forgotten)
+        session.update(wanted, forgotten)
+        if session.privileged:
+            self._index(session, ((p.topic, p.partition) for p in wanted))
+            self._unindex(session, (tp for tp in forgotten if tp not in session.partitions))
+
+    def partition_changed(self, tp: tuple[str, int]) -> None:
+        """Something changed at *tp* (an append, a HW or ISR move, a role change): sessions holding it read it next."""
+        for session in self._privileged_by_tp.get(tp, ()):
+            session.wake(tp)
+
+    def _index(self, session: FetchSession, tps: Iterable[tuple[str, int]]) -> None:
+        for tp in tps:
+            self._privileged_by_tp.setdefault(tp, set()).add(session)
+
+    def _unindex(self, session: FetchSession, tps: Iterable[tuple[str, int]]) -> None:
+        for tp in tps:
+            holders = self._privileged_by_tp.get(tp)
+            if holders is not None:
+                holders.discard(session)
+                if not holders:
+                    del self._privileged_by_tp[tp]
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         """Marks *session* used now and re-counts its size."""
@@ -216,6 +354,8 @@ class FetchSessionCache:
         session_id = self._new_id()
         session = FetchSession(session_id, privileged, partitions, now_ms)
         self._sessions[session_id] = session
+        if privileged:
+            self._index(session, session.partitions)
         self.touch(session, now_ms)
         return session_id
 
@@ -282,12 +422,20 @@ class FetchContext:
         self.privileged = privileged
         self._cache = cache
 
-    def respond(self, results: Sequence[Any], now_ms: int) -> tuple[ErrorCode, int, list[Any]]:
+    @property
+    def on_park(self) -> Any:
+        """For a privileged incremental fetch: the hook its parked fetch hands its ``extend`` to (else None)."""
+        session = self.session
+        return session.park if session is not None and session.privileged else None
+
+    def respond(self, results: Sequence[Any], now_ms: int, idle_follower: Any = None) -> tuple[ErrorCode, int, list[Any]]:
         """(top-level error, session id, the results to send) for *results* read in :attr:`partitions` order.
 
         Each result has ``topic``, ``partition``, ``error`` and ``result``
         (None on error, else ``high_watermark``, ``log_start_offset``,
-        ``last_stable_offset`` and ``data.size``).
+        ``last_stable_offset`` and ``data.size``).  With *idle_follower* (see
+        :meth:`FetchSession.settle`) a privileged session learns which
+        partitions are idle; without it every partition stays busy.
         """
         if self.kind == "error":
             return self.error, INVALID_SESSION_ID, []
@@ -300,6 +448,9 @@ class FetchContext:
                 _note(c, r)
                 cached.append(c)
             session_id = self._cache.maybe_create(now_ms, self.privileged, cached)
+            created = self._cache.get(session_id) if session_id != INVALID_SESSION_ID else None
+            if created is not None and created.privileged and idle_follower is not None:
+                created.settle(results, now_ms, idle_follower)
             return ErrorCode.NONE, session_id, list(results)
         session = self.session
         assert session is not None
@@ -315,6 +466,8 @@ class FetchContext:
             if _note(known, r):
                 out.append(r)
                 session.move_to_end(tp)
+        if session.privileged and idle_follower is not None:
+            session.settle(results, now_ms, idle_follower)
         return ErrorCode.NONE, session.id, out
 
 
@@ -355,14 +508,12 @@ def new_context(
         return FetchContext("error", cache, error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
     if session.epoch != session_epoch:
         return FetchContext("error", cache, error=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
-    session.update(wanted, forgotten)
+    session.park(None)  # a fetch of it still parked is answered with INVALID_FETCH_SESSION_EPOCH anyway
+    cache.update(session, wanted, forgotten)
     if not session.partitions:
         cache.remove(session_id)
         return FetchContext("sessionless", cache, partitions=())
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
-    to_read = [
-        FetchPartition(c.topic, c.partition, c.fetch_offset, c.max_bytes, c.current_leader_epoch, c.fetcher_log_start_offset)
-        for c in session.partitions.values()
-    ]
+    to_read = [c.to_fetch() for c in session.to_read()]
     return FetchContext("incremental", cache, partitions=to_read, session=session, privileged=privileged)

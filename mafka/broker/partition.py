@@ -59,7 +59,7 @@ from mafka.wire.records import ControlRecord, ControlRecordType, build_control_b
 
 from .producer_state import CompletedTxn, ProducerStateManager
 
-__all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState", "READ_UNCOMMITTED", "READ_COMMITTED"]
+__all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState", "FetchClock", "READ_UNCOMMITTED", "READ_COMMITTED"]
 
 logger = logging.getLogger("mafka.broker.partition")
 
@@ -88,16 +88,89 @@ class LeaderState:
     removing_replicas: tuple[int, ...] = ()
 
 
-@dataclass(slots=True)
-class FollowerState:
-    """The leader's view of one follower (Kafka's ``Replica``)."""
+class FetchClock:
+    """When a follower's fetch session last read its partitions (one per session, shared by them).
 
-    log_end_offset: int = -1
-    #: As its last fetch said (−1: unknown); KIP-392 only sends consumers to replicas holding their offset.
-    log_start_offset: int = -1
-    last_caught_up_ms: int = 0
-    last_fetch_leader_leo: int = -1
-    last_fetch_ms: int = 0
+    A follower's fetch of a partition at the log end that brings nothing
+    changes nothing but two times in its :class:`FollowerState`.  Rather than
+    rewrite those for every idle partition on every fetch, the session
+    attaches the follower's state to its clock and moves the clock once per
+    fetch (:mod:`mafka.broker.fetch_session`); the state reads the clock
+    until its partition changes and is read again.
+    """
+
+    __slots__ = ("last_fetch_ms",)
+
+    def __init__(self, last_fetch_ms: int = 0) -> None:
+        self.last_fetch_ms = last_fetch_ms
+
+
+class FollowerState:
+    """The leader's view of one follower (Kafka's ``Replica``).
+
+    While attached to a :class:`FetchClock` (its partition idle and caught up
+    in the follower's fetch session), the follower counts as having fetched
+    at the log end, and so as caught up, at the clock's time.  Attached only
+    while the leader's log end does not move without the session reading the
+    partition again (every change wakes the session, which reads it and so
+    detaches the state first, with the clock still at the fetch before the
+    change).
+    """
+
+    __slots__ = ("log_end_offset", "log_start_offset", "_last_caught_up_ms", "last_fetch_leader_leo", "_last_fetch_ms", "clock")
+
+    def __init__(
+        self, log_end_offset: int = -1, log_start_offset: int = -1, last_caught_up_ms: int = 0,
+        last_fetch_leader_leo: int = -1, last_fetch_ms: int = 0,
+    ) -> None:
+        self.log_end_offset = log_end_offset
+        #: As its last fetch said (−1: unknown); KIP-392 only sends consumers to replicas holding their offset.
+        self.log_start_offset = log_start_offset
+        self._last_caught_up_ms = last_caught_up_ms
+        self.last_fetch_leader_leo = last_fetch_leader_leo
+        self._last_fetch_ms = last_fetch_ms
+        self.clock: FetchClock | None = None
+
+    @property
+    def last_caught_up_ms(self) -> int:
+        clock = self.clock
+        return self._last_caught_up_ms if clock is None else max(self._last_caught_up_ms, clock.last_fetch_ms)
+
+    @last_caught_up_ms.setter
+    def last_caught_up_ms(self, value: int) -> None:
+        self.detach()
+        self._last_caught_up_ms = value
+
+    @property
+    def last_fetch_ms(self) -> int:
+        clock = self.clock
+        return self._last_fetch_ms if clock is None else max(self._last_fetch_ms, clock.last_fetch_ms)
+
+    @last_fetch_ms.setter
+    def last_fetch_ms(self, value: int) -> None:
+        self.detach()
+        self._last_fetch_ms = value
+
+    def attach(self, clock: FetchClock) -> None:
+        """Caught up at the log end: from now on each fetch of the session counts (see the class docstring)."""
+        self.detach()
+        self.clock = clock
+
+    def detach(self, clock: FetchClock | None = None) -> None:
+        """Takes the clock's time into the state and stops following it (only *clock*'s, if given)."""
+        current = self.clock
+        if current is None or (clock is not None and current is not clock):
+            return
+        self.clock = None
+        self._last_caught_up_ms = max(self._last_caught_up_ms, current.last_fetch_ms)
+        self._last_fetch_ms = max(self._last_fetch_ms, current.last_fetch_ms)
+
+    def __repr__(self) -> str:
+        return (
+            f"FollowerState(log_end_offset={self.log_end_offset}, log_start_offset={self.log_start_offset}, "
+            f"last_caught_up_ms={self.last_caught_up_ms}, last_fetch_leader_leo={self.last_fetch_leader_leo}, "
+            f"last_fetch_ms={self.last_fetch_ms})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,6 +533,7 @@ class Partition:
         fs = self.followers.get(replica_id)
         if fs is None or not self.is_leader:
             return False
+        fs.detach()
         leo = self.log.next_offset
         if fetch_offset >= leo:
             fs.last_caught_up_ms = max(fs.last_caught_up_ms, now_ms)

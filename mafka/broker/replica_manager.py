@@ -72,7 +72,7 @@ from mafka.log.validation import (
 from mafka.wire.batch import BatchHeader
 from mafka.wire.legacy_records import is_legacy_message_set
 
-from .partition import LeaderState, Partition
+from .partition import FetchClock, FollowerState, LeaderState, Partition
 from .replica_records import (
     FetchedPartition,
     FetchPartition,
@@ -153,6 +153,8 @@ class ReplicaManager:
         #: partitions whose log dir failed (until restart): KAFKA_STORAGE_ERROR
         self.offline_partitions: set[tuple[str, int]] = set()
         self.controller_epoch = 0
+        #: called with every partition that changed (see :meth:`_wake`): the fetch sessions listen
+        self.change_listeners: list[Callable[[tuple[str, int]], None]] = []
         #: the parked acks=−1 produces and fetches (:mod:`mafka.broker.waiting_rooms`)
         self.waiting_rooms = WaitingRooms(
             clock,
@@ -488,6 +490,7 @@ class ReplicaManager:
     def fetch(
         self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
         *, whole_first_batches: bool = False, client_metadata: ClientMetadata | None = None, isolation_level: int = 0,
+        on_park: Callable[[Callable[[FetchPartition], None]], None] | None = None,
     ) -> defer.Deferred:
         """Reads every requested partition; parks until *min_bytes* or *max_wait_ms*.
 
@@ -503,6 +506,7 @@ class ReplicaManager:
         read a follower, and the leader may point it to another replica
         (KIP-392, see the module docstring).  A response naming a preferred
         replica is sent at once (KAFKA-13767; Kafka 2.8 still waited).
+        *on_park* is :meth:`WaitingRooms.park_fetch <mafka.broker.waiting_rooms.WaitingRooms.park_fetch>`'s.
         """
         results = self._read(replica_id, max_bytes, partitions, whole_first_batches, client_metadata, isolation_level)
         total = sum(r.result.data.size for r in results if r.result is not None)
@@ -514,8 +518,40 @@ class ReplicaManager:
             return defer.succeed(results)
         return self.waiting_rooms.park_fetch(
             replica_id, max_wait_ms, min_bytes, max_bytes, partitions, whole_first_batches=whole_first_batches,
-            client_metadata=client_metadata, isolation_level=isolation_level,
+            client_metadata=client_metadata, isolation_level=isolation_level, on_park=on_park,
         )
+
+    def idle_follower(self, replica_id: int, cached: Any, r: FetchedPartition, clock: FetchClock) -> FollowerState | None:
+        """After a follower's session read *r*: its state attached to *clock* if the partition is idle for it, else None.
+
+        Idle (:mod:`mafka.broker.fetch_session`): led here at the epoch it
+        fetched at, the follower in the ISR (one outside must be read again
+        to rejoin), fetching at the log end, nothing read and no error, and
+        nothing moved since the read — the follower's own fetch may just have
+        moved the high watermark, which the response (as of the read) does
+        not carry yet.
+        """
+        res = r.result
+        if r.error != ErrorCode.NONE or res is None or res.data.size or r.preferred_read_replica >= 0:
+            return None
+        partition = self.partitions.get((r.topic, r.partition))
+        if (
+            partition is None
+            or not partition.is_leader
+            or replica_id not in partition.isr
+            or (cached.current_leader_epoch >= 0 and cached.current_leader_epoch != partition.leader_epoch)
+            or cached.fetch_offset < partition.log.next_offset
+            or res.high_watermark != partition.high_watermark
+            or res.log_start_offset != partition.log.log_start_offset
+            or res.log_end_offset != partition.log.next_offset
+            or res.last_stable_offset != partition.last_stable_offset
+        ):
+            return None
+        follower = partition.followers.get(replica_id)
+        if follower is None or follower.log_end_offset != cached.fetch_offset:
+            return None
+        follower.attach(clock)
+        return follower
 
     def _read(
         self, replica_id: int, max_bytes: int, partitions: Sequence[FetchPartition], whole_first_batches: bool = False,
@@ -615,6 +651,8 @@ class ReplicaManager:
 
     def _wake(self, tp: tuple[str, int]) -> None:
         """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it."""
+        for listener in self.change_listeners:
+            listener(tp)
         self.waiting_rooms.wake(tp)
 
     # ================================================================== ISR maintenance (leader)

@@ -41,7 +41,7 @@ class _DelayedFetch:
     replica_id: int
     min_bytes: int
     max_bytes: int
-    partitions: Sequence[FetchPartition]
+    partitions: list[FetchPartition]
     deferred: defer.Deferred
     timer: Any = None
     done: bool = False
@@ -156,27 +156,40 @@ class WaitingRooms:
     def park_fetch(
         self, replica_id: int, max_wait_ms: int, min_bytes: int, max_bytes: int, partitions: Sequence[FetchPartition],
         *, whole_first_batches: bool, client_metadata: ClientMetadata | None, isolation_level: int,
+        on_park: Callable[[Callable[[FetchPartition], None]], None] | None = None,
     ) -> defer.Deferred:
         """Parks a fetch that found too little; fires with its read once *min_bytes* are there or at *max_wait_ms*.
 
         It is woken by :meth:`wake` on any of its partitions, and answered at
         once (with the partition's error) if leadership or the leader epoch of
         one of them moved.  The arguments are those of
-        :meth:`ReplicaManager.fetch <mafka.broker.replica_manager.ReplicaManager.fetch>`.
+        :meth:`ReplicaManager.fetch <mafka.broker.replica_manager.ReplicaManager.fetch>`;
+        *on_park*, if given, receives a function that adds a partition to the
+        parked fetch (read when it completes, watched from now on; a no-op
+        once it completed).
         """
         d: defer.Deferred = defer.Deferred()
         delayed = _DelayedFetch(
-            replica_id, min_bytes, max_bytes, partitions, d, whole_first_batches=whole_first_batches,
+            replica_id, min_bytes, max_bytes, list(partitions), d, whole_first_batches=whole_first_batches,
             client_metadata=client_metadata, isolation_level=isolation_level,
         )
         for p in partitions:
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
         delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
+        if on_park is not None:
+            on_park(lambda p: self._extend_fetch(delayed, p))
         # Check again now that it is watched (Kafka's tryCompleteElseWatch): the caller's
         # first read can complete a parked produce, whose connection may then run its next,
         # pipelined produce at once — an append this fetch was not yet watching for.
         self._try_complete_fetch(delayed)
         return d
+
+    def _extend_fetch(self, delayed: _DelayedFetch, p: FetchPartition) -> None:
+        if delayed.done:
+            return
+        delayed.partitions.append(p)
+        self._fetch_waiters[(p.topic, p.partition)].add(delayed)
+        self._try_complete_fetch(delayed)
 
     def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
         available = 0

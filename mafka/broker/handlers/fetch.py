@@ -60,6 +60,7 @@ optionally ``authorizer``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from twisted.internet import defer
@@ -84,6 +85,9 @@ def handlers(broker: Any) -> dict[int, Any]:
     sessions = getattr(broker, "fetch_sessions", None)
     if sessions is None:
         sessions = FetchSessionCache(1000)
+    listeners = getattr(getattr(broker, "replica_manager", None), "change_listeners", None)
+    if listeners is not None and sessions.partition_changed not in listeners:
+        listeners.append(sessions.partition_changed)  # idle partitions of followers' sessions wake on changes
 
     def fetch(request: Any, connection: Any) -> Any:
         body = request.body
@@ -130,7 +134,7 @@ def handlers(broker: Any) -> dict[int, Any]:
                     getattr(connection, "listener", "PLAINTEXT"),
                 )
             d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, readable,
-                         client_metadata=client, isolation_level=isolation)
+                         client_metadata=client, isolation_level=isolation, on_park=ctx.on_park if replica_allowed else None)
         else:
             d = rm.fetch(body.replica_id, body.max_wait_ms, body.min_bytes, body.max_bytes, readable,
                          whole_first_batches=True)
@@ -163,7 +167,8 @@ def handlers(broker: Any) -> dict[int, Any]:
             return {"throttle_time_ms": 0, "error_code": error, "session_id": session_id, "responses": responses}
 
         def respond(results: list[FetchedPartition]) -> Any:
-            error, session_id, chosen = ctx.respond(results, rm.now_ms())
+            error, session_id, chosen = ctx.respond(
+                results, rm.now_ms(), partial(rm.idle_follower, body.replica_id) if replica_allowed and magic is None else None)
             if magic is None:
                 probe = getattr(broker, "page_cache", None)
                 if probe is not None and body.replica_id < 0:
