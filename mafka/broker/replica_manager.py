@@ -818,6 +818,7 @@ class ReplicaManager:
             raise OffsetOutOfRangeError(f"{topic}-{index}: cannot delete records up to {offset}: the high watermark is {hw}")
         with self.log_manager.log_io((topic, index)):
             partition.log.increment_log_start_offset(target)
+        self._wake((topic, index))  # followers' sessions carry the new log start to them
         return partition.log.log_start_offset
 
     # ================================================================== leader epochs

@@ -221,3 +221,10 @@ def test_follower_state_reads_its_clock_until_detached():
     state.attach(clock)
     state.last_caught_up_ms = 0  # a reset (a new leader epoch) detaches, keeping the clock's time
     assert state.clock is None and state.last_caught_up_ms == 0 and state.last_fetch_ms == 5000
+
+
+def test_delete_records_on_an_idle_partition_tells_the_follower_its_new_log_start(session):
+    world = session.world
+    assert world.rm.delete_records("t", 1, 1) == 1
+    got = session.fetch()
+    assert set(got) == {("t", 1)} and got["t", 1].log_start_offset == 1
