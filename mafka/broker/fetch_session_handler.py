@@ -62,7 +62,9 @@ class FetchSessionHandler:
             self.partitions = dict(wanted)
             data = FetchRequestData(self.session_id, INITIAL_EPOCH, dict(wanted), [])
         else:
-            to_send = {tp: s for tp, s in wanted.items() if self.partitions.get(tp) != s}
+            known = self.partitions
+            # ``is`` first: the fetcher hands back the same state object while nothing changed.
+            to_send = {tp: s for tp, s in wanted.items() if (k := known.get(tp)) is not s and k != s}
             to_forget = [tp for tp in self.partitions if tp not in wanted]
             self.partitions = dict(wanted)
             data = FetchRequestData(self.session_id, self.epoch, to_send, to_forget)

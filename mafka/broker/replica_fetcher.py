@@ -58,6 +58,9 @@ FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
 FETCH_VERSION, LIST_OFFSETS_VERSION, EPOCH_VERSION = 11, 1, 3
 
 #: Errors after which a partition simply retries after the backoff.
+#: How often a fetcher looks up every partition's fetch state anyway (see ``ReplicaFetcher._fetch_states``).
+_REBUILD_S = 10.0
+
 _RETRIABLE = {
     ErrorCode.NOT_LEADER_OR_FOLLOWER,
     ErrorCode.UNKNOWN_LEADER_EPOCH,
@@ -182,6 +185,13 @@ class ReplicaFetcher:
         self._fetch_in_flight = False
         self._interrupted = False
         self.session = FetchSessionHandler()  # one incremental fetch session with this leader (KIP-227)
+        # Each partition's last fetch state, rebuilt only when the fetcher changed its log (or the epoch
+        # moved), and all of them every _REBUILD_S (the log start moves with retention, unseen here):
+        # with thousands of partitions, looking every one up on every fetch was most of an idle
+        # follower's work.
+        self._fetch_states: dict[tuple[str, int], PartitionFetchState] = {}
+        self._changed: set[tuple[str, int]] = set()
+        self._rebuild_at = 0.0
         self._loop = defer.ensureDeferred(self._run())
         self._loop.addErrback(lambda f: log.error("%s stopped: %s", self.name, f.getTraceback()))
 
@@ -201,6 +211,7 @@ class ReplicaFetcher:
 
     def remove(self, tp: tuple[str, int]) -> None:
         self.partitions.pop(tp, None)
+        self._fetch_states.pop(tp, None)
 
     def stop(self) -> None:
         self.running = False
@@ -266,7 +277,11 @@ class ReplicaFetcher:
                 call.cancel()
 
     def _delay(self, tp: tuple[str, int], state: _PartitionFetch) -> None:
+        self._changed.add(tp)
         state.delayed_until = self.reactor.seconds() + self.config.backoff_ms / 1000
+
+    def _truncated(self, tp: tuple[str, int]) -> None:
+        self._changed.add(tp)
 
     def _current(self, tp: tuple[str, int], epoch: int) -> _PartitionFetch | None:
         state = self.partitions.get(tp)
@@ -288,6 +303,7 @@ class ReplicaFetcher:
             if latest is None:
                 # No epochs known (an empty log): the HW is where it resumes.
                 target = min(partition.high_watermark, partition.log.next_offset)
+                self._truncated(tp)
                 if await self.rm.truncate_follower(tp, state.leader_epoch, target) and self._current(tp, state.leader_epoch):
                     state.truncating = False
                 continue
@@ -317,6 +333,7 @@ class ReplicaFetcher:
                 decision = truncation_for(
                     partition.log.epoch_cache, partition.log.next_offset, partition.high_watermark, r.leader_epoch, r.end_offset
                 )
+                self._truncated(tp)
                 still = await self.rm.truncate_follower(tp, state.leader_epoch, decision.offset)
                 state = self._current(tp, asked[tp])
                 if state is None:
@@ -329,24 +346,34 @@ class ReplicaFetcher:
     # ------------------------------------------------------------------ fetching
 
     async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch]) -> None:
-        sent: dict[tuple[str, int], int] = {}
         wanted: dict[tuple[str, int], PartitionFetchState] = {}
         throttled = set()
-        over_quota = self.throttle is not None and self.throttle.quota.exceeded()
+        throttling = self.throttle is not None and self.throttle.active()
+        over_quota = throttling and self.throttle.quota.exceeded()
+        now = self.reactor.seconds()
+        reuse = not throttling and now < self._rebuild_at
+        if not reuse:
+            self._rebuild_at = now + _REBUILD_S
+        changed, states = self._changed, self._fetch_states
         state: _PartitionFetch | None  # None once the partition moved on while we waited (_current)
         for tp, state in ready.items():
+            if reuse and tp not in changed:
+                known = states.get(tp)
+                if known is not None and known.current_leader_epoch == state.leader_epoch:
+                    wanted[tp] = known
+                    continue
             partition = self.rm.follower_partition(tp, state.leader_epoch)
             if partition is None:
                 self._delay(tp, state)
                 continue
-            if self.throttle is not None and self.throttle.is_throttled(tp):
+            if throttling and self.throttle.is_throttled(tp):
                 if over_quota:
                     continue
                 throttled.add(tp)
-            sent[tp] = state.leader_epoch
-            wanted[tp] = PartitionFetchState(
+            wanted[tp] = states[tp] = PartitionFetchState(
                 partition.log.next_offset, partition.log.log_start_offset, self.config.partition_max_bytes, state.leader_epoch
             )
+        changed.clear()
         if not wanted:
             if over_quota:  # everything ready is throttled: wait for the quota to recover
                 await self._sleep(self.config.backoff_ms / 1000)
@@ -381,9 +408,10 @@ class ReplicaFetcher:
         for topic in response.responses:
             for r in topic.partitions:
                 tp = (topic.topic, r.partition_index)
-                if tp not in sent:
+                asked = wanted.get(tp)
+                if asked is None:
                     continue
-                state = self._current(tp, sent[tp])
+                state = self._current(tp, asked.current_leader_epoch)
                 if state is None or state.truncating:
                     continue
                 error = ErrorCode(r.error_code)
@@ -398,6 +426,7 @@ class ReplicaFetcher:
                     self._partition_error(tp, state, error)
 
     def _append(self, tp: tuple[str, int], state: _PartitionFetch, r: Any) -> None:
+        self._changed.add(tp)
         try:
             leo = self.rm.append_as_follower(tp, state.leader_epoch, r.records, r.high_watermark, r.log_start_offset)
         except Exception as exc:  # noqa: BLE001 - a bad append re-truncates this partition only
@@ -423,6 +452,7 @@ class ReplicaFetcher:
         if leader_end < partition.log.next_offset:
             log.warning("%s: %s-%d: the leader's log end %d is below ours (%d); truncating", self.name, tp[0], tp[1],
                         leader_end, partition.log.next_offset)
+            self._truncated(tp)
             await self.rm.truncate_follower(tp, epoch, leader_end)
             return
         leader_start = await self._list_offset(tp, -2)
@@ -430,6 +460,7 @@ class ReplicaFetcher:
         if partition is None or leader_start is None or self._current(tp, epoch) is None:
             return
         if leader_start > partition.log.next_offset:
+            self._truncated(tp)
             await self.rm.reset_follower(tp, epoch, leader_start)
 
     async def _list_offset(self, tp: tuple[str, int], timestamp: int) -> int | None:

@@ -642,6 +642,10 @@ class _FollowerThrottle:
         except ValueError:
             return None
 
+    def active(self) -> bool:
+        """Whether a rate is set: without one, no replica is throttled (and the fetchers skip the per-partition check)."""
+        return self.rate() is not None
+
     def is_throttled(self, tp: tuple[str, int]) -> bool:
         configs = self.server.topic_configs
         if configs is None:

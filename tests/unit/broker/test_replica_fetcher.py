@@ -438,3 +438,28 @@ def test_the_follower_fetches_in_an_incremental_session(env):
     assert (req.body["session_id"], req.body["session_epoch"]) == (0, 0)
     assert req.body["topics"][0]["partitions"][0]["fetch_offset"] == 2
     assert p.log.next_offset == 2
+
+
+def test_an_idle_partition_is_not_looked_up_again_but_its_log_start_is_sent_within_the_rebuild_interval(env, monkeypatch):
+    p = env.follower([])
+    f = env.fetcher(FetcherConfig(max_wait_ms=500, partition_max_bytes=1 << 16, socket_timeout_ms=60_000))
+    f.add(TP, 5)
+    f.conn.last.d.callback(fetch_answer(batch(2, base=0, epoch=5), hw=2, session_id=77))
+    lookups = []
+    real = env.rm.follower_partition
+    monkeypatch.setattr(env.rm, "follower_partition", lambda tp, epoch: (lookups.append(tp), real(tp, epoch))[1])
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))  # listed at offset 2
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))  # nothing listed
+    assert lookups == []  # the fetch state of a partition nothing happened to is reused
+    # The follower's own retention moves its log start: no fetch of ours sees it ...
+    p.log.increment_log_start_offset(1)
+    f.conn.last.d.callback(SimpleNamespace(error_code=rf.ErrorCode.NONE, session_id=77, responses=[]))
+    assert f.conn.last.body["topics"] == []
+    # ... until every partition is looked up again, within rf._REBUILD_S.
+    env.clock.advance(rf._REBUILD_S)
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    assert lookups == [TP]
+    assert f.conn.last.body["topics"][0]["partitions"][0]["log_start_offset"] == 1
+    # An append changes the fetch offset: listed at once.
+    f.conn.last.d.callback(fetch_answer(batch(1, base=2, epoch=5), hw=2, session_id=77))
+    assert f.conn.last.body["topics"][0]["partitions"][0]["fetch_offset"] == 3
