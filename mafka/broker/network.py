@@ -38,7 +38,7 @@ from zope.interface import implementer
 from mafka.security.principal import ANONYMOUS, KafkaPrincipal
 from mafka.security.ssl_principal_mapper import NoMatchingRule
 from mafka.security.tls import peer_certificate_subject
-from mafka.tcp import set_no_delay, tcp_transport
+from mafka.tcp import set_no_delay, set_read_size, tcp_transport
 from mafka.wire.codec import Request, decode_request, encode_response
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
@@ -241,6 +241,7 @@ class KafkaProtocol(Protocol):
         # for the client's delayed ACK (tens of milliseconds per round trip).
         transport = tcp_transport(self)
         set_no_delay(transport)
+        set_read_size(transport)
         peer = transport.getPeer()
         host = str(getattr(peer, "host", "?"))
         self.connection = Connection(

@@ -28,7 +28,7 @@ from twisted.internet.endpoints import TCP4ClientEndpoint, connectProtocol, wrap
 
 from mafka.security.sasl import SaslAuthenticationError
 from mafka.security.sasl_client import SaslClientSession
-from mafka.tcp import set_no_delay, tcp_transport
+from mafka.tcp import set_no_delay, set_read_size, tcp_transport
 from mafka.wire.codec import decode_response, encode_request
 from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
@@ -64,6 +64,7 @@ class KafkaClientProtocol(protocol.Protocol):
 
     def connectionMade(self) -> None:  # noqa: N802
         set_no_delay(self.transport)  # small requests must not wait for delayed ACKs
+        set_read_size(self.transport)  # a fetch response of a megabyte in one read
         self.connected_deferred.callback(self)
 
     def request(self, api_key: int, version: int, body: Any) -> defer.Deferred:
