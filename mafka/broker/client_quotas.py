@@ -88,6 +88,8 @@ from mafka.security.quotas import (
 )
 from mafka.wire.codec import Request, encode_response_chunks
 
+from .encoded_body import response_chunks
+
 __all__ = ["EXEMPT_APIS", "FETCH", "PRODUCE", "ClientQuotaService", "QuotaSettings", "quota_settings"]
 
 log = logging.getLogger("mafka.broker.client_quotas")
@@ -382,16 +384,16 @@ class ClientQuotaService:
 
     @staticmethod
     def _encode(request: Request, body: Any) -> Any:
-        return None if body is None else encode_response_chunks(request.header, body)
+        return None if body is None else response_chunks(request.header, body)
 
     def _encode_timed(self, request: Request, body: Any, user: str, client_id: str, exempt: bool) -> Any:
         if body is None:
             return None
         request_quota = self.managers.request
         if exempt or not request_quota.quotas_enabled:
-            return encode_response_chunks(request.header, body)
+            return response_chunks(request.header, body)
         started = self.thread_ns()
-        chunks = encode_response_chunks(request.header, body)
+        chunks = response_chunks(request.header, body)
         request_quota.record_network_thread_time(user, client_id, self.thread_ns() - started, self.now_ms())
         return chunks
 

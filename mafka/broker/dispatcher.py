@@ -3,7 +3,8 @@
 Each module of :mod:`mafka.broker.handlers` serves one API family and
 exports ``handlers(broker) -> {api_key: handler}``; :func:`collect_handlers`
 discovers them.  A handler takes ``(request, connection)`` and returns the
-response body (a dict), a Deferred of one, or
+response body (a dict, or an :class:`~mafka.broker.encoded_body.EncodedBody`
+already encoded), a Deferred of one, or
 :data:`~mafka.broker.network.NO_RESPONSE`.  The dispatcher encodes bodies
 into chunks (bytes and file regions) for the network edge.
 
@@ -31,6 +32,7 @@ from mafka.wire.codec import Request, encode_response_chunks, unsupported_api_ve
 
 from . import handlers as handler_package
 from .client_quotas import ClientQuotaService
+from .encoded_body import response_chunks
 from .network import NO_RESPONSE, Connection
 
 __all__ = ["Dispatcher", "Handler", "collect_handlers", "NotHandled"]
@@ -172,4 +174,4 @@ class Dispatcher:
     def _encode(body: Any, request: Request) -> Any:
         if body is NO_RESPONSE:
             return NO_RESPONSE
-        return encode_response_chunks(request.header, body)
+        return response_chunks(request.header, body)
