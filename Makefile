@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node bench-security conformance system-deps clean docker-build docker-up docker-down chaos-docker
+.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-partitions bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node bench-security conformance system-deps clean docker-build docker-up docker-down chaos-docker
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
@@ -90,6 +90,10 @@ bench-log: $(STAMP)
 
 bench-replication: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_replication.py
+
+# Partition scale, 3 brokers RF 3: create, idle cost, Metadata, controlled shutdown, controller failover (PARTITIONS=10000 by default).
+bench-partitions: system-deps $(STAMP)
+	$(BIN)/python scripts/bench_partitions.py $(if $(PARTITIONS),--partitions $(PARTITIONS))
 
 # PEER=127.0.0.1:29092 measures a running peer broker (../shared/bench/peer-tansu.sh) alongside.
 bench-groups: system-deps $(STAMP)
