@@ -353,9 +353,11 @@ class LeaderEpochCheckpointFile:
     """
 
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
-        """Args: path: the checkpoint file; fsync: passed to :func:`atomic_write`."""
+        """Args: path: the checkpoint file; fsync: whether it is ever fsynced (at :meth:`write` or :meth:`sync`)."""
         self.path = Path(path)
         self.fsync = fsync
+        #: written since it was last fsynced (a :meth:`write` with ``sync=False``)
+        self.dirty = False
 
     @classmethod
     def in_dir(cls, partition_dir: Path, *, fsync: bool = True) -> LeaderEpochCheckpointFile:
@@ -365,8 +367,34 @@ class LeaderEpochCheckpointFile:
     def __repr__(self) -> str:
         return f"LeaderEpochCheckpointFile({str(self.path)!r})"
 
-    def write(self, entries: Iterable[EpochEntry]) -> None:
+    def sync(self) -> None:
+        """Fsyncs the file and its directory if a write since the last fsync skipped it.
+
+        Raises:
+            OSError: the fsync failed (the file stays dirty).
+        """
+        if not self.dirty or not self.fsync:
+            return
+        self.dirty = False  # first: a write racing this fsync marks it dirty again
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fsync_dir(self.path.parent)
+        except FileNotFoundError:
+            pass  # the partition was deleted meanwhile
+        except BaseException:
+            self.dirty = True
+            raise
+
+    def write(self, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
         """Atomically replace the file with ``entries``, in the order given.
+
+        With ``sync=False`` the file and the rename are not fsynced now but
+        left :attr:`dirty` for :meth:`sync` (the leader epoch cache writes so
+        on the reactor; see :class:`mafka.log.epoch_cache.LeaderEpochCache`).
 
         Raises:
             ValueError: an epoch is not an int32 or a start offset not an int64;
@@ -380,7 +408,9 @@ class LeaderEpochCheckpointFile:
             if not _INT64_MIN <= start_offset <= _INT64_MAX:
                 raise ValueError(f"start offset {start_offset} is not an int64")
             lines.append(f"{int(epoch)} {int(start_offset)}")
-        atomic_write(self.path, _render_checkpoint(lines), fsync=self.fsync)
+        atomic_write(self.path, _render_checkpoint(lines), fsync=self.fsync and sync)
+        if self.fsync and not sync:
+            self.dirty = True
 
     def read(self) -> list[EpochEntry]:
         """Return the stored entries in file order; ``[]`` if missing or empty.

@@ -66,11 +66,25 @@ class EpochCheckpoint(Protocol):
 
     def read(self) -> Sequence[EpochEntry]: ...
 
-    def write(self, entries: Iterable[EpochEntry]) -> None: ...
+    def write(self, entries: Iterable[EpochEntry], *, sync: bool = True) -> None: ...
+
+    def sync(self) -> None: ...
 
 
 class LeaderEpochCache:
-    """Epoch -> start offset entries of one partition, optionally backed by a checkpoint file."""
+    """Epoch -> start offset entries of one partition, optionally backed by a checkpoint file.
+
+    Every change rewrites the checkpoint file at once but does not fsync it
+    (Kafka 3.7, KAFKA-15046): a new leader epoch is assigned on the reactor,
+    for every partition a LeaderAndIsr makes this broker lead — thousands of
+    fsyncs in a row otherwise.  :meth:`sync` fsyncs it; the log manager calls
+    it for every log of a dir before it writes that dir's recovery points
+    (:mod:`mafka.log.manager.dir_checkpoints`), so the epochs of everything
+    below a recorded recovery point are durable.  What a crash may lose is
+    an entry for data above the recovery point, which recovery reassigns from
+    the batches' epochs (:func:`mafka.log.recovery.recover_segments`), or an
+    epoch without data, which no truncation needs.
+    """
 
     def __init__(self, checkpoint: EpochCheckpoint | None = None) -> None:
         """Load the entries from ``checkpoint`` (``None``: in memory only).
@@ -263,6 +277,15 @@ class LeaderEpochCache:
         entries.append(EpochEntry(epoch, start_offset))
         return True
 
+    def sync(self) -> None:
+        """Makes the checkpoint file durable if a change since the last sync was not (see the class docstring).
+
+        Raises:
+            OSError: the fsync failed.
+        """
+        if self._checkpoint is not None:
+            self._checkpoint.sync()
+
     def _flush(self) -> None:
         if self._checkpoint is not None:
-            self._checkpoint.write(list(self._entries))
+            self._checkpoint.write(list(self._entries), sync=False)

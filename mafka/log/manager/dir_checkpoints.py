@@ -37,6 +37,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from mafka.topics import TopicPartitionTuple
 
@@ -92,11 +93,12 @@ class DirCheckpoints:
         return out
 
     def _write(
-        self, d: Path, name: str, entries: Callable[[Path], Mapping[TopicPartitionTuple, int]]
+        self, d: Path, name: str, entries: Callable[[Path], Mapping[TopicPartitionTuple, int]],
+        before_write: Callable[[], None] | None = None,
     ) -> bool:
         """Rewrite one checkpoint file of *d* from the current state; False if the dir is/went offline.
 
-        *entries* runs with the registry lock held.
+        *entries* runs with the registry lock held; *before_write* after it, without.
         """
         with self._lock:
             with self._registry.lock:
@@ -104,6 +106,8 @@ class DirCheckpoints:
                     return False
                 values = dict(entries(d))
             try:
+                if before_write is not None:
+                    before_write()
                 OffsetCheckpointFile(d / name).write(values)
             except OSError as exc:
                 logger.error("disk error while writing %s in %s: %s", name, d, exc)
@@ -112,8 +116,26 @@ class DirCheckpoints:
         return True
 
     def write_recovery_points(self, d: Path) -> bool:
-        """Rewrite *d*'s ``recovery-point-offset-checkpoint``; False if the dir is/went offline."""
-        return self._write(d, RECOVERY_POINT_OFFSET_CHECKPOINT, self._recovery_points_in)
+        """Rewrite *d*'s ``recovery-point-offset-checkpoint``; False if the dir is/went offline.
+
+        The recovery points are taken first, then every log's leader epoch
+        checkpoint is fsynced, then the file is written: an epoch entry is
+        written before any data of that epoch, so each epoch of the data
+        below a recorded recovery point is durable before the point is
+        (:class:`~mafka.log.epoch_cache.LeaderEpochCache`).
+        """
+        logs: list[Any] = []
+
+        def recovery_points(dd: Path) -> dict[TopicPartitionTuple, int]:
+            points = self._recovery_points_in(dd)
+            logs.extend(self._registry.logs[tp] for tp in points)
+            return points
+
+        def sync_epochs() -> None:
+            for log in logs:
+                log.epoch_cache.sync()
+
+        return self._write(d, RECOVERY_POINT_OFFSET_CHECKPOINT, recovery_points, before_write=sync_epochs)
 
     def write_log_start_offsets(self, d: Path) -> bool:
         """Rewrite *d*'s ``log-start-offset-checkpoint``; False if the dir is/went offline."""

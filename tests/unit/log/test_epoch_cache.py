@@ -38,9 +38,13 @@ class RecordingCheckpoint:
     def read(self) -> list[EpochEntry]:
         return list(self.stored)
 
-    def write(self, entries: Iterable[EpochEntry]) -> None:
+    def write(self, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
         self.stored = list(entries)
         self.writes += 1
+        self.unsynced = not sync
+
+    def sync(self) -> None:
+        self.unsynced = False
 
 
 def cache_with(*entries: tuple[int, int]) -> LeaderEpochCache:
