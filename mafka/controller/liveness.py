@@ -19,9 +19,13 @@ session had expired — if its registration in ZooKeeper is still the one the
 controller knows (``mafka.controller.cluster_changes``).  A connection that
 succeeds is kept as the new watch; a timeout or any other error is retried
 after ``retry_s`` (never a verdict).  A fenced broker whose registration
-remains is probed every ``retry_s``; if a connection succeeds after all (a
-firewall that answered with resets, say), ``on_reachable(broker, epoch)``
-lets the controller take it back.
+remains is probed every ``retry_s``; if connections succeed again for
+``comeback_after_s`` in a row (a firewall that answered with resets, say),
+``on_reachable(broker, epoch)`` lets the controller take it back.  The wait
+is the ZooKeeper session timeout: a broker *restarted* on the same port
+also accepts connections, but its old session expires within that time and
+it registers anew — the ordinary path — so only a process that kept its
+session all along is taken back this way.
 
 Why acting on a refusal is safe: everything the controller does for a dead
 broker (new leaders from the ISR, the broker out of every ISR, all through
@@ -96,6 +100,7 @@ class _Watched:
     connection: Any = None
     retry: Any = None
     reported: bool = False
+    reachable_since: float | None = None
 
 
 class BrokerLivenessWatch:
@@ -108,12 +113,13 @@ class BrokerLivenessWatch:
         connect: ``(host, port, timeout_s) -> Deferred`` of a connection (default: :func:`tcp_connect`).
         probe_timeout_s: how long a connection attempt may take.
         retry_s: the wait before probing again after an attempt that proved nothing.
+        comeback_after_s: how long a fenced broker must accept connections before it is reported reachable.
     """
 
     def __init__(
         self, reactor: Any, on_refused: Callable[[int, int], None], on_reachable: Callable[[int, int], None], *,
         connect: Callable[[str, int, float], defer.Deferred[Any]] | None = None, probe_timeout_s: float = 1.0,
-        retry_s: float = 1.0,
+        retry_s: float = 1.0, comeback_after_s: float = 18.0,
     ) -> None:
         self.reactor = reactor
         self.on_refused = on_refused
@@ -121,6 +127,7 @@ class BrokerLivenessWatch:
         self.connect = connect or tcp_connect(reactor)
         self.probe_timeout_s = probe_timeout_s
         self.retry_s = retry_s
+        self.comeback_after_s = comeback_after_s
         self._brokers: dict[int, _Watched] = {}
 
     def watched(self) -> dict[int, tuple[int, bool]]:
@@ -178,8 +185,13 @@ class BrokerLivenessWatch:
             return
         if w.fenced:
             conn.close()
-            log.info("broker %d (epoch %d) accepts connections again", w.broker_id, w.epoch)
-            self.on_reachable(w.broker_id, w.epoch)
+            now = self.reactor.seconds()
+            if w.reachable_since is None:
+                w.reachable_since = now
+            elif now - w.reachable_since >= self.comeback_after_s:
+                log.info("broker %d (epoch %d) has accepted connections for %.0f s", w.broker_id, w.epoch,
+                         now - w.reachable_since)
+                self.on_reachable(w.broker_id, w.epoch)
             if self._current(w) and w.fenced:  # not taken back (yet): keep asking
                 self._later(w)
             return
@@ -195,6 +207,7 @@ class BrokerLivenessWatch:
     def _failed(self, w: _Watched, failure: Failure) -> None:
         if not self._current(w):
             return
+        w.reachable_since = None
         if failure.check(error.ConnectionRefusedError) and not w.fenced:
             if not w.reported:
                 w.reported = True

@@ -78,19 +78,30 @@ def test_neither_a_timeout_nor_an_accepted_connection_is_a_verdict():
     assert refused == [] and len(net.attempts) == 3
 
 
-def test_a_fenced_broker_is_probed_until_it_answers_or_is_forgotten():
-    clock, net, watch, refused, reachable = make()
+def test_a_fenced_broker_is_reported_reachable_only_after_accepting_connections_for_a_session_timeout():
+    clock, net, watch, refused, reachable = make()  # comeback_after_s=3 below
+    watch.comeback_after_s = 3.0
     watch.fence(2, 77, "h2", 9092)
     net.refuse()
     assert refused == []  # a fenced broker's refusals are old news
+    for _ in range(3):  # accepting since t=1: a restarted process would register anew meanwhile
+        clock.advance(1.0)
+        net.accept()
+    assert reachable == []
+    clock.advance(1.0)
+    net.time_out()  # one attempt without an answer starts the count again
+    for _ in range(3):
+        clock.advance(1.0)
+        net.accept()
+    assert reachable == []
     clock.advance(1.0)
     net.accept()
     assert reachable == [(2, 77)]
     clock.advance(1.0)
-    assert len(net.attempts) == 3  # not taken back yet: asks again
+    attempts = len(net.attempts)  # not taken back yet: it asks again
     watch.forget(2)
     clock.advance(5.0)
-    assert len(net.attempts) == 3
+    assert len(net.attempts) == attempts
 
 
 def test_forgetting_or_replacing_a_watch_closes_its_connection_and_ignores_late_answers():
