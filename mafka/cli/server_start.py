@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import resource
 import signal
 import sys
 from typing import Any, cast
@@ -33,6 +34,18 @@ def _controller_factory(server: Any) -> Any:
     return controller_for_server(server)
 
 
+def _raise_open_files_limit() -> None:
+    """RLIMIT_NOFILE's soft limit up to the hard one: a broker may hold many segment files and sockets."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        if soft != hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    except (ValueError, OSError) as exc:  # e.g. an unlimited hard limit above the kernel's nr_open
+        log.warning("could not raise the open files limit from %d to %d: %s", soft, hard, exc)
+    log.info("open files limit (RLIMIT_NOFILE): %d (hard limit %d)", soft, hard)
+
+
 def run(args: argparse.Namespace) -> int:
     from twisted.internet import reactor as installed_reactor
     from twisted.internet.base import ReactorBase
@@ -49,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
         format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
         stream=sys.stdout,
     )
+    _raise_open_files_limit()
     try:
         config = BrokerConfig.from_file(args.config, env=os.environ, overrides=args.override)
     except (ConfigError, OSError) as exc:

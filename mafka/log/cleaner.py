@@ -415,12 +415,15 @@ def _read_batches(seg: LogSegment, position: int = 0) -> Iterator[tuple[int, Bat
     cleaner reads was recovered, or is being appended to only past its size).
     """
     end = seg.size
+    # Held for the whole walk: the descriptor stays open even if the LRU evicts the segment's.
+    handle = seg.log_file() if position < end else None
+    fd = handle.fd if handle is not None else -1
     buf = b""
     buf_start = position
     while position < end:
         rel = position - buf_start
         if rel + BATCH_HEADER_SIZE > len(buf):
-            buf = os.pread(seg.fd, min(max(_READ_WINDOW, BATCH_HEADER_SIZE), end - position), position)
+            buf = os.pread(fd, min(max(_READ_WINDOW, BATCH_HEADER_SIZE), end - position), position)
             buf_start, rel = position, 0
             if len(buf) < BATCH_HEADER_SIZE:
                 raise CorruptRecordBatch(f"{seg.log_path.name}: torn batch header at position {position}")
@@ -429,7 +432,7 @@ def _read_batches(seg: LogSegment, position: int = 0) -> Iterator[tuple[int, Bat
         if h.batch_length < MIN_BATCH_LENGTH or h.magic != MAGIC_V2 or position + size > end:
             raise CorruptRecordBatch(f"{seg.log_path.name}: invalid batch header at position {position}")
         if rel + size > len(buf):
-            buf = os.pread(seg.fd, min(max(_READ_WINDOW, size), end - position), position)
+            buf = os.pread(fd, min(max(_READ_WINDOW, size), end - position), position)
             buf_start, rel = position, 0
             if len(buf) < size:
                 raise CorruptRecordBatch(f"{seg.log_path.name}: torn batch at position {position}")
@@ -469,7 +472,7 @@ def _scan_transactions(segments: Sequence[LogSegment]) -> _Transactions:
             # The active segment may be truncated under us, and any segment
             # deleted by retention and closed; the cleaner only needs what
             # is still there.
-            if seg is not segments[-1] and seg.fd >= 0:
+            if seg is not segments[-1] and not seg.closed:
                 raise
     if open_txns:
         txns.first_unstable = min(open_txns.values())
@@ -797,7 +800,7 @@ def _clean_group(
                 retained.append(retain_deletes)
                 _clean_into(seg, cleaned, offset_map, retain_deletes, txns, markers, stats)
             cleaned.flush()
-            mtime_ns = os.fstat(group[-1].fd).st_mtime_ns
+            mtime_ns = group[-1].last_modified_ns
             os.utime(cleaned.log_path, ns=(mtime_ns, mtime_ns))
         except (OSError, ProtocolError):
             # A segment deleted by retention meanwhile (and closed) reads as an

@@ -11,13 +11,24 @@ appends entry by entry instead, so a file always holds exactly its valid
 entries and reads as a trimmed Kafka index.  Lookups bisect an in-memory copy
 of the entries; a torn or unordered file is reported as corrupt so the
 segment can rebuild it from the log.
+
+Descriptors: an index keeps none.  Lookups never read the file, so it is
+opened only to be loaded, for each write of buffered entries and for an
+fsync, and closed again (truncations go by path, ``truncate(2)``): those
+happen every few thousand bytes of entries (every few MB of log), at roll,
+truncation and flush — rare enough that an ``open`` each is nothing, while a
+broker holding many idle segments holds no index descriptor at all (see
+:mod:`mafka.log.open_files`).  :meth:`_IndexFile.flush` fsyncs only when
+something was written since the last fsync.
 """
 
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import struct
+import threading
 from array import array
 from pathlib import Path
 
@@ -38,19 +49,46 @@ class _IndexFile:
     memory-mapped, so an entry costs no system call there either): lookups
     use the in-memory copy, :meth:`write_pending` runs at flush, roll,
     truncation and close, and recovery rebuilds whatever a crash lost.
+
+    The file is opened for each write or fsync and closed at once, and
+    truncated by path (see the module docstring).  After :meth:`close` buffered entries are no
+    longer written, and truncations and fsyncs raise ``OSError(EBADF)``, as
+    on a closed descriptor.
+
+    *lock* (the segment's path lock, :meth:`~mafka.log.open_files.SegmentLogFile.path_lock`)
+    is held while the path is resolved (an ``open``, a rename), so a flush on
+    another thread never opens a name that a rename just moved away.
     """
 
     entry_size = 0
     _PENDING_LIMIT = 4096  # bytes of entries held before a write
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: threading.RLock | None = None) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = lock if lock is not None else threading.RLock()
         self._pending = bytearray()
+        self._closed = False
+        self._unsynced = False  # written or truncated since the last fsync
+
+    def _open(self) -> int:
+        if self._closed:
+            raise OSError(errno.EBADF, "index file is closed", str(self.path))
+        with self._lock:
+            return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def _read_all(self) -> bytes:
-        size = os.fstat(self._fd).st_size
-        return os.pread(self._fd, size, 0) if size else b""
+        try:
+            with self._lock:
+                size = os.stat(self.path).st_size
+                if size == 0:
+                    return b""  # the common case of an idle segment: no open at all
+                fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return b""
+        try:
+            return os.pread(fd, size, 0)
+        finally:
+            os.close(fd)
 
     def _write(self, data: bytes) -> None:
         self._pending += data
@@ -59,35 +97,65 @@ class _IndexFile:
 
     def write_pending(self) -> None:
         """Writes buffered entries to the file (page cache; no fsync)."""
-        if self._pending and self._fd >= 0:
-            os.write(self._fd, self._pending)
+        if self._pending and not self._closed:
+            fd = self._open()
+            try:
+                with memoryview(self._pending) as view:
+                    written = 0
+                    while written < len(view):
+                        written += os.write(fd, view[written:])
+            finally:
+                os.close(fd)
             self._pending.clear()
+            self._unsynced = True
 
     def _truncate_entries(self, count: int) -> None:
         self.write_pending()
-        os.ftruncate(self._fd, count * self.entry_size)
+        if self._closed:
+            raise OSError(errno.EBADF, "index file is closed", str(self.path))
+        try:
+            with self._lock:
+                os.truncate(self.path, count * self.entry_size)  # one call, no descriptor
+        except FileNotFoundError:
+            fd = self._open()  # a lost file (an empty segment's, or one being rebuilt): recreate it
+            try:
+                os.ftruncate(fd, count * self.entry_size)
+            finally:
+                os.close(fd)
+        self._unsynced = True
 
     def flush(self) -> None:
+        """Writes buffered entries and fsyncs the file if anything was written since the last fsync."""
         self.write_pending()
-        os.fsync(self._fd)
+        if self._closed:
+            raise OSError(errno.EBADF, "index file is closed", str(self.path))
+        if self._unsynced:
+            fd = self._open()
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Writes buffered entries; the file is not written again."""
+        if not self._closed:
             self.write_pending()
-            os.close(self._fd)
-            self._fd = -1
+            self._closed = True
 
     def rename(self, path: Path) -> None:
-        os.replace(self.path, path)
-        self.path = path
+        with self._lock:
+            os.replace(self.path, path)
+            self.path = path
 
     def delete(self) -> None:
         self._pending.clear()
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        with self._lock:
+            try:
+                os.unlink(self.path)
+            except FileNotFoundError:
+                pass
 
 
 class OffsetIndex(_IndexFile):
@@ -101,8 +169,8 @@ class OffsetIndex(_IndexFile):
 
     entry_size = 8
 
-    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, base_offset: int, max_entries: int, lock: threading.RLock | None = None) -> None:
+        super().__init__(path, lock)
         self.base_offset = base_offset
         self.max_entries = max(1, max_entries)
         self._offsets = array("q")
@@ -179,8 +247,8 @@ class TimeIndex(_IndexFile):
 
     entry_size = 12
 
-    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, base_offset: int, max_entries: int, lock: threading.RLock | None = None) -> None:
+        super().__init__(path, lock)
         self.base_offset = base_offset
         self.max_entries = max(1, max_entries)
         self._timestamps = array("q")

@@ -18,8 +18,15 @@ Contracts shared by every method:
 * the caller bounds reads and retention by the high watermark.
 
 Deleted segments are renamed ``.deleted`` and their files closed and removed
-``file.delete.delay.ms`` later (:meth:`delete_pending`), so a FileRegion
-handed to a slow reader stays valid in the meantime, as in Kafka.
+``file.delete.delay.ms`` later (:meth:`delete_pending`), so a read that
+copied the segment list can still read them in the meantime, as in Kafka; a
+FileRegion handed to a slow reader holds its own descriptor until dropped.
+
+Descriptors (:mod:`mafka.log.open_files`): opening or creating a log leaves
+no file open.  The active segment opens its ``.log`` file at its first
+append and keeps it until the log rolls (:meth:`LogSegment.seal
+<mafka.log.segment.LogSegment.seal>`), deletes or closes it; reads of any
+other segment go through a process-wide LRU of open files with a cap.
 
 Transactions (KIP-98): the log keeps each segment's ``.txnindex`` of aborted
 transactions but not the producer state that decides what goes in it — the
@@ -73,7 +80,7 @@ from .reads import (
     read_segments,
 )
 from .recovery import open_segments, recover_segments
-from .segment import BatchPosition, LogSegment
+from .segment import BatchPosition, LogSegment, renaming_directory
 from .txn_index import AbortedTxn
 
 __all__ = ["Log", "LogAppendInfo", "FetchDataInfo", "UnexpectedAppendOffsetError", "TimestampAndOffset"]
@@ -341,6 +348,8 @@ class Log:
             self.segments.pop()
             self._bases.pop()
             active.delete_files()
+        else:
+            active.seal()  # no longer appended to: its descriptor may be evicted (mafka.log.open_files)
         seg = LogSegment.create(self.directory, base, self.config, self.clock())
         self._add_segment(seg)
         return seg
@@ -638,6 +647,7 @@ class Log:
             return
         due = self.clock() + self.config.file_delete_delay_ms
         for seg in segments:
+            seg.seal()  # a reader in flight holds its own handle: the segment's may go
             seg.change_suffix("", ".deleted")
             self._pending_deletes.append((due, seg))
         for d in {seg.directory for seg in segments}:
@@ -671,6 +681,7 @@ class Log:
                 raise ValueError("replace_segments needs a contiguous run starting at the cleaned base offset")
             if old[-1] is self.active_segment:
                 raise ValueError("the active segment is never replaced")
+            cleaned.seal()  # the cleaner's appends are done
             cleaned.change_suffix(".cleaned", ".swap")
             fsync_dir(self.directory)
             self.segments[i : i + len(old)] = [cleaned]
@@ -780,32 +791,31 @@ class Log:
     def rename_dir(self, directory: Path) -> None:
         """Rename the log's directory to *directory* (same file system) and follow it.
 
-        Kafka's ``Log.renameDir``: the files stay open; their paths (segments,
-        indexes, segments waiting for deletion, the leader-epoch checkpoint)
-        now point into the new directory, whose parent is fsynced.
+        Kafka's ``Log.renameDir``: the open files stay open; their paths
+        (segments, indexes, segments waiting for deletion, the leader-epoch
+        checkpoint) now point into the new directory, whose parent is
+        fsynced.  Files are opened lazily by path, so no segment file is
+        opened while the directory and the paths disagree.
         """
         with self._lock:
             old = self.directory
-            os.rename(old, directory)
-            self.directory = directory
-            moves = {old: directory}
-            cold = self.cold_directory
-            if cold is not None:
-                # The cold part follows under the same name (a "-delete" dir is
-                # then never mistaken for a live partition's cold part).
-                renamed = cold.parent / directory.name
-                if cold.is_dir():
-                    os.rename(cold, renamed)
-                    fsync_dir(cold.parent)
-                moves[cold] = renamed
-                self.cold_directory = renamed
-            for seg in [*self.segments, *(s for _, s in self._pending_deletes)]:
-                target = moves.get(seg.directory, directory)
-                seg.directory = target
-                seg.log_path = target / seg.log_path.name
-                seg.index.path = target / seg.index.path.name
-                seg.time_index.path = target / seg.time_index.path.name
-                seg.txn_index.path = target / seg.txn_index.path.name
+            segments = [*self.segments, *(s for _, s in self._pending_deletes)]
+            with renaming_directory(segments):
+                os.rename(old, directory)
+                self.directory = directory
+                moves = {old: directory}
+                cold = self.cold_directory
+                if cold is not None:
+                    # The cold part follows under the same name (a "-delete" dir is
+                    # then never mistaken for a live partition's cold part).
+                    renamed = cold.parent / directory.name
+                    if cold.is_dir():
+                        os.rename(cold, renamed)
+                        fsync_dir(cold.parent)
+                    moves[cold] = renamed
+                    self.cold_directory = renamed
+                for seg in segments:
+                    seg.relocate(moves.get(seg.directory, directory))
             checkpoint = self.epoch_cache.checkpoint
             if checkpoint is not None and hasattr(checkpoint, "path"):
                 checkpoint.path = directory / Path(checkpoint.path).name

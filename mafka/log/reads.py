@@ -17,13 +17,15 @@ that copy on the caller's thread, while appends go on: the broker's reactor
 for fetches, a cold-read worker for :meth:`ColdRead.resolve`
 (``mafka.broker.cold_reads``), whichever thread answers ListOffsets or
 replays the log when a partition loads.  That relies on the log's rule that
-a deleted segment is renamed ``.deleted`` and its files closed only
-``file.delete.delay.ms`` later, so a copy's file descriptors stay valid.
+a deleted segment is renamed ``.deleted`` and closed only
+``file.delete.delay.ms`` later, so a copy's segments can still be read, and
+on a :class:`~mafka.log.segment.FileRegion` holding the handle of its
+descriptor (:mod:`mafka.log.open_files`), so what a read returned stays
+readable until it is dropped.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,7 +190,11 @@ def read_segments(
 
 def batch_headers(segments: list[LogSegment], start: int) -> Iterator[tuple[LogSegment, BatchPosition, BatchHeader]]:
     """Every batch of *segments* ending at or past *start*, with its segment, position and header
-    (torn ones skipped); see :meth:`Log.headers_from <mafka.log.log.Log.headers_from>`."""
+    (torn ones skipped); see :meth:`Log.headers_from <mafka.log.log.Log.headers_from>`.
+
+    While a batch is handed out, the iteration holds its segment's ``.log``
+    handle (``seg.batches()`` does), so the caller may read the batch through
+    ``seg.fd`` or ``seg.read_at``."""
     for seg in list(segments):
         if seg.next_offset <= start:
             continue
@@ -210,7 +216,7 @@ def offset_for_timestamp(segments: list[LogSegment], start: int, upper: int,
         while bp is not None:
             if bp.base_offset >= upper:
                 return None
-            data = os.pread(seg.fd, bp.size, bp.position)
+            data = seg.read_at(bp.position, bp.size)
             decoded = decode_batch(data)
             if not decoded.header.is_control:
                 for record in decoded.records:
@@ -235,7 +241,7 @@ def max_timestamp_and_offset(segments: list[LogSegment]) -> TimestampAndOffset |
     bp = next((b for b in best.batches(position) if b.max_timestamp == target), None)
     if bp is None:
         return None
-    data = os.pread(best.fd, bp.size, bp.position)
+    data = best.read_at(bp.position, bp.size)
     decoded = decode_batch(data, verify_crc=False)
     epoch = max(decoded.header.partition_leader_epoch, -1)
     for record in decoded.records:

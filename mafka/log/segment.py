@@ -21,6 +21,19 @@ producer state manager for that).  It is truncated, flushed, renamed and
 deleted with the other files.
 
 Times are milliseconds supplied by the caller (no clock is read here).
+
+Descriptors (see :mod:`mafka.log.open_files`): a segment holds none until it
+is used.  :meth:`LogSegment.create` creates its empty files and closes them;
+:meth:`LogSegment.open` reads what the log needs at load (the ``.log`` size,
+the indexes, the batches after the last index entry) through short-lived
+descriptors and gives them all back.  The ``.log`` file is then opened by
+the first read or append: a segment being appended to keeps it open until it
+is sealed (:meth:`LogSegment.seal`: rolled, replaced or deleted); any other
+segment keeps it only while among the most recently used ones of the
+process-wide LRU.  The indexes keep no descriptor at all (their entries are
+in memory; their files are opened per write).  A :class:`FileRegion` holds
+the handle it was read through, so its descriptor stays valid until the
+region is dropped, whatever happens to the segment meanwhile.
 """
 
 from __future__ import annotations
@@ -30,7 +43,8 @@ import logging
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -46,9 +60,10 @@ from mafka.wire.errors import ProtocolError
 
 from .config import LogConfig
 from .index import CorruptIndexError, OffsetIndex, TimeIndex
+from .open_files import LogFileHandle, SegmentLogFile
 from .txn_index import TransactionIndex
 
-__all__ = ["LogSegment", "FileRegion", "BatchPosition", "log_file_name", "INT32_MAX"]
+__all__ = ["LogSegment", "FileRegion", "BatchPosition", "log_file_name", "renaming_directory", "INT32_MAX"]
 
 log = logging.getLogger("mafka.log")
 
@@ -68,8 +83,11 @@ def log_file_name(base_offset: int, suffix: str = ".log") -> str:
 class FileRegion:
     """A byte range of a segment file, to send with ``os.sendfile`` or read.
 
-    ``fd`` stays valid while the segment is open; segments are closed only
-    after ``file.delete.delay.ms`` once deleted, as in Kafka.
+    ``fd`` stays valid as long as the region is referenced: the region holds
+    the :class:`~mafka.log.open_files.LogFileHandle` it was read through
+    (``handle``), whose descriptor is closed only when its last reference
+    goes — keep the region, not just its ``fd``, until the send is done.
+    Regions built from a bare descriptor (tests) have no handle.
     """
 
     fd: int
@@ -77,6 +95,8 @@ class FileRegion:
     length: int
     #: in a cold (slow-device) segment: read it off the reactor, see ``mafka.broker.cold_reads``
     cold: bool = False
+    #: what keeps ``fd`` open (see above)
+    handle: LogFileHandle | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return self.length
@@ -100,7 +120,8 @@ class LogSegment:
     """A segment of a partition's log.
 
     Use :meth:`create` for a new empty segment and :meth:`open` for one on
-    disk.  Appends go to the page cache; :meth:`flush` fsyncs.
+    disk (the constructor touches no file).  Appends go to the page cache;
+    :meth:`flush` fsyncs.  Files are opened on use (module docstring).
     """
 
     def __init__(self, directory: Path, base_offset: int, config: LogConfig, created_ms: int, suffix: str = "") -> None:
@@ -108,15 +129,15 @@ class LogSegment:
         self.base_offset = base_offset
         self.config = config
         self.created_ms = created_ms
-        self.log_path = directory / (log_file_name(base_offset) + suffix)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._log = SegmentLogFile(directory / (log_file_name(base_offset) + suffix))
+        self.size = 0  # set by create() / open(), then by appends and truncations
         entries = config.max_index_entries
-        self.index = OffsetIndex(directory / (log_file_name(base_offset, ".index") + suffix), base_offset, entries)
+        lock = self._log.path_lock()  # one lock resolves every path of the segment (renames)
+        self.index = OffsetIndex(directory / (log_file_name(base_offset, ".index") + suffix), base_offset, entries, lock)
         self.time_index = TimeIndex(
-            directory / (log_file_name(base_offset, ".timeindex") + suffix), base_offset, config.segment_index_bytes // 12
+            directory / (log_file_name(base_offset, ".timeindex") + suffix), base_offset, config.segment_index_bytes // 12, lock
         )
-        self.txn_index = TransactionIndex(directory / (log_file_name(base_offset, ".txnindex") + suffix), base_offset)
+        self.txn_index = TransactionIndex(directory / (log_file_name(base_offset, ".txnindex") + suffix), base_offset, lock)
         self.next_offset = base_offset  # one past the last offset held
         #: whether the segment lives in a cold dir (``mafka.cold.log.dirs``; see ``tiering``)
         self.cold = False
@@ -141,12 +162,12 @@ class LogSegment:
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, suffix: str = "") -> LogSegment:
         """A new, empty segment (any stale files of that name are emptied).
 
-        *suffix* (e.g. ``.cleaned``) is appended to every file name.
+        *suffix* (e.g. ``.cleaned``) is appended to every file name.  The
+        ``.log``, ``.index`` and ``.timeindex`` files are created (as Kafka
+        does) and closed again: the segment holds no descriptor.
         """
         seg = cls(directory, base_offset, config, now_ms, suffix)
-        if seg.size:
-            os.ftruncate(seg._fd, 0)
-            seg.size = 0
+        os.close(os.open(seg.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         seg.index.reset()
         seg.time_index.reset()
         seg.txn_index.reset()
@@ -160,35 +181,44 @@ class LogSegment:
         the log (without CRC checks: that is :meth:`recover`'s job).  A
         ``.txnindex`` failing its sanity check is emptied and marked stale
         (its rebuild needs the producer state).
+
+        Every file read here is read through a short-lived descriptor: the
+        segment returned holds none (an empty one was not even opened).
         """
-        missing = [
-            name
-            for name in (log_file_name(base_offset, ".index"), log_file_name(base_offset, ".timeindex"))
-            if not (directory / name).exists()
-        ]
         seg = cls(directory, base_offset, config, now_ms)
         try:
-            if missing and seg.size:
-                raise CorruptIndexError(f"missing {', '.join(missing)}")
-            seg.index.load(seg.size)
-            seg.time_index.load()
-            last = seg.time_index.last_entry
+            seg._load()
+        finally:
+            seg._log.release()  # whatever _load opened goes: loading N logs leaves nothing open
+        return seg
+
+    def _load(self) -> None:
+        base_offset = self.base_offset
+        self.size = self._log.stat().st_size
+        missing = [index for index in (self.index, self.time_index) if not index.path.exists()]
+        try:
+            if missing and self.size:
+                raise CorruptIndexError(f"missing {', '.join(index.path.name for index in missing)}")
+            for index in missing:
+                index.reset()  # an empty segment's lost index: recreate the (empty) file
+            self.index.load(self.size)
+            self.time_index.load()
+            last = self.time_index.last_entry
             if last is not None:
-                seg.max_timestamp, seg.offset_of_max_timestamp = last
-            start = seg.index.lookup(INT32_MAX + base_offset)[1] if len(seg.index) else 0
-            seg._scan_tail(start)
-            if last is not None and not (last[0] >= 0 and base_offset <= last[1] < seg.next_offset):
+                self.max_timestamp, self.offset_of_max_timestamp = last
+            start = self.index.lookup(INT32_MAX + base_offset)[1] if len(self.index) else 0
+            self._scan_tail(start)
+            if last is not None and not (last[0] >= 0 and base_offset <= last[1] < self.next_offset):
                 raise CorruptIndexError(f"time index entry {last} outside the segment's offsets")
         except CorruptIndexError as exc:
-            log.warning("rebuilding indexes of %s: %s", seg.log_path, exc)
-            seg._rebuild_indexes()
+            log.warning("rebuilding indexes of %s: %s", self.log_path, exc)
+            self._rebuild_indexes()
         try:
-            seg.txn_index.load()
+            self.txn_index.load()
         except CorruptIndexError as exc:
             log.warning("%s; it will be rebuilt from the log", exc)
-            seg.txn_index.reset()
-            seg.txn_index.stale = True
-        return seg
+            self.txn_index.reset()
+            self.txn_index.stale = True
 
     def _scan_tail(self, position: int) -> None:
         """Updates next offset, timestamps and the index counter from *position* to the end."""
@@ -224,7 +254,8 @@ class LogSegment:
     # ------------------------------------------------------------------ reading headers
 
     def header_at(self, position: int) -> BatchHeader | None:
-        data = os.pread(self._fd, BATCH_HEADER_SIZE, position)
+        handle = self._log.reader()  # held across the pread: an eviction cannot close it meanwhile
+        data = os.pread(handle.fd, BATCH_HEADER_SIZE, position)
         if len(data) < BATCH_HEADER_SIZE:
             return None
         return BatchHeader(data)
@@ -233,10 +264,17 @@ class LogSegment:
         """Batch positions from *position* (a batch start) up to *end* (default: the end).
 
         Stops at a torn or implausible header; :meth:`recover` is what checks CRCs.
+        While the iteration is under way it holds the ``.log`` handle, so
+        :attr:`fd` names the same open file meanwhile (replays read batches
+        through it).
         """
         end = self.size if end is None else min(end, self.size)
+        handle = None  # opened only if there is a header to read
         while position + BATCH_HEADER_SIZE <= end:
-            h = self.header_at(position)
+            if handle is None:
+                handle = self._log.reader()
+            data = os.pread(handle.fd, BATCH_HEADER_SIZE, position)
+            h = BatchHeader(data) if len(data) == BATCH_HEADER_SIZE else None
             if h is None or h.batch_length < MIN_BATCH_LENGTH or position + h.size > end:
                 return
             if h.base_offset < self.base_offset or h.last_offset - self.base_offset > INT32_MAX:
@@ -285,7 +323,10 @@ class LogSegment:
         """
         start = self.size
         total = sum(len(c) for c in chunks)
-        _write_all(self._fd, chunks, total)
+        fd = self._log.write_fd
+        if fd < 0:
+            fd = self._log.start_writing()
+        _write_all(fd, chunks, total)
         for bp in batches:
             self._index_batch(start + bp.position, bp.last_offset, bp.max_timestamp, bp.size)
         self.size = start + total
@@ -322,9 +363,12 @@ class LogSegment:
         ):
             return None
         head = _PATCH.pack(first_offset, length, leader_epoch)
-        written = os.writev(self._fd, (head, view[16:]))
+        fd = self._log.write_fd
+        if fd < 0:
+            fd = self._log.start_writing()
+        written = os.writev(fd, (head, view[16:]))
         if written != size:
-            _write_rest(self._fd, (head, view[16:]), written)
+            _write_rest(fd, (head, view[16:]), written)
         # _index_batch, inlined: this runs once per produced batch.
         if self.rolling_based_timestamp is None:
             self.rolling_based_timestamp = max_ts
@@ -376,7 +420,13 @@ class LogSegment:
             length = min(bp.size, limit - bp.position)
         if length <= 0:
             return None
-        return FileRegion(self._fd, bp.position, length, self.cold)
+        handle = self._log.reader()  # held by the region: its descriptor outlives any eviction
+        return FileRegion(handle.fd, bp.position, length, self.cold, handle)
+
+    def read_at(self, position: int, size: int) -> bytes:
+        """Up to *size* bytes of the ``.log`` file from *position* (``os.pread``)."""
+        handle = self._log.reader()
+        return os.pread(handle.fd, size, position)
 
     def fetch_upper_bound_offset(self, end_position: int) -> int | None:
         """Kafka's ``fetchUpperBoundOffset``: the offset of the first ``.index`` entry at or after *end_position*.
@@ -420,11 +470,19 @@ class LogSegment:
         Returns:
             The number of bytes cut from the end of the file.
         """
+        try:
+            return self._recover(on_batch, max_batch_size)
+        finally:
+            self._log.release()  # recovery runs at load: keep nothing open (unless being written)
+
+    def _recover(self, on_batch: Callable[[BatchHeader], None] | None, max_batch_size: int | None) -> int:
         self.index.reset()
         self.time_index.reset()
         self.txn_index.reset()
         self.txn_index.stale = True
         self._reset_state()
+        handle = self._log.reader() if self.size else None
+        fd = handle.fd if handle is not None else -1
         position = 0
         valid = 0
         buf = b""
@@ -433,7 +491,7 @@ class LogSegment:
             # Keep a window of the file in memory; read more when a batch runs past it.
             rel = position - buf_start
             if rel + LOG_OVERHEAD > len(buf):
-                buf = os.pread(self._fd, max(_READ_CHUNK, LOG_OVERHEAD), position)
+                buf = os.pread(fd, max(_READ_CHUNK, LOG_OVERHEAD), position)
                 buf_start, rel = position, 0
                 if len(buf) < LOG_OVERHEAD:
                     break
@@ -444,7 +502,7 @@ class LogSegment:
             if max_batch_size is not None and size > max_batch_size:
                 break
             if rel + size > len(buf):
-                buf = os.pread(self._fd, max(_READ_CHUNK, size), position)
+                buf = os.pread(fd, max(_READ_CHUNK, size), position)
                 buf_start, rel = position, 0
                 if len(buf) < size:
                     break
@@ -461,7 +519,7 @@ class LogSegment:
             valid = position
         cut = self.size - valid
         if cut:
-            os.ftruncate(self._fd, valid)
+            os.ftruncate(fd, valid)
             self.size = valid
         self.write_index_pending()
         return cut
@@ -477,7 +535,8 @@ class LogSegment:
         if bp is None:
             return 0
         removed = self.size - bp.position
-        os.ftruncate(self._fd, bp.position)
+        handle = self._log.reader()
+        os.ftruncate(handle.fd, bp.position)
         self.size = bp.position
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
@@ -494,7 +553,12 @@ class LogSegment:
 
     @property
     def last_modified_ms(self) -> int:
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        return int(self._log.stat().st_mtime * 1000)
+
+    @property
+    def last_modified_ns(self) -> int:
+        """The ``.log`` file's mtime in nanoseconds (without opening it)."""
+        return self._log.stat().st_mtime_ns
 
     @property
     def largest_timestamp(self) -> int:
@@ -502,16 +566,26 @@ class LogSegment:
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
     def flush(self) -> None:
-        """fsyncs the log file and the indexes."""
-        os.fsync(self._fd)
+        """fsyncs the log file and the indexes (through a short-lived descriptor where none is open)."""
+        self._log.fsync()
         self.index.flush()
         self.time_index.flush()
         self.txn_index.flush()
 
+    def seal(self) -> None:
+        """The segment will not be appended to again (rolled, replaced or deleted).
+
+        Its ``.log`` descriptor, kept open while it was written, becomes one
+        of the LRU's (see :mod:`mafka.log.open_files`).
+        """
+        self._log.seal()
+
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Closes the segment for good: later reads and writes raise ``OSError(EBADF)``.
+
+        A region read before keeps its descriptor until it is dropped.
+        """
+        self._log.close()
         self.index.close()
         self.time_index.close()
         self.txn_index.close()
@@ -528,12 +602,11 @@ class LogSegment:
             stem = path.name[: len(path.name) - len(old)] if old else path.name
             return path.with_name(stem + new)
 
-        target = renamed(self.log_path)
-        os.replace(self.log_path, target)
-        self.log_path = target
-        self.index.rename(renamed(self.index.path))
-        self.time_index.rename(renamed(self.time_index.path))
-        self.txn_index.rename(renamed(self.txn_index.path))
+        with self._log.path_lock():  # no file of the segment is opened by a stale name meanwhile
+            self._log.rename(renamed(self.log_path))
+            self.index.rename(renamed(self.index.path))
+            self.time_index.rename(renamed(self.time_index.path))
+            self.txn_index.rename(renamed(self.txn_index.path))
 
     def delete_files(self) -> None:
         """Closes the segment and removes its files."""
@@ -544,12 +617,67 @@ class LogSegment:
             except FileNotFoundError:
                 pass
 
+    def relocate(self, directory: Path) -> None:
+        """Follows a rename of the segment's directory to *directory* (the caller renamed it).
+
+        The caller holds :func:`renaming_directory` over the rename and this
+        call, so that no file is opened by its old path meanwhile.
+        """
+        self.directory = directory
+        self._log.path = directory / self._log.path.name
+        self.index.path = directory / self.index.path.name
+        self.time_index.path = directory / self.time_index.path.name
+        self.txn_index.path = directory / self.txn_index.path.name
+
+    # ------------------------------------------------------------------ the .log descriptor
+
+    @property
+    def log_path(self) -> Path:
+        return self._log.path
+
+    def log_file(self) -> LogFileHandle:
+        """The open ``.log`` handle (opened if needed); hold it while using its ``fd``.
+
+        Raises:
+            OSError: the segment is closed (EBADF) or its file cannot be opened.
+        """
+        return self._log.reader()
+
     @property
     def fd(self) -> int:
-        return self._fd
+        """The ``.log`` descriptor (opened if needed), or -1 once the segment is closed.
+
+        Valid while its handle is held: during an iteration of :meth:`batches`
+        (which holds it) or with :meth:`log_file`.  Prefer :meth:`log_file`
+        or :meth:`read_at`.
+        """
+        if self._log.closed:
+            return -1
+        return self._log.reader().fd
+
+    @property
+    def closed(self) -> bool:
+        return self._log.closed
+
+    @property
+    def files_open(self) -> bool:
+        """Whether the segment holds an open ``.log`` descriptor now (indexes never hold one)."""
+        return self._log.is_open
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, size={self.size}, next_offset={self.next_offset})"
+
+
+@contextmanager
+def renaming_directory(segments: Sequence[LogSegment]) -> Iterator[None]:
+    """Holds off every open by path of *segments*' files while their directory is renamed.
+
+    Use as ``with renaming_directory(segs): os.rename(old, new); seg.relocate(new) ...``.
+    """
+    with ExitStack() as stack:
+        for seg in segments:
+            stack.enter_context(seg._log.path_lock())
+        yield
 
 
 def _write_all(fd: int, chunks: Sequence[bytes | memoryview], total: int) -> None:

@@ -121,7 +121,7 @@ def _fingerprint(seg: LogSegment) -> tuple[int, int, int]:
     # its transaction index (an aborted transaction recorded late).
     txn = seg.txn_index.path
     txn_mtime = txn.stat().st_mtime_ns if txn.exists() else 0
-    return seg.size, os.fstat(seg.fd).st_mtime_ns, txn_mtime
+    return seg.size, seg.last_modified_ns, txn_mtime
 
 
 def move_segment(log_: TieredLog, seg: LogSegment, cold_directory: Path,

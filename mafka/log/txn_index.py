@@ -18,7 +18,11 @@ later in the log is then known not to overlap).
 As in Kafka the file is created only when the first entry is appended, so a
 segment that never saw an abort has no ``.txnindex`` file.  Every entry is
 written at once with ``os.write`` (markers are rare) and kept in memory too,
-so searches never read the file.
+so searches never read the file.  No descriptor is kept: each append and
+fsync opens the file and closes it again, a truncation goes by path (markers are rare;
+a broker with many idle segments holds no ``.txnindex`` descriptor, see
+:mod:`mafka.log.open_files`), and :meth:`TransactionIndex.flush` fsyncs only
+what was written since the last one.
 
 Mutations are serialised by the owning log's lock; a search may run
 concurrently (it iterates a list that is only appended to or replaced).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
@@ -75,6 +80,8 @@ class TransactionIndex:
     Args:
         path: the file; it need not exist (an index with no entries).
         start_offset: the segment's base offset (the sanity check's bound).
+        lock: held while the path is resolved (the segment's path lock, see
+            :class:`mafka.log.index.OffsetIndex`); a private one by default.
 
     Attributes:
         stale: set when the entries may be incomplete (the segment was
@@ -82,11 +89,12 @@ class TransactionIndex:
             whoever holds the producer state rebuilds the index and clears it.
     """
 
-    def __init__(self, path: Path, start_offset: int) -> None:
+    def __init__(self, path: Path, start_offset: int, lock: threading.RLock | None = None) -> None:
         self.path = path
+        self._lock = lock if lock is not None else threading.RLock()
         self.start_offset = start_offset
         self.stale = False
-        self._fd = -1
+        self._unsynced = False  # written or truncated since the last fsync
         self._entries: list[AbortedTxn] = []
 
     # ------------------------------------------------------------------ loading
@@ -102,7 +110,8 @@ class TransactionIndex:
         """
         self._entries = []
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            with self._lock:
+                fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return
         try:
@@ -173,10 +182,14 @@ class TransactionIndex:
                 f"is not greater than current last offset {last} of index {self.path}"
             )
         data = txn.encode()
-        fd = self._channel()
-        written = os.write(fd, data)
-        while written < len(data):
-            written += os.write(fd, data[written:])
+        fd = self._open()
+        try:
+            written = os.write(fd, data)
+            while written < len(data):
+                written += os.write(fd, data[written:])
+        finally:
+            os.close(fd)
+        self._unsynced = True
         self._entries.append(txn)
 
     def extend(self, txns: Iterable[AbortedTxn]) -> None:
@@ -191,44 +204,64 @@ class TransactionIndex:
         if keep == len(entries):
             return
         self._entries = entries[:keep]  # a new list: a concurrent search keeps its own
-        os.ftruncate(self._channel(), keep * ABORTED_TXN_SIZE)
+        self._truncate(keep * ABORTED_TXN_SIZE)
 
     def reset(self) -> None:
         """Removes every entry, emptying the file if there is one (Kafka's ``reset``)."""
         self._entries = []
-        if self._fd < 0 and not self.path.exists():
-            return
-        os.ftruncate(self._channel(), 0)
+        try:
+            with self._lock:
+                os.truncate(self.path, 0)  # one call, no descriptor
+        except FileNotFoundError:
+            return  # no file: nothing to empty (it is created by the first append)
+        self._unsynced = True
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _channel(self) -> int:
-        if self._fd < 0:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        return self._fd
+    def _open(self) -> int:
+        """A short-lived descriptor (created if missing); the caller closes it."""
+        with self._lock:
+            return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def _truncate(self, size: int) -> None:
+        try:
+            with self._lock:
+                os.truncate(self.path, size)  # one call, no descriptor
+        except FileNotFoundError:
+            fd = self._open()  # entries without a file (it was lost): recreate it
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+        self._unsynced = True
 
     def flush(self) -> None:
-        """fsyncs the file, if it is open."""
-        if self._fd >= 0:
-            os.fsync(self._fd)
+        """fsyncs the file if it was written or truncated since the last fsync."""
+        if self._unsynced:
+            fd = self._open()
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._unsynced = False
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        """Nothing to close (no descriptor is kept); kept for the segment's symmetry."""
 
     def rename(self, path: Path) -> None:
         """Moves the file (if there is one) to *path*; later appends go there (Kafka's ``renameTo``)."""
-        try:
-            if self.path.exists():
-                os.replace(self.path, path)
-        finally:
-            self.path = path
+        with self._lock:
+            try:
+                if self.path.exists():
+                    os.replace(self.path, path)
+            finally:
+                self.path = path
 
     def delete(self) -> None:
         """Closes and removes the file if there is one (Kafka's ``deleteIfExists``)."""
         self.close()
-        with contextlib.suppress(FileNotFoundError):
+        self._unsynced = False
+        with self._lock, contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
 
     def __repr__(self) -> str:
