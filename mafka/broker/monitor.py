@@ -8,7 +8,12 @@ ephemeral znode (gone with its ZooKeeper session), JSON with:
   in the dir), or ``offline``; cold dirs (``mafka.cold.log.dirs``) too, marked
   ``"tier": "cold"``;
 * ``partitions``: per replica hosted here its log dir, size, and byte-in /
-  byte-out rates since the last report (bytes appended; bytes read by fetches);
+  byte-out rates since the last report (bytes appended; bytes read by fetches)
+  — at most :data:`MAX_REPORTED_PARTITIONS` of them, the busiest and then the
+  largest, empty idle ones never (``partitionsOmitted`` counts the rest): a
+  znode holds at most ZooKeeper's ``jute.maxbuffer`` (1 MiB), and a larger
+  write makes ZooKeeper drop the broker's whole session connection (every
+  10 s at ~9,000 replicas per broker);
 * ``latencyMs``: TP50 / TP99 per request over the last minute (Produce,
   FetchConsumer, FetchFollower — Kafka's TotalTimeMs), and per log dir the
   append latency (``write:<dir>``) and per cold dir the read latency
@@ -36,7 +41,7 @@ from typing import Any
 
 from .request_latency import SLOW_MIN_SAMPLES, is_slow, percentiles_of
 
-__all__ = ["MONITOR_PATH", "Monitor", "MonitorInputs", "PartitionSample", "build_report"]
+__all__ = ["MAX_REPORTED_PARTITIONS", "MONITOR_PATH", "Monitor", "MonitorInputs", "PartitionSample", "build_report", "for_zookeeper"]
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +227,27 @@ class Monitor:
         return storage
 
     def write(self, report: dict[str, Any]) -> Any:
-        """Writes the report to ``/mafka/monitor/<id>`` (a Deferred)."""
+        """Writes the report, trimmed by :func:`for_zookeeper`, to ``/mafka/monitor/<id>`` (a Deferred)."""
         return self.broker.zk.write_monitor_report(self.broker.broker_id,
-                                                   json.dumps(report, separators=(",", ":")).encode())
+                                                   json.dumps(for_zookeeper(report), separators=(",", ":")).encode())
+
+
+#: The most partition rows a report written to ZooKeeper carries (~120 bytes each; see the module docstring).
+MAX_REPORTED_PARTITIONS = 2000
+
+
+def for_zookeeper(report: dict[str, Any], limit: int = MAX_REPORTED_PARTITIONS) -> dict[str, Any]:
+    """*report* with at most *limit* partition rows: empty idle replicas dropped, then the busiest and largest kept.
+
+    The full report stays the monitor's own (:attr:`Monitor.last`, the
+    base of the next rates); readers of the znode see ``partitionsOmitted``.
+    """
+    rows = report.get("partitions", ())
+    kept = [r for r in rows if r.get("sizeBytes") or r.get("bytesInPerSec") or r.get("bytesOutPerSec")]
+    if len(kept) > limit:
+        kept.sort(key=lambda r: (r.get("bytesInPerSec", 0) + r.get("bytesOutPerSec", 0), r.get("sizeBytes", 0)),
+                  reverse=True)
+        kept = sorted(kept[:limit], key=lambda r: (r["topic"], r["partition"]))
+    if len(kept) == len(rows):
+        return report
+    return {**report, "partitions": kept, "partitionsOmitted": len(rows) - len(kept)}

@@ -56,3 +56,32 @@ def test_cluster_status_shows_slow_brokers_disks_and_missing_reports():
     assert lines[2].split()[:3] == ["1", "h:9092", "?"] and lines[2].endswith("no report")
     assert lines[3].split()[:5] == ["2", "h:9093", "YES", "412.0", "501.0"] and "90% used" in lines[3]
     assert lines[4] == "Under-replicated partitions: 1" and "orders-3" in lines[5]
+
+
+def test_the_report_written_to_zookeeper_stays_far_below_its_znode_limit_with_many_partitions():
+    import json
+
+    from mafka.broker.monitor import (
+        MAX_REPORTED_PARTITIONS,
+        PartitionSample,
+        build_report,
+        for_zookeeper,
+    )
+
+    samples = [PartitionSample(f"topic-{i // 10:05d}", i % 10, "/data/kafka-logs-1", 0 if i % 3 else 4096 + i, i, 0)
+               for i in range(30_000)]
+    previous = build_report(1, 0, [], samples, None, {}, 100)
+    busy = [PartitionSample(s.topic, s.partition, s.log_dir, s.size, s.bytes_in + (10_000 if s.partition == 7 else 0), 0)
+            for s in samples]
+    report = build_report(1, 10_000, [], busy, previous, {}, 100)
+    assert len(report["partitions"]) == 30_000  # the monitor keeps every row for its next rates
+    written = for_zookeeper(report)
+    assert len(json.dumps(written, separators=(",", ":"))) < 512 * 1024  # jute.maxbuffer is 1 MiB
+    rows = written["partitions"]
+    assert len(rows) == MAX_REPORTED_PARTITIONS and written["partitionsOmitted"] == 30_000 - MAX_REPORTED_PARTITIONS
+    # the busiest first: the 3,000 partitions numbered 7 took 1,000 B/s, more than fit
+    assert all(r["partition"] == 7 and r["bytesInPerSec"] == 1000.0 for r in rows)
+    assert all(r["sizeBytes"] or r["bytesInPerSec"] for r in rows)
+    assert rows == sorted(rows, key=lambda r: (r["topic"], r["partition"]))
+    small = build_report(1, 0, [], samples[:30], None, {}, 100)
+    assert for_zookeeper(small)["partitions"] == [r for r in small["partitions"] if r["sizeBytes"]]
