@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredSemaphore, gatherResults
 
 from mafka.controller.assignment import new_partitions_assignment
 from mafka.controller.core import ControllerCore
@@ -65,6 +65,9 @@ _Strategy = LeaderElectionStrategy
 
 #: Per-topic admin outcome: (error code, message or None).
 AdminResult = tuple[ErrorCode, str | None]
+
+#: Topics of one CreateTopics request whose checks and znode writes are in flight at once.
+CREATE_TOPICS_IN_FLIGHT = 256
 
 
 class NewTopic(NamedTuple):
@@ -246,51 +249,69 @@ class ControllerAdmin:
     async def _process_create_topics(
         self, topics: list[NewTopic], validate_only: bool
     ) -> dict[str, AdminResult]:
+        """``ZkAdminManager.createTopics``: every topic's checks and znodes, overlapping.
+
+        Kafka creates the topics of a request one after the other; here topics
+        whose names differ even once ``.`` and ``_`` are treated alike run at
+        once (their checks and writes cannot see each other), so a request of
+        hundreds of topics costs a few ZooKeeper round trips rather than
+        several per topic.  Names that collide so run one after the other in
+        request order, so the later one is refused as Kafka refuses it.
+        """
         if not self._core.is_active:
             raise NotControllerError()
         counts = Counter(t.name for t in topics)
         racks = self._core.context.live_broker_racks()
         results: dict[str, AdminResult] = {}
+        chains: dict[str, list[NewTopic]] = {}
         for topic in topics:
             if counts[topic.name] > 1:
                 results[topic.name] = (ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
-                continue
-            try:
-                if topic.assignment and (
-                    topic.num_partitions != -1 or topic.replication_factor != -1
-                ):
-                    raise InvalidRequestError(
-                        "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                        "Both cannot be used at the same time."
-                    )
-                partitions = (
-                    self._core.config.num_partitions
-                    if topic.num_partitions == -1
-                    else topic.num_partitions
+            else:
+                chains.setdefault(topic.name.replace(".", "_"), []).append(topic)
+        limit = DeferredSemaphore(CREATE_TOPICS_IN_FLIGHT)
+
+        async def create_chain(chain: list[NewTopic]) -> None:
+            for topic in chain:
+                results[topic.name] = await self._create_topic(topic, racks, validate_only)
+
+        await gatherResults([limit.run(create_chain, chain) for chain in chains.values()], consumeErrors=True)
+        return {name: results[name] for name in dict.fromkeys(t.name for t in topics)}
+
+    async def _create_topic(
+        self, topic: NewTopic, racks: dict[int, str | None], validate_only: bool
+    ) -> AdminResult:
+        try:
+            if topic.assignment and (topic.num_partitions != -1 or topic.replication_factor != -1):
+                raise InvalidRequestError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time."
                 )
-                rf = (
-                    self._core.config.default_replication_factor
-                    if topic.replication_factor == -1
-                    else topic.replication_factor
-                )
-                await create_topic_in_zookeeper(
-                    self._core.zk,
-                    topic.name,
-                    partitions,
-                    rf,
-                    racks,
-                    topic.configs,
-                    assignment=topic.assignment or None,
-                    validate_only=validate_only,
-                    rng=self._core.rng,
-                )
-                results[topic.name] = (ErrorCode.NONE, None)
-            except KafkaError as exc:
-                results[topic.name] = (exc.code, exc.message)
-            except Exception as exc:
-                log.exception("creating topic %s failed", topic.name)
-                results[topic.name] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
-        return results
+            partitions = (
+                self._core.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+            )
+            rf = (
+                self._core.config.default_replication_factor
+                if topic.replication_factor == -1
+                else topic.replication_factor
+            )
+            await create_topic_in_zookeeper(
+                self._core.zk,
+                topic.name,
+                partitions,
+                rf,
+                racks,
+                topic.configs,
+                assignment=topic.assignment or None,
+                validate_only=validate_only,
+                rng=self._core.rng,
+            )
+            return ErrorCode.NONE, None
+        except KafkaError as exc:
+            return exc.code, exc.message
+        except Exception as exc:
+            log.exception("creating topic %s failed", topic.name)
+            return ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
 
     async def _delete_topics(self, names: list[str], timeout_ms: int) -> dict[str, AdminResult]:
         if not self._core.config.delete_topic_enable:
@@ -429,6 +450,7 @@ class ControllerAdmin:
         if broker_epoch != -1 and broker_epoch < ctx.broker_epoch(broker_id):
             return ErrorCode.STALE_BROKER_EPOCH, []
         ctx.shutting_down.add(broker_id)
+        started = self._core.reactor.seconds()
         to_act = [
             tp
             for tp in ctx.partitions_on_broker(broker_id)
@@ -438,13 +460,14 @@ class ControllerAdmin:
         ]
         led = [tp for tp in to_act if ctx.leadership[tp].leader == broker_id]
         followed = [tp for tp in to_act if ctx.leadership[tp].leader != broker_id]
-        await self._psm.handle_state_changes(led, _P.OnlinePartition, _Strategy.CONTROLLED_SHUTDOWN)
-        if followed:
-            self._core.batch.new_batch()
-            for tp in followed:
-                self._core.batch.add_stop_replica([broker_id], tp, delete=False)
-            self._core.batch.send_requests(ctx.epoch)
-        await self._rsm.handle_state_changes([(tp, broker_id) for tp in followed], _R.OfflineReplica)
+        with self._core.bulk_state_changes():  # one LeaderAndIsr and one StopReplica per broker
+            await self._psm.handle_state_changes(led, _P.OnlinePartition, _Strategy.CONTROLLED_SHUTDOWN)
+            if followed:
+                self._core.batch.new_batch()
+                for tp in followed:
+                    self._core.batch.add_stop_replica([broker_id], tp, delete=False)
+                self._core.batch.send_requests(ctx.epoch)
+            await self._rsm.handle_state_changes([(tp, broker_id) for tp in followed], _R.OfflineReplica)
         remaining = [
             tp
             for tp, state in sorted(ctx.leadership.items())
@@ -452,4 +475,14 @@ class ControllerAdmin:
             and len(ctx.partition_replicas(tp)) > 1
             and not ctx.is_topic_queued_for_deletion(tp[0])
         ]
+        log.info(
+            "controller %d: controlled shutdown of broker %d: leadership of %d partitions moved "
+            "(%d still led), out of %d ISRs, in %.2f s",
+            self._core.broker_id,
+            broker_id,
+            len(led) - len(remaining),
+            len(remaining),
+            len(followed),
+            self._core.reactor.seconds() - started,
+        )
         return ErrorCode.NONE, remaining

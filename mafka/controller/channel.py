@@ -26,9 +26,10 @@ of :mod:`mafka.wire.apis.leader_and_isr`, ``update_metadata`` and ``stop_replica
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -58,13 +59,18 @@ __all__ = [
     "leader_and_isr_body",
     "stop_replica_body",
     "update_metadata_body",
+    "update_metadata_live_brokers",
     "update_metadata_partition_state",
+    "update_metadata_topic_states",
 ]
 
 log = logging.getLogger("mafka.controller.channel")
 
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA = 4, 5, 6
 LEADER_AND_ISR_VERSION, STOP_REPLICA_VERSION, UPDATE_METADATA_VERSION = 5, 1, 7
+
+#: Partitions named in a log line about many (the count is given too).
+_LOGGED_PARTITIONS = 20
 
 _API_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
@@ -254,7 +260,21 @@ def update_metadata_body(
     (``{port, host, listener, security_protocol}``, protocol as Kafka's id:
     0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL) and its rack.
     """
-    topic_states = [
+    return _update_metadata_request(
+        controller_id,
+        controller_epoch,
+        broker_epoch,
+        update_metadata_topic_states(partition_states, topic_ids),
+        update_metadata_live_brokers(live_brokers),
+    )
+
+
+def update_metadata_topic_states(
+    partition_states: Mapping[TopicPartitionTuple, Mapping[str, Any]],
+    topic_ids: Mapping[str, str | None] | None = None,
+) -> list[dict[str, Any]]:
+    """The ``topic_states`` of an UpdateMetadata body (the same for every recipient)."""
+    return [
         {
             "topic_name": topic,
             "topic_id": uuid_bytes((topic_ids or {}).get(topic)),
@@ -262,6 +282,10 @@ def update_metadata_body(
         }
         for topic, entries in _by_topic(partition_states.items()).items()
     ]
+
+
+def update_metadata_live_brokers(live_brokers: Mapping[int, BrokerRegistration]) -> list[dict[str, Any]]:
+    """The ``live_brokers`` of an UpdateMetadata body (the same for every recipient)."""
     brokers = []
     for broker_id, registration in sorted(live_brokers.items()):
         brokers.append(
@@ -279,12 +303,23 @@ def update_metadata_body(
                 "rack": registration.rack,
             }
         )
+    return brokers
+
+
+def _update_metadata_request(
+    controller_id: int,
+    controller_epoch: int,
+    broker_epoch: int,
+    topic_states: list[dict[str, Any]],
+    live_brokers: list[dict[str, Any]],
+) -> dict[str, Any]:
+    # The topic states and brokers may be shared by the bodies of every recipient: nobody mutates them.
     return {
         "controller_id": controller_id,
         "controller_epoch": controller_epoch,
         "broker_epoch": broker_epoch,
         "topic_states": topic_states,
-        "live_brokers": brokers,
+        "live_brokers": live_brokers,
     }
 
 
@@ -541,7 +576,20 @@ class ControllerBrokerRequestBatch:
             for answers to StopReplica **with delete** (topic deletion):
             ``partition_errors`` maps each partition of the request to its error
             (the request-level error for every partition when the request failed as a whole).
-        on_leader_and_isr_response: ``callback(broker_id, response)`` (default: log errors).
+        on_leader_and_isr_response: ``callback(broker_id, partition_errors)`` for every
+            LeaderAndIsr answer (after its errors are logged): partition → error code,
+            as :func:`leader_and_isr_partition_errors` reads them.
+
+    Merging: inside :meth:`merged` the state changes of one controller
+    action (a failover, a broker failure, a controlled shutdown, new
+    partitions) fill **one** batch, sent when the block ends, so each broker
+    gets one LeaderAndIsr and one UpdateMetadata carrying every partition's
+    final state instead of one per state change.  With thousands of
+    partitions the requests, not ZooKeeper, are then the controller's cost
+    (building and encoding them runs on the reactor the broker shares).
+    Requests about one partition to one broker are never reordered: adding
+    a LeaderAndIsr for a partition that has a StopReplica waiting for the
+    same broker (or the reverse) first sends what was merged so far.
     """
 
     def __init__(
@@ -552,7 +600,7 @@ class ControllerBrokerRequestBatch:
         *,
         on_stop_replica_response: Callable[[int, ErrorCode, dict[TopicPartitionTuple, ErrorCode]], None]
         | None = None,
-        on_leader_and_isr_response: ResponseCallback | None = None,
+        on_leader_and_isr_response: Callable[[int, dict[TopicPartitionTuple, int]], None] | None = None,
     ) -> None:
         self.controller_id = controller_id
         self.context = context
@@ -563,6 +611,8 @@ class ControllerBrokerRequestBatch:
         self.stop_replica: dict[int, dict[TopicPartitionTuple, bool]] = {}
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: dict[TopicPartitionTuple, dict[str, Any]] = {}
+        #: nesting depth of :meth:`merged` blocks
+        self._merging = 0
 
     @property
     def is_empty(self) -> bool:
@@ -573,17 +623,66 @@ class ControllerBrokerRequestBatch:
             or self.update_metadata_partitions
         )
 
+    @property
+    def is_merging(self) -> bool:
+        """True inside :meth:`merged`."""
+        return self._merging > 0
+
+    @contextlib.contextmanager
+    def merged(self) -> Iterator[None]:
+        """Merges every batch started inside the block into one, sent when the block ends.
+
+        Inside, :meth:`new_batch` and :meth:`send_requests` only mark where a
+        state change starts and ends, and :meth:`abandon` keeps what earlier
+        changes added.  The merged requests are sent (with the context's
+        controller epoch) when the outermost block ends normally, dropped when
+        it raises (e.g. ControllerMovedError: this controller was fenced).
+        """
+        self._merging += 1
+        try:
+            yield
+        except BaseException:
+            self._merging -= 1
+            if not self._merging:
+                self.clear()
+            raise
+        self._merging -= 1
+        if not self._merging:
+            try:
+                self._send(self.context.epoch)
+            except Exception:  # as a state machine treats a failed send: logged, the batch dropped
+                log.exception("sending the merged controller requests failed")
+
     def new_batch(self) -> None:
-        """Starts a batch; a non-empty leftover (an earlier failure) is logged and discarded."""
+        """Starts a batch; a non-empty leftover (an earlier failure) is logged and discarded.
+
+        Inside :meth:`merged` the batch goes on (what earlier state changes added stays)."""
+        if self._merging:
+            return
         if not self.is_empty:
             log.error("controller request batch not empty when starting a new one; discarding it")
             self.clear()
 
+    def abandon(self) -> None:
+        """A state change failed part-way: drops the batch (Kafka leaves it to the next ``newBatch``).
+
+        Inside :meth:`merged` nothing is dropped: every entry describes a state
+        already written to ZooKeeper (entries are added after their write), so
+        the brokers are told with the rest."""
+        if not self._merging:
+            self.clear()
+
     def clear(self) -> None:
+        """Drops everything queued (resignation, a fenced controller)."""
         self.leader_and_isr = {}
         self.stop_replica = {}
         self.update_metadata_brokers = set()
         self.update_metadata_partitions = {}
+
+    def flush(self) -> None:
+        """Inside :meth:`merged`: sends what was merged so far now (the block goes on)."""
+        if self._merging and not self.is_empty:
+            self._send(self.context.epoch)
 
     def add_leader_and_isr(
         self,
@@ -595,9 +694,10 @@ class ControllerBrokerRequestBatch:
     ) -> None:
         """LeaderAndIsr for *tp* to *broker_ids*; the partition also goes to every broker's UpdateMetadata."""
         replicas = tuple(replicas)
+        broker_ids = [b for b in broker_ids if b >= 0]
+        if self._merging and any(tp in self.stop_replica.get(b, ()) for b in broker_ids):
+            self.flush()  # the StopReplica goes first, as it would unmerged
         for broker_id in broker_ids:
-            if broker_id < 0:
-                continue
             per_broker = self.leader_and_isr.setdefault(broker_id, {})
             already_new = tp in per_broker and per_broker[tp].is_new
             per_broker[tp] = LeaderAndIsrEntry(
@@ -611,9 +711,10 @@ class ControllerBrokerRequestBatch:
 
     def add_stop_replica(self, broker_ids: Iterable[int], tp: TopicPartitionTuple, delete: bool) -> None:
         """StopReplica for *tp* to *broker_ids* (a delete wins over a plain stop)."""
+        broker_ids = [b for b in broker_ids if b >= 0]
+        if self._merging and any(tp in self.leader_and_isr.get(b, ()) for b in broker_ids):
+            self.flush()  # the LeaderAndIsr goes first, as it would unmerged
         for broker_id in broker_ids:
-            if broker_id < 0:
-                continue
             per_broker = self.stop_replica.setdefault(broker_id, {})
             per_broker[tp] = delete or per_broker.get(tp, False)
 
@@ -628,7 +729,12 @@ class ControllerBrokerRequestBatch:
                 self.update_metadata_partitions[tp] = state
 
     def send_requests(self, controller_epoch: int) -> None:
-        """Builds and sends the batch's requests, then empties it."""
+        """Builds and sends the batch's requests, then empties it (inside :meth:`merged`: at its end)."""
+        if self._merging:
+            return
+        self._send(controller_epoch)
+
+    def _send(self, controller_epoch: int) -> None:
         try:
             self._send_leader_and_isr(controller_epoch)
             self._send_update_metadata(controller_epoch)
@@ -678,14 +784,12 @@ class ControllerBrokerRequestBatch:
         if not self.update_metadata_brokers:
             return
         recipients = self.update_metadata_brokers & ctx.live_or_shutting_down_broker_ids
+        # Built once for all recipients (10,000 partitions make a big body); only the broker epoch differs.
+        topic_states = update_metadata_topic_states(self.update_metadata_partitions, ctx.topic_ids)
+        live_brokers = update_metadata_live_brokers(ctx.live_brokers)
         for broker_id in sorted(recipients):
-            body = update_metadata_body(
-                self.controller_id,
-                controller_epoch,
-                ctx.broker_epoch(broker_id),
-                self.update_metadata_partitions,
-                ctx.live_brokers,
-                ctx.topic_ids,
+            body = _update_metadata_request(
+                self.controller_id, controller_epoch, ctx.broker_epoch(broker_id), topic_states, live_brokers
             )
             self.channel.send(
                 broker_id,
@@ -717,15 +821,25 @@ class ControllerBrokerRequestBatch:
         error = _error_code(response)
         if error != ErrorCode.NONE:
             log.warning("LeaderAndIsr to broker %d failed: %s", broker_id, _error_name(error))
-        for (topic, index), code in leader_and_isr_partition_errors(response, self.context.topic_ids).items():
+        partition_errors = leader_and_isr_partition_errors(response, self.context.topic_ids)
+        by_code: dict[int, list[TopicPartitionTuple]] = {}
+        for tp, code in partition_errors.items():
             if code != ErrorCode.NONE:
-                # A resent state the broker already holds (same leader epoch) is refused with
-                # STALE_CONTROLLER_EPOCH; that is routine (Kafka logs it in its state-change log).
-                (log.info if code == ErrorCode.STALE_CONTROLLER_EPOCH else log.warning)(
-                    "LeaderAndIsr to broker %d: %s-%d: %s", broker_id, topic, index, _error_name(code)
-                )
+                by_code.setdefault(code, []).append(tp)
+        for code, tps in sorted(by_code.items()):
+            # A resent state the broker already holds (same leader epoch) is refused with
+            # STALE_CONTROLLER_EPOCH; that is routine (Kafka logs it in its state-change log).
+            # One line per error, not per partition: a failover resends thousands.
+            (log.info if code == ErrorCode.STALE_CONTROLLER_EPOCH else log.warning)(
+                "LeaderAndIsr to broker %d: %s for %d partitions: %s%s",
+                broker_id,
+                _error_name(code),
+                len(tps),
+                ", ".join(f"{topic}-{index}" for topic, index in tps[:_LOGGED_PARTITIONS]),
+                ", …" if len(tps) > _LOGGED_PARTITIONS else "",
+            )
         if self.on_leader_and_isr_response is not None:
-            self.on_leader_and_isr_response(broker_id, response)
+            self.on_leader_and_isr_response(broker_id, partition_errors)
 
     def _update_metadata_response(self, broker_id: int, response: Any) -> None:
         error = _error_code(response)

@@ -30,9 +30,8 @@ deleted or partitions being reassigned.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterable
 
-from mafka.controller.channel import leader_and_isr_partition_errors
 from mafka.controller.context import PartitionReplica, classify_broker_change
 from mafka.controller.core import ControllerCore
 from mafka.controller.election import LeaderElectionStrategy
@@ -83,21 +82,23 @@ class ClusterChanges:
 
     # ------------------------------------------------------------------ topics and watches
 
-    async def load_topic(self, topic: str) -> bool:
-        """Reads *topic*'s assignment into the context and watches it; False if its znode is gone."""
-        got = await self._core.zk.get_assignment(topic)
-        if got is None:
-            return False
-        assignment, _ = got
-        self._core.context.set_topic(
-            topic,
-            assignment.partitions,
-            assignment.topic_id,
-            assignment.adding_replicas,
-            assignment.removing_replicas,
-        )
-        self._watch_topic(topic)
-        return True
+    async def load_topics(self, topics: Iterable[str]) -> list[str]:
+        """Reads the topics' assignments into the context (one batch of reads) and watches them.
+
+        Returns:
+            The topics loaded, in the order given; those whose znode is gone are left out.
+        """
+        assignments = await self._core.zk.get_assignments(topics)
+        for topic, (assignment, _) in assignments.items():
+            self._core.context.set_topic(
+                topic,
+                assignment.partitions,
+                assignment.topic_id,
+                assignment.adding_replicas,
+                assignment.removing_replicas,
+            )
+            self._watch_topic(topic)
+        return list(assignments)
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -105,7 +106,7 @@ class ClusterChanges:
         self._topic_watches[topic] = self._core.zk.watch_topic(
             topic,
             lambda: self._core.fire(
-                "PartitionModifications", self._process_partition_modifications, topic
+                "PartitionModifications", self._process_partition_modifications, topic, coalesce=True
             ),
         )
 
@@ -119,7 +120,9 @@ class ClusterChanges:
             return
         self._broker_watches[broker_id] = self._core.zk.watch_broker(
             broker_id,
-            lambda: self._core.fire("BrokerModification", self._process_broker_modification, broker_id),
+            lambda: self._core.fire(
+                "BrokerModification", self._process_broker_modification, broker_id, coalesce=True
+            ),
         )
 
     def _unwatch_broker(self, broker_id: int) -> None:
@@ -184,8 +187,9 @@ class ClusterChanges:
         self._core.send_update_metadata(existing, ())
         self._core.send_update_metadata(new_set, ctx.partitions_with_leaders())
         replicas = ctx.replicas_on_brokers(new_set)
-        await self._rsm.handle_state_changes(replicas, _R.OnlineReplica)
-        await self._psm.trigger_online_partition_state_change()
+        with self._core.bulk_state_changes():  # one LeaderAndIsr per broker for both
+            await self._rsm.handle_state_changes(replicas, _R.OnlineReplica)
+            await self._psm.trigger_online_partition_state_change()
         reassigning = [
             tp
             for tp in sorted(ctx.partitions_being_reassigned)
@@ -216,11 +220,12 @@ class ClusterChanges:
         not_for_deletion = [
             key for key in replicas if not ctx.is_topic_queued_for_deletion(key[0][0])
         ]
-        await self._psm.handle_state_changes(
-            ctx.partitions_with_offline_leader(), _P.OfflinePartition
-        )
-        results = await self._psm.trigger_online_partition_state_change()
-        await self._rsm.handle_state_changes(not_for_deletion, _R.OfflineReplica)
+        with self._core.bulk_state_changes():  # one LeaderAndIsr per broker for the three
+            await self._psm.handle_state_changes(
+                ctx.partitions_with_offline_leader(), _P.OfflinePartition
+            )
+            results = await self._psm.trigger_online_partition_state_change()
+            await self._rsm.handle_state_changes(not_for_deletion, _R.OfflineReplica)
         if for_deletion:
             await self._deletion.fail_replica_deletion(for_deletion)
         if not not_for_deletion and all(isinstance(r, Exception) for r in results.values()):
@@ -259,9 +264,7 @@ class ClusterChanges:
             self.unwatch_topic(topic)
             ctx.remove_topic(topic)
         added: list[TopicPartitionTuple] = []
-        for topic in sorted(new_topics):
-            if not await self.load_topic(topic):
-                continue
+        for topic in await self.load_topics(sorted(new_topics)):
             added.extend(ctx.partitions_for_topic(topic))
         if new_topics or deleted:
             log.info(
@@ -276,10 +279,11 @@ class ClusterChanges:
     async def _on_new_partition_creation(self, tps: list[TopicPartitionTuple]) -> None:
         """KC ``onNewPartitionCreation``: New → NewReplica → Online → OnlineReplica."""
         ctx = self._core.context
-        await self._psm.handle_state_changes(tps, _P.NewPartition)
-        await self._rsm.handle_state_changes(ctx.replicas_for_partitions(tps), _R.NewReplica)
-        await self._psm.handle_state_changes(tps, _P.OnlinePartition, _Strategy.OFFLINE)
-        await self._rsm.handle_state_changes(ctx.replicas_for_partitions(tps), _R.OnlineReplica)
+        with self._core.bulk_state_changes():
+            await self._psm.handle_state_changes(tps, _P.NewPartition)
+            await self._rsm.handle_state_changes(ctx.replicas_for_partitions(tps), _R.NewReplica)
+            await self._psm.handle_state_changes(tps, _P.OnlinePartition, _Strategy.OFFLINE)
+            await self._rsm.handle_state_changes(ctx.replicas_for_partitions(tps), _R.OnlineReplica)
 
     async def _process_partition_modifications(self, topic: str) -> None:
         """KC ``processPartitionModifications``: partitions added to an existing topic."""
@@ -353,10 +357,11 @@ class ClusterChanges:
         finally:
             await self._core.zk.delete_log_dir_event_notifications(sequence_numbers, ctx.epoch_zk_version)
 
-    def on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
-        """A LeaderAndIsr answer: its KAFKA_STORAGE_ERROR partitions are processed as an event."""
-        errors = leader_and_isr_partition_errors(response, self._core.context.topic_ids)
-        if not errors and not self._core.context.replicas_on_offline_dirs.get(broker_id):
+    def on_leader_and_isr_response(self, broker_id: int, errors: dict[TopicPartitionTuple, int]) -> None:
+        """A LeaderAndIsr answer's per-partition errors: KAFKA_STORAGE_ERROR ones are processed as an event."""
+        if not self._core.context.replicas_on_offline_dirs.get(broker_id) and not any(
+            code == ErrorCode.KAFKA_STORAGE_ERROR for code in errors.values()
+        ):
             return  # nothing offline, before or now: the usual case
         self._core.fire("LeaderAndIsrResponseReceived", self._process_leader_and_isr_response, broker_id, errors)
 

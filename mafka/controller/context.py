@@ -173,6 +173,43 @@ def from_election_state(state: LeaderAndIsr, controller_epoch: int) -> LeaderIsr
     )
 
 
+class _ReplicaStates(ReplicaStateTable[PartitionReplica]):
+    """The replica state table, indexed by topic too (so forgetting a topic is not a full scan).
+
+    A replica's state may outlive its place in the assignment (a reassignment
+    drops the removed replicas from it before their state goes), so a topic's
+    states are found through this index rather than through its assignment.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_topic: dict[str, set[PartitionReplica]] = {}
+
+    def put(self, key: PartitionReplica, state: ReplicaState) -> None:
+        super().put(key, state)
+        self._by_topic.setdefault(key[0][0], set()).add(key)
+
+    def remove(self, key: PartitionReplica) -> None:
+        super().remove(key)
+        keys = self._by_topic.get(key[0][0])
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_topic[key[0][0]]
+
+    def transition(
+        self, keys: Iterable[PartitionReplica], target: ReplicaState
+    ) -> TransitionResult[PartitionReplica, ReplicaState]:
+        keys = list(keys)
+        for key in keys:
+            self._by_topic.setdefault(key[0][0], set()).add(key)
+        return super().transition(keys, target)
+
+    def keys_of_topic(self, topic: str) -> list[PartitionReplica]:
+        """The replicas of *topic* that have a state."""
+        return list(self._by_topic.get(topic, ()))
+
+
 class ControllerContext:
     """What the active controller knows (Kafka's ``ControllerContext``); see the module doc."""
 
@@ -194,7 +231,7 @@ class ControllerContext:
         self.partitions_being_reassigned: set[TopicPartitionTuple] = set()
         self.leadership: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: PartitionStateTable[TopicPartitionTuple] = PartitionStateTable()
-        self.replica_states: ReplicaStateTable[PartitionReplica] = ReplicaStateTable()
+        self.replica_states: _ReplicaStates = _ReplicaStates()
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
@@ -308,7 +345,7 @@ class ControllerContext:
             self.partition_states.remove(tp)
             for replica in self.partition_replicas(tp):
                 self.replica_states.remove((tp, replica))
-        for replica_key in [k for k in self.replica_states if k[0][0] == topic]:
+        for replica_key in self.replica_states.keys_of_topic(topic):
             self.replica_states.remove(replica_key)
         for table in (self.adding_replicas, self.removing_replicas):
             for key in [k for k in table if k[0] == topic]:

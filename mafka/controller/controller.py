@@ -391,7 +391,7 @@ class Controller:
     # ------------------------------------------------------------------ session and /controller events
 
     def _on_controller_znode(self) -> None:
-        self.core.fire("ControllerChange", self._process_controller_change)
+        self.core.fire("ControllerChange", self._process_controller_change, coalesce=True)
 
     def _on_session_expired(self) -> None:
         if self.core.stopped or not self._started:

@@ -23,7 +23,8 @@ each collaborator's constructor.  It owns:
   event hands over to the *on_controller_moved* routine of the controller
   and becomes ``NotControllerError``);
 * the admin waiters (:class:`OutcomeWaiters`), checked after every event;
-* :meth:`ControllerCore.send_update_metadata` (UpdateMetadata in a batch of its own).
+* :meth:`ControllerCore.send_update_metadata` (UpdateMetadata in a batch of its own) and
+  :meth:`ControllerCore.bulk_state_changes` (one batch, the garbage collector paused).
 
 It decides nothing: the collaborators do, each for its own concern, and
 they reach each other only through references given to their constructors.
@@ -31,9 +32,10 @@ they reach each other only through references given to their constructors.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,6 +44,7 @@ from twisted.python.failure import Failure
 
 from mafka.background import BackgroundPasses
 from mafka.controller.channel import ControllerBrokerRequestBatch, ControllerChannelManager
+from mafka.controller.collector import CollectorPause
 from mafka.controller.config import ControllerConfig
 from mafka.controller.context import ControllerContext
 from mafka.controller.events import ControllerEventQueue, EventDropped
@@ -159,6 +162,8 @@ class ControllerCore:
         #: The batch every state change fills and sends; its response callbacks
         #: are set by the controller once the collaborators exist.
         self.batch = ControllerBrokerRequestBatch(broker_id, self.context, channel)
+        #: Pauses the cyclic garbage collector during bulk work (:meth:`bulk_state_changes`).
+        self.collector = CollectorPause(reactor)
         #: Kafka's ``ControllerStats`` (``UncleanLeaderElectionsPerSec`` …).
         self.stats = ControllerStats()
         self.waiters = OutcomeWaiters(reactor)
@@ -176,8 +181,15 @@ class ControllerCore:
 
     # ------------------------------------------------------------------ event plumbing
 
-    def enqueue(self, name: str, fn: Callable[..., Awaitable[T]], *args: Any) -> Deferred[T]:
-        """Queues ``fn(*args)`` as the event *name*; fires with its result once it has run."""
+    def enqueue(
+        self, name: str, fn: Callable[..., Awaitable[T]], *args: Any, coalesce: bool = False
+    ) -> Deferred[T]:
+        """Queues ``fn(*args)`` as the event *name*; fires with its result once it has run.
+
+        With *coalesce*, nothing is queued while the same event (name and
+        arguments) still waits — for events that re-read ZooKeeper when they
+        run (see :class:`~mafka.controller.events.ControllerEventQueue`).
+        """
 
         async def run() -> T:
             try:
@@ -197,13 +209,18 @@ class ControllerCore:
                     )
                 raise NotControllerError(f"controller moved while processing {name}") from exc
 
-        return self.events.put(name, run)
+        return self.events.put(name, run, key=(name, fn, *args) if coalesce else None)
 
-    def fire(self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
-        """Queues an event nobody waits for (failures are logged); nothing once stopped."""
+    def fire(
+        self, name: str, fn: Callable[..., Awaitable[Any]], *args: Any, coalesce: bool = False
+    ) -> None:
+        """Queues an event nobody waits for (failures are logged); nothing once stopped.
+
+        *coalesce* as for :meth:`enqueue`: a ZooKeeper watch's event, which reads the latest state.
+        """
         if self.stopped:
             return
-        self.enqueue(name, fn, *args).addErrback(self.log_event_failure, name)
+        self.enqueue(name, fn, *args, coalesce=coalesce).addErrback(self.log_event_failure, name)
 
     def log_event_failure(self, failure: Failure, name: str) -> None:
         if failure.check(EventDropped, NotControllerError):
@@ -231,10 +248,27 @@ class ControllerCore:
 
     # ------------------------------------------------------------------ requests
 
+    @contextlib.contextmanager
+    def bulk_state_changes(self) -> Iterator[None]:
+        """One controller action over many partitions (a broker's failure or startup, a controlled
+        shutdown, new partitions): the requests of its state changes are merged into one batch per
+        broker (``batch.merged()``) and the cyclic garbage collector is paused meanwhile
+        (:mod:`mafka.controller.collector`)."""
+        with self.collector.paused(), self.batch.merged():
+            yield
+
     def send_update_metadata(
         self, broker_ids: Iterable[int], partitions: Iterable[TopicPartitionTuple]
     ) -> None:
-        """KC ``sendUpdateMetadataRequest`` (its own batch)."""
+        """KC ``sendUpdateMetadataRequest`` (its own batch).
+
+        Inside a merged batch (``batch.merged()``) it is sent at once too,
+        after what was merged so far, so the order of requests is kept."""
+        if self.batch.is_merging:
+            self.batch.flush()
+            self.batch.add_update_metadata(broker_ids, partitions)
+            self.batch.flush()
+            return
         self.batch.new_batch()
         self.batch.add_update_metadata(broker_ids, partitions)
         self.batch.send_requests(self.context.epoch)

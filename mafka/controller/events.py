@@ -9,7 +9,14 @@ ZooKeeper watch or session callback that queues an event never runs
 controller code re-entrantly.
 
 ``clear_and_put`` drops the events still waiting (not the one running), as
-Kafka does when the ZooKeeper session expires.  Each ``put`` returns a
+Kafka does when the ZooKeeper session expires.
+
+An event put with a ``key`` (a ZooKeeper watch's "re-read this" event) is
+not queued again while one with the same key still waits: the waiting one
+will read the latest state anyway.  ZooKeeper's one-shot watches coalesce
+changes the same way for Kafka (a watch is set again only when its handler
+reads); Mafka's persistent watches fire once per change, and thousands of
+partitions make thousands of changes.  Each ``put`` returns a
 Deferred firing with the event's result (or failing with its error); a
 dropped event's Deferred fails with :class:`EventDropped`.
 """
@@ -19,7 +26,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +48,9 @@ class _Event:
     name: str
     handler: Callable[[], Any]
     deferred: Deferred[Any] = field(default_factory=Deferred)
+    key: Hashable = None
+    #: Deferreds of the puts coalesced into this one: fired with its result
+    followers: list[Deferred[Any]] = field(default_factory=list)
 
 
 class ControllerEventQueue:
@@ -56,6 +66,8 @@ class ControllerEventQueue:
         self._reactor = reactor
         self._after_event = after_event
         self._queue: deque[_Event] = deque()
+        #: waiting events put with a key, by key
+        self._waiting_keys: dict[Hashable, _Event] = {}
         self._running: _Event | None = None
         self._call: Any = None
         self._closed = False
@@ -74,13 +86,26 @@ class ControllerEventQueue:
     def idle(self) -> bool:
         return self._running is None and not self._queue
 
-    def put(self, name: str, handler: Callable[[], Any]) -> Deferred[Any]:
-        """Queues *handler*; the Deferred fires with its result once it has run."""
-        event = _Event(name, handler)
+    def put(self, name: str, handler: Callable[[], Any], *, key: Hashable = None) -> Deferred[Any]:
+        """Queues *handler*; the Deferred fires with its result once it has run.
+
+        With a *key* (not None): if an event put with the same key is still
+        waiting, nothing is queued and the Deferred fires with that event's
+        result (*handler* is not called).
+        """
+        if key is not None and not self._closed:
+            waiting = self._waiting_keys.get(key)
+            if waiting is not None:
+                follower: Deferred[Any] = Deferred()
+                waiting.followers.append(follower)
+                return follower
+        event = _Event(name, handler, key=key)
         if self._closed:
             event.deferred.errback(EventDropped(f"{name}: the event queue is closed"))
             return event.deferred
         self._queue.append(event)
+        if key is not None:
+            self._waiting_keys[key] = event
         self._schedule()
         return event.deferred
 
@@ -101,8 +126,10 @@ class ControllerEventQueue:
 
     def _drop_waiting(self, why: str) -> None:
         dropped, self._queue = self._queue, deque()
+        self._waiting_keys.clear()
         for event in dropped:
-            event.deferred.errback(EventDropped(f"{event.name}: {why}"))
+            for d in (event.deferred, *event.followers):
+                d.errback(EventDropped(f"{event.name}: {why}"))
 
     def _schedule(self) -> None:
         if self._closed or self._running is not None or not self._queue or self._call is not None:
@@ -114,6 +141,8 @@ class ControllerEventQueue:
         if self._running is not None or not self._queue:
             return
         event = self._queue.popleft()
+        if event.key is not None and self._waiting_keys.get(event.key) is event:
+            del self._waiting_keys[event.key]  # running: a change from now on needs a new event
         self._running = event
         try:
             result = event.handler()
@@ -132,8 +161,9 @@ class ControllerEventQueue:
                 self._after_event(event.name)
             except Exception:
                 log.exception("after-event hook failed after %s", event.name)
-        if isinstance(result, Failure):
-            event.deferred.errback(result)
-        else:
-            event.deferred.callback(result)
+        for d in (event.deferred, *event.followers):
+            if isinstance(result, Failure):
+                d.errback(result)
+            else:
+                d.callback(result)
         self._schedule()

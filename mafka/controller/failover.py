@@ -25,6 +25,7 @@ the core's :class:`~mafka.controller.context.ControllerContext`.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 from mafka.controller.cluster_changes import ClusterChanges
@@ -81,52 +82,67 @@ class ControllerFailover:
     async def on_controller_failover(self) -> None:
         """KC ``onControllerFailover`` (§3.1)."""
         ctx = self._core.context
+        clock = self._core.reactor.seconds
+        started = clock()
         await self._maybe_enable_features()
+        # Each watch queues an event that re-reads ZooKeeper: one waiting is enough (coalesce).
+        zk, fire = self._core.zk, functools.partial(self._core.fire, coalesce=True)
         self._watches = [
-            self._core.zk.watch_broker_ids(
-                lambda: self._core.fire("BrokerChange", self._changes.process_broker_change)
+            zk.watch_broker_ids(lambda: fire("BrokerChange", self._changes.process_broker_change)),
+            zk.watch_topics(lambda: fire("TopicChange", self._changes.process_topic_change)),
+            zk.watch_topic_deletions(lambda: fire("TopicDeletion", self._deletion.process_topic_deletion)),
+            zk.watch_isr_change_notifications(
+                lambda: fire("IsrChangeNotification", self._changes.process_isr_change_notification)
             ),
-            self._core.zk.watch_topics(lambda: self._core.fire("TopicChange", self._changes.process_topic_change)),
-            self._core.zk.watch_topic_deletions(
-                lambda: self._core.fire("TopicDeletion", self._deletion.process_topic_deletion)
+            zk.watch_log_dir_event_notifications(
+                lambda: fire("LogDirEventNotification", self._changes.process_log_dir_event_notification)
             ),
-            self._core.zk.watch_isr_change_notifications(
-                lambda: self._core.fire("IsrChangeNotification", self._changes.process_isr_change_notification)
+            zk.watch_preferred_replica_election(
+                lambda: fire("ReplicaLeaderElection(zk)", self._elections.process_zk_preferred_replica_election)
             ),
-            self._core.zk.watch_log_dir_event_notifications(
-                lambda: self._core.fire("LogDirEventNotification", self._changes.process_log_dir_event_notification)
-            ),
-            self._core.zk.watch_preferred_replica_election(
-                lambda: self._core.fire(
-                    "ReplicaLeaderElection(zk)", self._elections.process_zk_preferred_replica_election
-                )
-            ),
-            self._core.zk.watch_partition_reassignment(
-                lambda: self._core.fire(
-                    "ZkPartitionReassignment", self._reassignments.process_zk_partition_reassignment
-                )
+            zk.watch_partition_reassignment(
+                lambda: fire("ZkPartitionReassignment", self._reassignments.process_zk_partition_reassignment)
             ),
         ]
         await self._core.zk.delete_log_dir_event_notifications(None, ctx.epoch_zk_version)
         await self._core.zk.delete_isr_change_notifications(None, ctx.epoch_zk_version)
-        await self._initialize_context()
-        to_delete = set(await self._core.zk.get_topic_deletions())
-        offline_topics = {
-            topic
-            for topic in ctx.all_topics
-            if any(not ctx.is_replica_online(r, tp) for tp, r in ctx.replicas_for_topic(topic))
-        }
-        offline_topics |= {tp[0] for tp in ctx.partitions_being_reassigned}
-        if self._core.config.delete_topic_enable:
-            ctx.queue_topic_deletion(to_delete)
-            ctx.topics_ineligible_for_deletion |= offline_topics & ctx.topics_to_be_deleted
-        elif to_delete:
-            await self._core.zk.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
-        # Brokers must learn the live brokers before any LeaderAndIsr.
-        self._core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
-        await self._rsm.startup()
-        await self._psm.startup()
-        log.info("controller %d: ready as controller with epoch %d", self._core.broker_id, ctx.epoch)
+        # Loading and starting the state machines is the bulk of the work: the cyclic collector
+        # is paused throughout (mafka.controller.collector).
+        with self._core.collector.paused():
+            await self._initialize_context()
+            loaded = clock()
+            to_delete = set(await self._core.zk.get_topic_deletions())
+            offline_topics = {
+                topic
+                for topic in ctx.all_topics
+                if any(not ctx.is_replica_online(r, tp) for tp, r in ctx.replicas_for_topic(topic))
+            }
+            offline_topics |= {tp[0] for tp in ctx.partitions_being_reassigned}
+            if self._core.config.delete_topic_enable:
+                ctx.queue_topic_deletion(to_delete)
+                ctx.topics_ineligible_for_deletion |= offline_topics & ctx.topics_to_be_deleted
+            elif to_delete:
+                await self._core.zk.delete_topic_deletions(sorted(to_delete), ctx.epoch_zk_version)
+            # Brokers must learn the live brokers before any LeaderAndIsr.
+            self._core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
+            # One LeaderAndIsr and one UpdateMetadata per broker for the replica and partition
+            # state machines' startups together: each partition's final state, once.
+            with self._core.batch.merged():
+                await self._rsm.startup()
+                replicas_done = clock()
+                await self._psm.startup()
+                partitions_done = clock()
+        log.info(
+            "controller %d: ready as controller with epoch %d; %d partitions: context loaded in %.2f s, "
+            "replica states in %.2f s, leaders in %.2f s, requests sent in %.2f s",
+            self._core.broker_id,
+            ctx.epoch,
+            len(ctx.leadership),
+            loaded - started,
+            replicas_done - loaded,
+            partitions_done - replicas_done,
+            clock() - partitions_done,
+        )
         await self._reassignments.initialize_partition_reassignments()
         await self._deletion.resume_deletions()
         await self._elections.process_zk_preferred_replica_election()
@@ -148,9 +164,7 @@ class ControllerFailover:
         brokers = await self._core.zk.get_all_brokers()
         ctx.set_live_brokers(brokers)
         ctx.shutting_down.clear()
-        for topic in await self._core.zk.get_topics():
-            if not await self._changes.load_topic(topic):
-                continue
+        await self._changes.load_topics(await self._core.zk.get_topics())
         ctx.partitions_being_reassigned = set(ctx.adding_replicas) | set(ctx.removing_replicas)
         for broker_id in sorted(brokers):
             self._changes.watch_broker(broker_id)

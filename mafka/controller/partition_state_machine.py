@@ -94,7 +94,7 @@ class PartitionStateMachine:
             log.exception(
                 "controller %d: error moving partitions to %s", self._core.broker_id, target.name
             )
-            self._core.batch.clear()
+            self._core.batch.abandon()
             return {tp: exc for tp in tps}
 
     async def trigger_online_partition_state_change(
@@ -174,16 +174,20 @@ class PartitionStateMachine:
         return done
 
     async def _unclean_allowed(self, topics: Iterable[str]) -> dict[str, bool]:
+        """Each topic's ``unclean.leader.election.enable`` (its override, else the broker's); one batch of reads."""
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        try:
+            configs = await self._core.zk.get_topic_configs(names)
+        except ControllerMovedError:
+            raise
+        except Exception:
+            log.exception("reading the configs of %s failed", names)
+            configs = {}
         out: dict[str, bool] = {}
-        for topic in sorted(set(topics)):
-            try:
-                config = await self._core.zk.get_topic_config(topic)
-            except ControllerMovedError:
-                raise
-            except Exception:
-                log.exception("reading the config of %s failed", topic)
-                config = {}
-            value = config.get("unclean.leader.election.enable")
+        for topic in names:
+            value = configs.get(topic, {}).get("unclean.leader.election.enable")
             out[topic] = (
                 self._core.config.unclean_leader_election_enable if value is None else as_bool(value)
             )

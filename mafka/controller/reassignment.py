@@ -532,6 +532,7 @@ class ReassignmentManager:
                 "PartitionReassignmentIsrChange",
                 self._process_partition_reassignment_isr_change,
                 tp,
+                coalesce=True,
             ),
         )
 

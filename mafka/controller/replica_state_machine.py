@@ -79,7 +79,7 @@ class ReplicaStateMachine:
             raise
         except Exception:
             log.exception("controller %d: error moving replicas to %s", self._core.broker_id, target.name)
-            self._core.batch.clear()
+            self._core.batch.abandon()
 
     async def _do_replica_state_changes(
         self, replica: int, tps: list[TopicPartitionTuple], target: ReplicaState

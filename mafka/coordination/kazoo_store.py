@@ -1,9 +1,11 @@
 """KazooStore: the ClusterStore seam on a real ZooKeeper, through kazoo.
 
-This is the only Mafka module that imports kazoo.  Threading model:
+This module and its plumbing, :mod:`mafka.coordination.kazoo_batch`, are the
+only Mafka modules that import kazoo.  Threading model:
 
-* kazoo runs its own threads (``SequentialThreadingHandler``: a connection
-  thread, a callback thread and a completion thread);
+* kazoo runs its own threads (``SequentialThreadingHandler``, as
+  ``kazoo_batch.PollHandler``: a connection thread, a callback thread and a
+  completion thread);
 * every operation uses kazoo's ``*_async`` API; the result is hopped onto the
   reactor with ``reactor.callFromThread`` and fires the Deferred there, so the
   reactor never waits for ZooKeeper;
@@ -12,7 +14,12 @@ This is the only Mafka module that imports kazoo.  Threading model:
   persistent watches are re-armed there (the re-arm request is queued before
   the user's callback runs, so whatever the callback reads is read after the
   watch is armed again — no change is lost);
-* blocking kazoo calls (``stop``/``close``) run in a short-lived daemon thread.
+* blocking kazoo calls (``stop``/``close``) run in a short-lived daemon thread;
+* a batch (``get_many``, ``transactions``) becomes few requests — multiRead
+  chunks, grouped multis — sent at once (kazoo pipelines them on its one
+  connection; ZooKeeper answers one session's requests in order); their
+  answers are gathered on kazoo's completion thread and hopped onto the
+  reactor **once**.  The plumbing is :mod:`mafka.coordination.kazoo_batch`'s.
 
 Sessions: kazoo state CONNECTED with a new session id → ``session_established``
 (also for the first session); SUSPENDED → ``session_lost``; LOST (expiry) →
@@ -24,27 +31,36 @@ again and their callbacks are called once (something may have changed unseen).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo import exceptions as kz
 from kazoo.client import KazooClient, KazooState
-from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
-from kazoo.protocol.serialization import Create
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import EventType
 from kazoo.retry import KazooRetry
-from kazoo.security import OPEN_ACL_UNSAFE
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from mafka.coordination.kazoo_batch import (
+    MULTI_READ_PATHS,
+    Batch,
+    Outcome,
+    PollHandler,
+    commit_async,
+    failed,
+    get_async,
+    independent,
+    multi_read_async,
+    transaction_groups,
+)
 from mafka.coordination.store import (
     BadVersionError,
-    CheckOp,
     ConnectionLossError,
     CreateOp,
-    DeleteOp,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -55,6 +71,7 @@ from mafka.coordination.store import (
     Stat,
     StoreError,
     WatchCallback,
+    validate_ops,
     validate_path,
 )
 
@@ -260,7 +277,7 @@ class KazooStore:
         self._operation_timeout_s = (
             operation_timeout_s if operation_timeout_s is not None else session_timeout_ms / 1000.0
         )
-        handler = SequentialThreadingHandler()
+        handler = PollHandler()
         self._client = KazooClient(
             hosts=hosts,
             timeout=session_timeout_ms / 1000.0,
@@ -274,6 +291,8 @@ class KazooStore:
         self._session_id = 0
         self._connected = False
         self._closing = False
+        #: False once the server answered a multiRead with Unimplemented (ZooKeeper < 3.6)
+        self._multi_read = True
         self._started = False
         self._start_d: Deferred[None] | None = None
         self._start_timeout: Any = None
@@ -538,48 +557,145 @@ class KazooStore:
     def transaction(self, ops: Sequence[Op]) -> Deferred[list[object]]:
         ops = list(ops)
         try:
-            for op in ops:
-                if not isinstance(op, CheckOp | CreateOp | SetOp | DeleteOp):
-                    raise TypeError(f"not a transaction op: {op!r}")
-                validate_path(op.path + "0" if isinstance(op, CreateOp) and op.sequential else op.path)
+            validate_ops(ops)
         except (TypeError, ValueError) as exc:
             return defer.fail(exc)
+        return self._call(lambda c: commit_async(c, ops), lambda raw: _transaction_results(ops, raw))
 
-        def commit(client: KazooClient) -> Any:
-            txn = client.transaction()
-            for op in ops:
-                if isinstance(op, CheckOp):
-                    txn.check(op.path, op.version)
-                elif isinstance(op, CreateOp):
-                    if op.sequential and op.path.endswith("/"):
-                        # kazoo's transaction strips a trailing "/" (→ "/q0000000001");
-                        # ZooKeeper itself accepts "/q/" + sequential → "/q/0000000001".
-                        if not isinstance(op.data, bytes):
-                            raise TypeError("Invalid type for 'value' (must be a byte string)")
-                        flags = (1 if op.ephemeral else 0) | 2
-                        txn._add(Create(op.path, op.data, OPEN_ACL_UNSAFE, flags))
-                    else:
-                        txn.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
-                elif isinstance(op, SetOp):
-                    txn.set_data(op.path, op.data, op.version)
-                else:
-                    if op.path == "/":
-                        raise StoreError("cannot delete the root")
-                    txn.delete(op.path, op.version)
-            return txn.commit_async()
+    # ------------------------------------------------------------------ batches
 
-        def results(raw: list[Any]) -> list[object]:
-            failures = [(i, r) for i, r in enumerate(raw) if isinstance(r, Exception)]
-            if failures:
-                real = [(i, f) for i, f in failures if not isinstance(f, kz.RolledBackError | kz.RuntimeInconsistency)]
-                index, error = real[0] if real else failures[0]
-                raise translate_error(error, ops[index].path if index < len(ops) else None)
-            out: list[object] = []
-            for op, r in zip(ops, raw, strict=True):
-                out.append(_stat(r) if isinstance(op, SetOp) else r)
-            return out
+    def get_many(self, paths: Sequence[str]) -> Deferred[list[tuple[bytes, Stat] | None]]:
+        """See :meth:`ClusterStore.get_many`: multiRead requests of up to ``MULTI_READ_PATHS`` paths,
+        all sent at once (pipelined ``getData`` when the server has no multiRead)."""
+        paths = list(paths)
+        try:
+            for path in paths:
+                validate_path(path)
+        except ValueError as exc:
+            return defer.fail(exc)
+        if self._closing:
+            return defer.fail(ConnectionLossError("store is stopped"))
+        return Deferred.fromCoroutine(self._get_many(paths))
 
-        return self._call(commit, results)
+    async def _get_many(self, paths: list[str]) -> list[tuple[bytes, Stat] | None]:
+        if not paths:
+            return []
+        if self._multi_read:
+            chunks = [paths[i : i + MULTI_READ_PATHS] for i in range(0, len(paths), MULTI_READ_PATHS)]
+            answers = await self._batch([functools.partial(multi_read_async, paths=chunk) for chunk in chunks])
+            if not any(isinstance(error, kz.UnimplementedError) for _, error in answers):
+                out: list[tuple[bytes, Stat] | None] = []
+                for chunk, (items, error) in zip(chunks, answers, strict=True):
+                    if error is not None:
+                        raise translate_error(error, chunk[0])
+                    for path, item in zip(chunk, items, strict=True):
+                        failure = item if isinstance(item, Exception) else None
+                        out.append(_read_result(path, None if failure else item, failure))
+                return out
+            _log.info("ZooKeeper at {hosts} has no multiRead (3.6+): batches of reads are pipelined", hosts=self._hosts)
+            self._multi_read = False
+        answers = await self._batch([functools.partial(get_async, path=path) for path in paths])
+        return [_read_result(path, value, error) for path, (value, error) in zip(paths, answers, strict=True)]
+
+    def transactions(self, op_lists: Sequence[Sequence[Op]]) -> Deferred[list[list[object] | StoreError]]:
+        """See :meth:`ClusterStore.transactions`.
+
+        Consecutive op lists go as one grouped multi (``transaction_groups``):
+        a group that fails had nothing applied, so its lists are then sent
+        again one multi each (pipelined) — each one succeeds or fails on its
+        own, as if sent alone.  Groups go one after the other, each once the
+        one before it is settled, so every list is applied in order; when the
+        lists cannot depend on each other (``independent``: compare-and-sets
+        of distinct znodes, the controller's partition-state writes) all
+        groups go at once.  A group that got no answer (connection loss,
+        timeout) is not resent: each of its lists gets ConnectionLossError
+        (outcome unknown).
+        """
+        lists = [list(ops) for ops in op_lists]
+        try:
+            for ops in lists:
+                validate_ops(ops)
+                for op in ops:
+                    if isinstance(op, CreateOp | SetOp) and not isinstance(op.data, bytes):
+                        raise TypeError("Invalid type for 'value' (must be a byte string)")
+        except (TypeError, ValueError) as exc:
+            return defer.fail(exc)
+        if self._closing:
+            return defer.fail(ConnectionLossError("store is stopped"))
+        return Deferred.fromCoroutine(self._transactions(lists))
+
+    async def _transactions(self, lists: list[list[Op]]) -> list[list[object] | StoreError]:
+        groups = transaction_groups(lists)
+        if len(groups) > 1 and independent(lists):
+            settled = await defer.gatherResults(
+                [Deferred.fromCoroutine(self._group(lists, group)) for group in groups], consumeErrors=True
+            )
+            return [outcome for outcomes in settled for outcome in outcomes]
+        out: list[list[object] | StoreError] = []
+        for group in groups:
+            out.extend(await self._group(lists, group))
+        return out
+
+    async def _group(self, lists: list[list[Op]], group: range) -> list[list[object] | StoreError]:
+        """One group of op lists as one multi, resent one multi each if it failed."""
+        if len(group) > 1:
+            ops = [op for index in group for op in lists[index]]
+            [(raw, error)] = await self._batch([functools.partial(commit_async, ops=ops)])
+            if error is not None:
+                return [_transaction_outcome(lists[index], None, error) for index in group]
+            if not failed(raw):
+                out: list[list[object] | StoreError] = []
+                offset = 0
+                for index in group:
+                    size = len(lists[index])
+                    out.append(_transaction_results(lists[index], raw[offset : offset + size]))
+                    offset += size
+                return out
+        answers = await self._batch([functools.partial(commit_async, ops=lists[index]) for index in group])
+        return [
+            _transaction_outcome(lists[index], raw, error)
+            for index, (raw, error) in zip(group, answers, strict=True)
+        ]
+
+    def _batch(self, starts: list[Callable[[KazooClient], Any]]) -> Deferred[list[Outcome]]:
+        """Sends every request at once; fires (on the reactor) with their raw outcomes, in order.
+
+        The batch is given up only when **no** answer came for
+        ``operation_timeout_s`` (a big batch may take longer than that as a
+        whole): the requests unanswered then get kazoo's OperationTimeoutError.
+        """
+        if self._closing:
+            return defer.fail(ConnectionLossError("store is stopped"))
+        d: Deferred[list[Outcome]] = Deferred()
+        timer: list[Any] = [None]
+
+        def done(outcomes: list[Outcome]) -> None:
+            if timer[0] is not None and timer[0].active():
+                timer[0].cancel()
+            if not d.called:
+                d.callback(outcomes)
+
+        batch = Batch(self._reactor, len(starts), done)
+        for index, start in enumerate(starts):
+            try:
+                result = start(self._client)
+            except Exception as exc:  # noqa: BLE001 - kazoo refused (closed client…): its outcome
+                batch.answer(index, None, exc)
+                continue
+            result.rawlink(functools.partial(batch.collect, index))
+
+        def check_progress(seen: int) -> None:
+            timer[0] = None
+            if d.called:
+                return
+            if batch.answered == seen:
+                batch.give_up(kz.OperationTimeoutError(f"no answer within {self._operation_timeout_s:g} s"))
+            else:
+                timer[0] = self._reactor.callLater(self._operation_timeout_s, check_progress, batch.answered)
+
+        timer[0] = self._reactor.callLater(self._operation_timeout_s, check_progress, 0)
+        batch.start()
+        return d
 
     # ------------------------------------------------------------------ watches
 
@@ -603,6 +719,38 @@ class KazooStore:
 
     def __repr__(self) -> str:
         return f"KazooStore({self._hosts!r}, session=0x{self._session_id:x}, connected={self._connected})"
+
+
+def _transaction_results(ops: list[Op], raw: list[Any]) -> list[object]:
+    """A multi's per-op answers → our results; raises the first failing op's error (translated)."""
+    failures = [(i, r) for i, r in enumerate(raw) if isinstance(r, Exception)]
+    if failures:
+        real = [(i, f) for i, f in failures if not isinstance(f, kz.RolledBackError | kz.RuntimeInconsistency)]
+        index, error = real[0] if real else failures[0]
+        raise translate_error(error, ops[index].path if index < len(ops) else None)
+    out: list[object] = []
+    for op, r in zip(ops, raw, strict=True):
+        out.append(_stat(r) if isinstance(op, SetOp) else r)
+    return out
+
+
+def _read_result(path: str, value: Any, error: BaseException | None) -> tuple[bytes, Stat] | None:
+    """One read of a batch: ``(data, Stat)``, None for a missing node; other errors raised (translated)."""
+    if error is None:
+        return (value[0] if value[0] is not None else b"", _stat(value[1]))
+    if isinstance(error, kz.NoNodeError):
+        return None
+    raise translate_error(error, path)
+
+
+def _transaction_outcome(ops: list[Op], raw: Any, error: BaseException | None) -> list[object] | StoreError:
+    """One transaction of a batch: its results, or the StoreError it failed with."""
+    try:
+        if error is not None:
+            raise translate_error(error, ops[0].path if ops else None)
+        return _transaction_results(ops, raw)
+    except StoreError as exc:
+        return exc
 
 
 def _chain(d: Deferred[Any]) -> Deferred[Any]:

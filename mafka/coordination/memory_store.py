@@ -35,7 +35,10 @@ at once with ConnectionLossError (KazooStore lets them wait for the
 reconnection, up to its operation timeout, then raises ConnectionLossError);
 watch callbacks fire exactly once per change (KazooStore may add spurious
 calls, e.g. once after every reconnection); a stopped MemoryStore can be
-started again with a new session.
+started again with a new session; ``get_many`` reads every path at one
+instant and ``transactions`` applies each op list on its own (KazooStore's
+batches may see other sessions' writes in between, and group op lists into
+one multi when that cannot change their outcomes).
 """
 
 from __future__ import annotations
@@ -55,7 +58,6 @@ from mafka.coordination.store import (
     CheckOp,
     ConnectionLossError,
     CreateOp,
-    DeleteOp,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
@@ -66,6 +68,7 @@ from mafka.coordination.store import (
     Stat,
     StoreError,
     WatchCallback,
+    validate_ops,
     validate_path,
 )
 
@@ -275,11 +278,30 @@ class MemoryZooKeeper:
         validate_path(path)
         return sorted(self._node(path).children)
 
+    def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Stat] | None]:
+        """``(data, stat)`` of every path, None for an absent one (one consistent read)."""
+        for path in paths:
+            validate_path(path)
+        out: list[tuple[bytes, Stat] | None] = []
+        for path in paths:
+            node = self._nodes.get(path)
+            out.append(None if node is None else (node.data, node.stat()))
+        return out
+
+    def transactions(self, session_id: int, op_lists: Sequence[Sequence[Op]]) -> list[list[object] | StoreError]:
+        """Each op list as a transaction of its own, in order; a failed one's StoreError in its place."""
+        for ops in op_lists:
+            _validate_txn(ops)
+        out: list[list[object] | StoreError] = []
+        for ops in op_lists:
+            try:
+                out.append(self.transaction(session_id, ops))
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
     def transaction(self, session_id: int, ops: Sequence[Op]) -> list[object]:
-        for op in ops:
-            if not isinstance(op, CheckOp | CreateOp | SetOp | DeleteOp):
-                raise TypeError(f"not a transaction op: {op!r}")
-            validate_path(op.path + "0" if isinstance(op, CreateOp) and op.sequential else op.path)
+        _validate_txn(ops)
         txn = _Txn(self)
         results: list[object] = []
         try:
@@ -290,10 +312,8 @@ class MemoryZooKeeper:
                         raise BadVersionError(op.path)
                     results.append(True)
                 elif isinstance(op, CreateOp):
-                    _check_bytes(op.data)
                     results.append(self._create(txn, session_id, op.path, op.data, op.ephemeral, op.sequential))
                 elif isinstance(op, SetOp):
-                    _check_bytes(op.data)
                     results.append(self._set(txn, op.path, op.data, op.version))
                 else:
                     if op.path == "/":
@@ -450,6 +470,14 @@ def _check_bytes(data: Any) -> None:
         raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
 
 
+def _validate_txn(ops: Sequence[Op]) -> None:
+    """Raises TypeError/ValueError for an op list no transaction could apply (checked before any op runs)."""
+    validate_ops(ops)
+    for op in ops:
+        if isinstance(op, CreateOp | SetOp):
+            _check_bytes(op.data)
+
+
 class MemoryStore:
     """One ZooKeeper session on a :class:`MemoryZooKeeper` (a ClusterStore).
 
@@ -574,6 +602,14 @@ class MemoryStore:
     def transaction(self, ops: Sequence[Op]) -> Deferred[list[object]]:
         ops = list(ops)
         return self._op(lambda: self._tree.transaction(self._session_id, ops))
+
+    def get_many(self, paths: Sequence[str]) -> Deferred[list[tuple[bytes, Stat] | None]]:
+        paths = list(paths)
+        return self._op(lambda: self._tree.get_many(paths))
+
+    def transactions(self, op_lists: Sequence[Sequence[Op]]) -> Deferred[list[list[object] | StoreError]]:
+        lists = [list(ops) for ops in op_lists]
+        return self._op(lambda: self._tree.transactions(self._session_id, lists))
 
     def watch_children(self, path: str, callback: WatchCallback) -> _Watch:
         return self._tree.add_watch(self, _CHILDREN, path, callback)

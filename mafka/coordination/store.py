@@ -3,12 +3,18 @@
 Two implementations: :class:`~mafka.coordination.kazoo_store.KazooStore`
 (real ZooKeeper through kazoo) and
 :class:`~mafka.coordination.memory_store.MemoryStore` (unit tests).  Nothing
-else in Mafka imports kazoo.
+else in Mafka imports kazoo (but KazooStore's plumbing,
+:mod:`~mafka.coordination.kazoo_batch`).
 
 Contract:
 
 * every operation returns a Twisted ``Deferred`` that fires **on the reactor
   thread**; no call blocks the reactor (kazoo's own threads do the I/O);
+* the batch operations (:meth:`ClusterStore.get_many`,
+  :meth:`ClusterStore.transactions`) read or write thousands of znodes in a
+  few round trips instead of one per znode (their requests are pipelined;
+  ZooKeeper applies one session's requests in the order sent), as Kafka's
+  ``KafkaZkClient.retryRequestsUntilConnected`` does since KAFKA-5642;
 * watch callbacks also run on the reactor thread; watches are persistent
   (re-armed after every event) until cancelled with the returned handle;
 * failures are the exceptions below (ZooKeeper's own errors translated);
@@ -40,6 +46,7 @@ __all__ = [
     "SessionExpiredError",
     "WatchHandle",
     "SessionListener",
+    "validate_ops",
     "validate_path",
 ]
 
@@ -138,6 +145,15 @@ class DeleteOp:
 
 Op = CheckOp | CreateOp | SetOp | DeleteOp
 
+
+def validate_ops(ops: Sequence[object]) -> None:
+    """Raises TypeError/ValueError unless every op is a transaction op on a valid path."""
+    for op in ops:
+        if not isinstance(op, CheckOp | CreateOp | SetOp | DeleteOp):
+            raise TypeError(f"not a transaction op: {op!r}")
+        validate_path(op.path + "0" if isinstance(op, CreateOp) and op.sequential else op.path)
+
+
 #: Called with no arguments when a watched thing changes; see ``watch_*``.
 WatchCallback = Callable[[], None]
 
@@ -199,6 +215,27 @@ class ClusterStore(Protocol):
         """Applies *ops* atomically (ZooKeeper multi); raises the first failing op's error.
 
         Results per op: created path (CreateOp), Stat (SetOp), True (CheckOp, DeleteOp).
+        """
+
+    def get_many(self, paths: Sequence[str]) -> Deferred[list[tuple[bytes, Stat] | None]]:
+        """Reads every path in one pipelined batch: ``(data, Stat)`` per path, in order, None for an absent node.
+
+        Not a snapshot: other sessions' writes may land between two of the
+        reads.  An invalid path fails the call (ValueError) before anything is
+        sent; any error other than a missing node (connection loss, no answer
+        in time…) fails the whole call.
+        """
+
+    def transactions(self, op_lists: Sequence[Sequence[Op]]) -> Deferred[list[list[object] | StoreError]]:
+        """Applies each op list as a transaction of its own (as :meth:`transaction`), all in one pipelined batch.
+
+        The transactions are applied in the order given (a later one sees the
+        earlier ones' writes) and independently: one failing does not undo or
+        stop the others.  Fires with one outcome per op list, in order: its
+        results (as :meth:`transaction` returns them) or the StoreError
+        :meth:`transaction` would raise — ConnectionLossError when it got no
+        answer (its outcome is then unknown).  An invalid op fails the call
+        (TypeError/ValueError) before anything is sent.
         """
 
     def watch_children(self, path: str, callback: WatchCallback) -> WatchHandle:

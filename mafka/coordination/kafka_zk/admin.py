@@ -69,9 +69,10 @@ class AdminZk(ZkFamily):
     async def delete_topic_deletions(
         self, topics: Iterable[str], epoch_zk_version: int = -1
     ) -> None:
-        """Removes ``/admin/delete_topics/<t>`` markers (absent ones are fine)."""
-        for topic in topics:
-            await self._core.delete_checked(DeleteTopicsZNode.path(topic), epoch_zk_version)
+        """Removes ``/admin/delete_topics/<t>`` markers (one pipelined batch; absent ones are fine)."""
+        await self._core.delete_checked_many(
+            [DeleteTopicsZNode.path(topic) for topic in topics], epoch_zk_version
+        )
 
     @_deferred
     async def delete_topic_znodes(self, topic: str, epoch_zk_version: int = -1) -> None:

@@ -201,6 +201,10 @@ class KafkaZkClient:
         """``(assignment, zkVersion)`` of *topic*, or None if the topic does not exist."""
         return self._topics.get_assignment(topic)
 
+    def get_assignments(self, topics: Iterable[str]) -> Deferred[dict[str, tuple[TopicAssignment, int]]]:
+        """``(assignment, zkVersion)`` of each topic that exists (one pipelined batch of reads)."""
+        return self._topics.get_assignments(topics)
+
     def set_assignment(
         self,
         topic: str,
@@ -217,6 +221,12 @@ class KafkaZkClient:
         """``/config/<entity_type>/<entity_name>`` as a dict (``{}`` if absent)."""
         return self._configs.get_entity_config(entity_type, entity_name)
 
+    def get_entity_configs(
+        self, entity_type: str, entity_names: Iterable[str]
+    ) -> Deferred[dict[str, dict[str, str]]]:
+        """Each entity's config as a dict (``{}`` if absent): one pipelined batch of reads."""
+        return self._configs.get_entity_configs(entity_type, entity_names)
+
     def get_all_entities_with_config(self, entity_type: str) -> Deferred[list[str]]:
         """The (sanitized) names under ``/config/<entity_type>``, sorted (``getAllEntitiesWithConfig``)."""
         return self._configs.get_all_entities_with_config(entity_type)
@@ -224,6 +234,10 @@ class KafkaZkClient:
     def get_topic_config(self, topic: str) -> Deferred[dict[str, str]]:
         """The topic's config overrides (``{}`` if none)."""
         return self._configs.get_topic_config(topic)
+
+    def get_topic_configs(self, topics: Iterable[str]) -> Deferred[dict[str, dict[str, str]]]:
+        """Each topic's config overrides (``{}`` if none): one pipelined batch of reads."""
+        return self._configs.get_topic_configs(topics)
 
     def get_broker_config(self, broker_id: int | None) -> Deferred[dict[str, str]]:
         """A broker's dynamic config overrides (None: the cluster default ``<default>``)."""
@@ -315,7 +329,7 @@ class KafkaZkClient:
     def delete_topic_deletions(
         self, topics: Iterable[str], epoch_zk_version: int = -1
     ) -> Deferred[None]:
-        """Removes ``/admin/delete_topics/<t>`` markers (absent ones are fine)."""
+        """Removes ``/admin/delete_topics/<t>`` markers (one pipelined batch; absent ones are fine)."""
         return self._admin.delete_topic_deletions(topics, epoch_zk_version)
 
     def delete_topic_znodes(self, topic: str, epoch_zk_version: int = -1) -> Deferred[None]:

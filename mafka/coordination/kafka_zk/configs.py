@@ -8,7 +8,7 @@ config-change watch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from twisted.internet.defer import Deferred
 
@@ -48,6 +48,22 @@ class ConfigZk(ZkFamily):
         """``/config/<entity_type>/<entity_name>`` as a dict (``{}`` if absent)."""
         got = await self._core.get_or_none(ConfigEntityZNode.path(entity_type, entity_name))
         return {} if got is None else ConfigEntityZNode.decode(got[0])
+
+    @_deferred
+    async def get_entity_configs(
+        self, entity_type: str, entity_names: Iterable[str]
+    ) -> dict[str, dict[str, str]]:
+        """Each entity's config as a dict (``{}`` if absent): one pipelined batch of reads."""
+        names = list(dict.fromkeys(entity_names))
+        got = await self._core.get_many([ConfigEntityZNode.path(entity_type, name) for name in names])
+        return {
+            name: {} if item is None else ConfigEntityZNode.decode(item[0])
+            for name, item in zip(names, got, strict=True)
+        }
+
+    def get_topic_configs(self, topics: Iterable[str]) -> Deferred[dict[str, dict[str, str]]]:
+        """Each topic's config overrides (``{}`` if none): one pipelined batch of reads."""
+        return self.get_entity_configs(ConfigType.TOPIC, topics)
 
     @_deferred
     async def get_all_entities_with_config(self, entity_type: str) -> list[str]:

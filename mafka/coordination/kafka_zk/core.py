@@ -27,6 +27,7 @@ from mafka.coordination.store import (
     NoNodeError,
     Op,
     Stat,
+    StoreError,
 )
 from mafka.coordination.znodes.brokers import ControllerEpochZNode
 
@@ -110,6 +111,50 @@ class ZkCore:
             raise
         return list(results[1:])
 
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, Stat] | None]:
+        """``(data, stat)`` of every path, None for an absent one: one pipelined batch (the store's ``get_many``)."""
+        if not paths:
+            return []
+        return list(await self._store.get_many(list(paths)))
+
+    async def epoch_checked_many(
+        self, op_lists: Sequence[Sequence[Op]], epoch_zk_version: int
+    ) -> list[list[object] | StoreError]:
+        """Each op list as a transaction of its own behind the controller-epoch check, all pipelined.
+
+        Kafka's ``retryRequestsUntilConnected`` over requests each wrapped by
+        ``wrapRequestWithControllerEpochCheck``: one multi
+        ``[check(/controller_epoch, epoch_zk_version), *ops]`` per list, sent
+        together, applied in order and independently.
+
+        Returns:
+            Per list, in order: its ops' results (the check's dropped) or the
+            StoreError its transaction failed with (BadVersionError of one of
+            *its* ops, NoNodeError, NodeExistsError, ConnectionLossError…).
+
+        Raises:
+            ControllerMovedError: The epoch check failed for any of them (the
+                ones before it may have been applied — as when they are sent
+                one by one).
+        """
+        _check_epoch_zk_version(epoch_zk_version)
+        if not op_lists:
+            return []
+        if epoch_zk_version == -1:
+            return list(await self._store.transactions([list(ops) for ops in op_lists]))
+        check = CheckOp(ControllerEpochZNode.PATH, epoch_zk_version)
+        outcomes = await self._store.transactions([[check, *ops] for ops in op_lists])
+        if any(isinstance(outcome, BadVersionError) for outcome in outcomes):
+            # The store names no op: a BadVersion is the check's when /controller_epoch has moved
+            # on (versions only grow, so a check that failed still fails now).
+            stat = await self._store.exists(ControllerEpochZNode.PATH)
+            if stat is None or stat.version != epoch_zk_version:
+                found = None if stat is None else stat.version
+                raise ControllerMovedError(
+                    f"Controller epoch zkVersion check fails. Expected zkVersion = {epoch_zk_version}, found {found}"
+                )
+        return [outcome if isinstance(outcome, StoreError) else list(outcome[1:]) for outcome in outcomes]
+
     def controller_epoch_checked(
         self, ops: Sequence[Op], epoch_zk_version: int
     ) -> Deferred[list[object]]:
@@ -134,6 +179,18 @@ class ZkCore:
         except NoNodeError:
             return False
         return True
+
+    async def delete_checked_many(self, paths: Sequence[str], epoch_zk_version: int) -> None:
+        """Deletes every path epoch-checked, in one pipelined batch; absent ones are fine.
+
+        Raises:
+            ControllerMovedError: The epoch check failed.
+            StoreError: The first other failure (NotEmpty, ConnectionLoss…), after the whole batch ran.
+        """
+        outcomes = await self.epoch_checked_many([[DeleteOp(path)] for path in paths], epoch_zk_version)
+        for outcome in outcomes:
+            if isinstance(outcome, StoreError) and not isinstance(outcome, NoNodeError):
+                raise outcome
 
     async def delete_recursive(self, path: str, epoch_zk_version: int) -> bool:
         """Kafka's ``deleteRecursive``: children first, each delete epoch-checked; False if absent."""

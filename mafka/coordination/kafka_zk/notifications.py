@@ -47,10 +47,10 @@ class NotificationZk(ZkFamily):
     async def get_partitions_from_isr_change_notifications(
         self, sequence_numbers: Iterable[str]
     ) -> list[TopicPartitionTuple]:
-        """The partitions the given notifications list, in order (vanished notifications skipped)."""
+        """The partitions the given notifications list, in order (vanished ones skipped; one batch of reads)."""
         out: list[TopicPartitionTuple] = []
-        for seq in sequence_numbers:
-            got = await self._core.get_or_none(IsrChangeNotificationZNode.path(seq))
+        paths = [IsrChangeNotificationZNode.path(seq) for seq in sequence_numbers]
+        for got in await self._core.get_many(paths):
             if got is not None:
                 out.extend(IsrChangeNotificationZNode.decode(got[0]))
         return out
@@ -59,15 +59,16 @@ class NotificationZk(ZkFamily):
     async def delete_isr_change_notifications(
         self, sequence_numbers: Iterable[str] | None = None, epoch_zk_version: int = -1
     ) -> None:
-        """Deletes the given notifications (None: all of them); absent ones are fine."""
+        """Deletes the given notifications (None: all of them; one pipelined batch); absent ones are fine."""
         if sequence_numbers is None:
             prefix = IsrChangeNotificationZNode.PREFIX
             children = await self._core.children_or_empty(IsrChangeNotificationZNode.PATH)
             sequence_numbers = [
                 sequence_number(c, prefix) for c in children if c.startswith(prefix)
             ]
-        for seq in list(sequence_numbers):
-            await self._core.delete_checked(IsrChangeNotificationZNode.path(seq), epoch_zk_version)
+        await self._core.delete_checked_many(
+            [IsrChangeNotificationZNode.path(seq) for seq in sequence_numbers], epoch_zk_version
+        )
 
     def watch_isr_change_notifications(self, callback: WatchCallback) -> WatchHandle:
         """Children of ``/isr_change_notification``."""
@@ -96,29 +97,28 @@ class NotificationZk(ZkFamily):
     async def get_broker_ids_from_log_dir_events(
         self, sequence_numbers: Iterable[str]
     ) -> list[int]:
-        """The broker ids of the given events, in order (vanished events skipped)."""
-        out: list[int] = []
-        for seq in sequence_numbers:
-            got = await self._core.get_or_none(LogDirEventNotificationZNode.path(seq))
-            if got is not None:
-                out.append(LogDirEventNotificationZNode.decode(got[0]))
-        return out
+        """The broker ids of the given events, in order (vanished events skipped; one batch of reads)."""
+        paths = [LogDirEventNotificationZNode.path(seq) for seq in sequence_numbers]
+        return [
+            LogDirEventNotificationZNode.decode(got[0])
+            for got in await self._core.get_many(paths)
+            if got is not None
+        ]
 
     @_deferred
     async def delete_log_dir_event_notifications(
         self, sequence_numbers: Iterable[str] | None = None, epoch_zk_version: int = -1
     ) -> None:
-        """Deletes the given events (None: all of them); absent ones are fine."""
+        """Deletes the given events (None: all of them; one pipelined batch); absent ones are fine."""
         if sequence_numbers is None:
             prefix = LogDirEventNotificationZNode.PREFIX
             children = await self._core.children_or_empty(LogDirEventNotificationZNode.PATH)
             sequence_numbers = [
                 sequence_number(c, prefix) for c in children if c.startswith(prefix)
             ]
-        for seq in list(sequence_numbers):
-            await self._core.delete_checked(
-                LogDirEventNotificationZNode.path(seq), epoch_zk_version
-            )
+        await self._core.delete_checked_many(
+            [LogDirEventNotificationZNode.path(seq) for seq in sequence_numbers], epoch_zk_version
+        )
 
     def watch_log_dir_event_notifications(self, callback: WatchCallback) -> WatchHandle:
         """Children of ``/log_dir_event_notification``."""

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
-from mafka.coordination.kafka_zk.core import ControllerMovedError, ZkFamily, _deferred
+from mafka.coordination.kafka_zk.core import ZkFamily, _deferred
 from mafka.coordination.store import (
     BadVersionError,
     CreateOp,
@@ -64,38 +64,36 @@ class PartitionStateZk(ZkFamily):
         own).  As Kafka, the empty parents ``…/partitions`` and
         ``…/partitions/<p>`` are created first (existing ones are fine) but
         never the topic node itself, so a deleted topic is not resurrected:
-        its partitions fail with NoNodeError.  Every create is epoch-checked.
+        its partitions fail with NoNodeError.  Every create is epoch-checked
+        and they all go in one pipelined batch (ZooKeeper applies them in the
+        order sent, so the parents come before the states), as Kafka's
+        ``createTopicPartitionStatesRaw``.
 
         Returns:
             Per-partition results; successes carry zk_version 0.
 
         Raises:
-            ControllerMovedError: The epoch check failed (nothing more is written).
+            ControllerMovedError: The epoch check failed.
         """
         stamped = {
             tp: replace(state, controller_epoch=controller_epoch) for tp, state in states.items()
         }
-        for topic in dict.fromkeys(topic for topic, _ in stamped):
-            await self._core.create_checked_if_absent(
-                topic_partitions_path(topic), epoch_zk_version
-            )
-        for topic, partition in stamped:
-            await self._core.create_checked_if_absent(
-                topic_partition_path(topic, partition), epoch_zk_version
-            )
+        parents = [topic_partitions_path(topic) for topic in dict.fromkeys(topic for topic, _ in stamped)]
+        parents += [topic_partition_path(topic, partition) for topic, partition in stamped]
+        creates = [
+            [CreateOp(partition_state_path(topic, partition), state.encode())]
+            for (topic, partition), state in stamped.items()
+        ]
+        outcomes = await self._core.epoch_checked_many(
+            [[CreateOp(path)] for path in parents] + creates, epoch_zk_version
+        )
+        # A parent that exists already is fine; a missing topic shows in its partitions' creates.
         results = PartitionStateResults({}, {}, [])
-        for (topic, partition), state in stamped.items():
-            try:
-                await self._core.epoch_checked(
-                    [CreateOp(partition_state_path(topic, partition), state.encode())],
-                    epoch_zk_version,
-                )
-            except ControllerMovedError:
-                raise
-            except StoreError as exc:
-                results.failures[(topic, partition)] = exc
+        for (tp, state), outcome in zip(stamped.items(), outcomes[len(parents) :], strict=True):
+            if isinstance(outcome, StoreError):
+                results.failures[tp] = outcome
             else:
-                results.successes[(topic, partition)] = state.with_zk_version(0)
+                results.successes[tp] = state.with_zk_version(0)
         return results
 
     @_deferred
@@ -113,13 +111,17 @@ class PartitionStateZk(ZkFamily):
     async def get_partition_states(
         self, partitions: Iterable[TopicPartitionTuple]
     ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch]:
-        """States (with zk_version) of the partitions that have one; others are left out."""
-        out: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch] = {}
-        for topic, partition in partitions:
-            got = await self._core.get_or_none(partition_state_path(topic, partition))
-            if got is not None:
-                out[(topic, partition)] = LeaderIsrAndControllerEpoch.decode(got[0], got[1].version)
-        return out
+        """States (with zk_version) of the partitions that have one; others are left out.
+
+        One pipelined batch of reads (Kafka's ``getTopicPartitionStatesRaw``).
+        """
+        tps = list(dict.fromkeys(partitions))
+        got = await self._core.get_many([partition_state_path(topic, partition) for topic, partition in tps])
+        return {
+            tp: LeaderIsrAndControllerEpoch.decode(item[0], item[1].version)
+            for tp, item in zip(tps, got, strict=True)
+            if item is not None
+        }
 
     @_deferred
     async def update_partition_states_conditionally(
@@ -131,7 +133,10 @@ class PartitionStateZk(ZkFamily):
         """The controller's state writes (ZC ``updateLeaderAndIsr``): one conditional setData per partition.
 
         Each state is written with *controller_epoch*, expecting its own
-        ``zk_version`` (-1: any), behind the controller-epoch check.
+        ``zk_version`` (-1: any), behind the controller-epoch check — one
+        multi ``[check epoch, setData(state, zk_version)]`` per partition, so
+        each partition's compare-and-set succeeds or fails on its own; all
+        of them go in one pipelined batch.
 
         Returns:
             Successes (with their new zk_version), BadVersion partitions in
@@ -140,30 +145,22 @@ class PartitionStateZk(ZkFamily):
         Raises:
             ControllerMovedError: The epoch check failed.
         """
+        new_states = {tp: replace(state, controller_epoch=controller_epoch) for tp, state in states.items()}
+        sets = [
+            [SetOp(partition_state_path(*tp), new_state.encode(), states[tp].zk_version)]
+            for tp, new_state in new_states.items()
+        ]
+        outcomes = await self._core.epoch_checked_many(sets, epoch_zk_version)
         results = PartitionStateResults({}, {}, [])
-        for (topic, partition), state in states.items():
-            new_state = replace(state, controller_epoch=controller_epoch)
-            try:
-                written = await self._core.epoch_checked(
-                    [
-                        SetOp(
-                            partition_state_path(topic, partition),
-                            new_state.encode(),
-                            state.zk_version,
-                        )
-                    ],
-                    epoch_zk_version,
-                )
-            except ControllerMovedError:
-                raise
-            except BadVersionError:
-                results.bad_version.append((topic, partition))
-            except StoreError as exc:
-                results.failures[(topic, partition)] = exc
+        for (tp, new_state), outcome in zip(new_states.items(), outcomes, strict=True):
+            if isinstance(outcome, BadVersionError):
+                results.bad_version.append(tp)
+            elif isinstance(outcome, StoreError):
+                results.failures[tp] = outcome
             else:
-                stat = written[0]
+                stat = outcome[0]
                 assert isinstance(stat, Stat)
-                results.successes[(topic, partition)] = new_state.with_zk_version(stat.version)
+                results.successes[tp] = new_state.with_zk_version(stat.version)
         return results
 
     @_deferred

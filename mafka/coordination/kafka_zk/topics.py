@@ -8,7 +8,7 @@ watches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from mafka.coordination.kafka_zk.configs import ConfigZk
@@ -98,6 +98,22 @@ class TopicZk(ZkFamily):
         """``(assignment, zkVersion)`` of *topic*, or None if the topic does not exist."""
         got = await self._core.get_or_none(topic_path(topic))
         return None if got is None else (TopicAssignment.decode(got[0], topic), got[1].version)
+
+    @_deferred
+    async def get_assignments(
+        self, topics: Iterable[str]
+    ) -> dict[str, tuple[TopicAssignment, int]]:
+        """``(assignment, zkVersion)`` of each topic that exists (others are left out).
+
+        One pipelined batch of reads (Kafka's ``getReplicaAssignmentAndTopicIdForTopics``).
+        """
+        names = list(dict.fromkeys(topics))
+        got = await self._core.get_many([topic_path(topic) for topic in names])
+        return {
+            topic: (TopicAssignment.decode(item[0], topic), item[1].version)
+            for topic, item in zip(names, got, strict=True)
+            if item is not None
+        }
 
     @_deferred
     async def set_assignment(

@@ -11,6 +11,7 @@ docstring (:mod:`mafka.coordination.znodes`) for the contract.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -136,7 +137,18 @@ def _scala_immutable_map(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
     entries = _dedupe(pairs)
     if len(entries) <= 4:
         return entries
-    hashed = [(key, _scala_improve(_java_hash(key)) & 0xFFFFFFFF) for key in entries]
+    return {key: entries[key] for key in _champ_order(tuple(entries))}
+
+
+@functools.lru_cache(maxsize=256)
+def _champ_order(keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The CHAMP iteration order of *keys* (given in insertion order).
+
+    It depends on the keys alone, and the maps Kafka writes this way have a
+    few fixed key sets (a partition state's five keys, written for every
+    partition a controller touches): computed once per key set.
+    """
+    hashed = [(key, _scala_improve(_java_hash(key)) & 0xFFFFFFFF) for key in keys]
 
     def walk(items: list[tuple[str, int]], shift: int) -> list[str]:
         if shift >= 32:  # full hash collision: insertion order
@@ -145,13 +157,13 @@ def _scala_immutable_map(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
         for item in items:
             groups.setdefault((item[1] >> shift) & 31, []).append(item)
         order = sorted(groups)
-        keys = [groups[m][0][0] for m in order if len(groups[m]) == 1]
+        out = [groups[m][0][0] for m in order if len(groups[m]) == 1]
         for m in order:
             if len(groups[m]) > 1:
-                keys += walk(groups[m], shift + 5)
-        return keys
+                out += walk(groups[m], shift + 5)
+        return out
 
-    return {key: entries[key] for key in walk(hashed, 0)}
+    return tuple(walk(hashed, 0))
 
 
 def _scala_table_size_for(capacity: int) -> int:

@@ -340,3 +340,87 @@ def test_leader_and_isr_names_topics_without_an_id_with_v4_and_its_errors_map_ba
                                        "partition_errors": [{"partition_index": 0, "error_code": 0}]}]}
     assert leader_and_isr_partition_errors(v5, ctx.topic_ids) == {("u", 0): 0}
     assert leader_and_isr_partition_errors({"error_code": 41, "partition_errors": []}, ctx.topic_ids) == {}
+
+
+# --------------------------------------------------------------------------- merged batches
+
+OTHER = LeaderIsrAndControllerEpoch(3, 5, (3,), 7, zk_version=10)
+
+
+def test_merged_state_changes_send_one_request_per_broker_with_the_final_states() -> None:
+    ctx, rec, _, batch = setup(1, 2, 3)
+    for p in (0, 1):
+        ctx.update_assignment(("t", p), (2, 3))
+    with batch.merged():
+        assert batch.is_merging
+        for step, state in enumerate((STATE, OTHER)):  # two state changes, as two state machines do
+            batch.new_batch()
+            ctx.put_leadership(("t", 0), state)
+            batch.add_leader_and_isr([2, 3], ("t", 0), state, (2, 3), is_new=step == 0)
+            if step:
+                ctx.put_leadership(("t", 1), state)
+                batch.add_leader_and_isr([3], ("t", 1), state, (2, 3), is_new=False)
+            batch.send_requests(ctx.epoch)
+            assert rec.sent == {}  # nothing sent inside the block
+    assert not batch.is_merging and batch.is_empty
+    assert [key for key, _ in rec.sent[2]] == [LEADER_AND_ISR, UPDATE_METADATA]
+    assert [key for key, _ in rec.sent[3]] == [LEADER_AND_ISR, UPDATE_METADATA]
+    to_3 = {ps.partition_index: ps for ts in rec.sent[3][0][1].topic_states for ps in ts.partition_states}
+    assert (to_3[0].leader, to_3[0].leader_epoch, to_3[0].is_new) == (3, 5, True)  # final state, still new
+    assert to_3[1].leader == 3
+    um = rec.sent[1][0][1]
+    assert {ps.partition_index: ps.leader for ts in um.topic_states for ps in ts.partition_states} == {0: 3, 1: 3}
+
+
+def test_merged_batch_keeps_the_order_of_requests_about_one_partition() -> None:
+    ctx, rec, _, batch = setup(1, 2, 3)
+    ctx.update_assignment(("t", 0), (2, 3))
+    ctx.put_leadership(("t", 0), STATE)
+    with batch.merged():
+        batch.add_stop_replica([2], ("t", 0), delete=False)
+        batch.add_leader_and_isr([3], ("t", 0), STATE, (2, 3), is_new=False)  # another broker: merged
+        assert rec.sent == {}
+        batch.add_leader_and_isr([2], ("t", 0), STATE, (2, 3), is_new=False)  # after its StopReplica:
+        assert [key for key, _ in rec.sent[2]] == [UPDATE_METADATA, STOP_REPLICA]  # what was merged went
+        batch.add_stop_replica([3], ("t", 0), delete=False)  # its LeaderAndIsr went already: merged
+        batch.add_stop_replica([2], ("t", 0), delete=False)  # after the LeaderAndIsr just merged
+        assert [key for key, _ in rec.sent[2]] == [UPDATE_METADATA, STOP_REPLICA, LEADER_AND_ISR, UPDATE_METADATA]
+    assert [key for key, _ in rec.sent[2]] == [
+        UPDATE_METADATA, STOP_REPLICA, LEADER_AND_ISR, UPDATE_METADATA, STOP_REPLICA
+    ]
+    assert [key for key, _ in rec.sent[3]] == [LEADER_AND_ISR, UPDATE_METADATA, UPDATE_METADATA, STOP_REPLICA]
+
+
+def test_merged_batch_is_dropped_when_the_block_raises_and_kept_when_a_step_is_abandoned() -> None:
+    ctx, rec, _, batch = setup(1, 2, 3)
+    ctx.update_assignment(("t", 0), (2, 3))
+    ctx.put_leadership(("t", 0), STATE)
+    with pytest.raises(RuntimeError), batch.merged():
+        batch.add_leader_and_isr([2], ("t", 0), STATE, (2, 3), is_new=False)
+        raise RuntimeError("fenced")
+    assert rec.sent == {} and batch.is_empty and not batch.is_merging
+    with batch.merged():
+        batch.add_leader_and_isr([2], ("t", 0), STATE, (2, 3), is_new=False)
+        batch.new_batch()
+        batch.abandon()  # a later step failed: what earlier steps wrote to ZooKeeper is still told
+    assert [key for key, _ in rec.sent[2]] == [LEADER_AND_ISR, UPDATE_METADATA]
+    batch.add_leader_and_isr([2], ("t", 0), STATE, (2, 3), is_new=False)
+    batch.abandon()  # outside a merged block: dropped
+    assert batch.is_empty
+
+
+def test_update_metadata_is_built_once_for_every_recipient() -> None:
+    ctx, rec, _, batch = setup(1, 2, 3)
+    ctx.update_assignment(("t", 0), (2, 3))
+    ctx.put_leadership(("t", 0), STATE)
+    batch.add_update_metadata([1, 2, 3], [("t", 0)])
+    bodies: list[Any] = []
+
+    def send(broker_id: int, api_key: int, version: int, body: Any, callback: Any = None) -> bool:
+        bodies.append(body)
+        return True
+
+    batch.channel.send = send  # type: ignore[method-assign]
+    batch.send_requests(ctx.epoch)
+    assert [body["broker_epoch"] for body in bodies] == [101, 102, 103]
+    assert all(body["topic_states"] is bodies[0]["topic_states"] for body in bodies)

@@ -645,3 +645,70 @@ def test_create_topics_answers_once_every_broker_has_taken_the_new_metadata(monk
         done.chainDeferred(later)
         cluster.clock.advance(0.02)
     assert result(d) == {"orders": (ErrorCode.NONE, None)}
+
+
+# --------------------------------------------------------------------------- many partitions
+
+
+def test_failover_with_many_partitions_sends_one_leader_and_isr_per_broker() -> None:
+    # 200 topics x 5 partitions over three brokers; the controller dies: every partition it
+    # led gets a live leader, every ISR loses it, each compare-and-set on its own version.
+    cluster = Cluster((1, 2, 3))
+    old = cluster.active
+    dead = old.broker_id
+    x, y = cluster.others()
+    topics = [f"t{i:03d}" for i in range(200)]
+    out = fire(cluster, old.create_topics([NewTopic(t, 5, 3) for t in topics], timeout_ms=5000))
+    assert all(code == ErrorCode.NONE for code, _ in out.values())
+    # a leader moved one partition's version on meanwhile: the new controller's write must not lose it
+    state, version = result(cluster.admin.get_partition_state("t007", 3))
+    isr = (state.leader, dead) if state.leader != dead else (dead, x)
+    shrunk = LeaderIsrAndControllerEpoch(state.leader, state.leader_epoch, isr, state.controller_epoch)
+    leader_zk = cluster.zks[state.leader]
+    assert fire(cluster, leader_zk.conditional_update_partition_state_as_leader(("t007", 3), shrunk, version))[0]
+    marks = cluster.marks()
+    cluster.kill(dead)
+    new = cluster.active
+    for t in topics:
+        for p in range(5):
+            s = cluster.state(t, p)
+            assert s.leader in (x, y) and dead not in s.isr and s.controller_epoch == new.epoch, (t, p, s)
+    s = cluster.state("t007", 3)
+    assert set(s.isr) == set(shrunk.isr) - {dead}  # the leader's own ISR write was the base
+    for b in (x, y):
+        keys = [key for key, _ in cluster.brokers[b].received[marks[b]:]]
+        # the failover's UpdateMetadata of live brokers, then one LeaderAndIsr and one UpdateMetadata
+        assert keys == [UMR, LAI, UMR], (b, keys)
+        lai = cluster.brokers[b].requests(LAI, since=marks[b])[0]
+        states = {(ts.topic_name, ps.partition_index): ps for ts in lai.topic_states for ps in ts.partition_states}
+        assert len(states) == 1000
+        assert all(ps.leader in (x, y) and dead not in ps.isr for ps in states.values())
+        assert cluster.brokers[b].metadata.partition("t199", 4).leader in (x, y)
+
+
+def test_controlled_shutdown_of_many_partitions_sends_one_request_of_each_kind() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    x, y = cluster.others()
+    for i in range(50):
+        cluster.create(f"t{i}", {0: [x, y], 1: [y, x], 2: [x, c.broker_id]})
+    marks = cluster.marks()
+    error, remaining = fire(cluster, c.controlled_shutdown(x, cluster.brokers[x].epoch))
+    assert (error, remaining) == (ErrorCode.NONE, [])
+    for i in range(50):
+        assert cluster.state(f"t{i}", 0).leader == y and cluster.state(f"t{i}", 2).leader == c.broker_id
+        assert x not in cluster.state(f"t{i}", 1).isr
+    assert [key for key, _ in cluster.brokers[x].received[marks[x]:]] == [LAI, UMR, STOP]
+    assert [key for key, _ in cluster.brokers[y].received[marks[y]:]] == [LAI, UMR]
+
+
+def test_create_topics_of_one_request_overlap_but_colliding_names_keep_the_request_order() -> None:
+    cluster = Cluster((1, 2, 3))
+    c = cluster.active
+    names = [f"bulk-{i}" for i in range(120)] + ["a.b", "a_b", "x_y", "x.y"]
+    out = fire(cluster, c.create_topics([NewTopic(n, 2, 2) for n in names], timeout_ms=5000))
+    assert list(out) == names
+    codes = {name: code for name, (code, _) in out.items()}
+    assert codes.pop("a_b") == codes.pop("x.y") == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert set(codes.values()) == {ErrorCode.NONE}
+    assert all(cluster.state(n, p).leader >= 0 for n in codes for p in (0, 1))

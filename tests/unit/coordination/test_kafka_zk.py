@@ -448,6 +448,70 @@ def test_create_and_update_partition_states(
     assert result(zk.get_partition_state("t", 1))[1] == 0
 
 
+def test_batched_state_writes_keep_each_partitions_compare_and_set(
+    tree: MemoryZooKeeper, zk: KafkaZkClient, controller: ControllerElection
+) -> None:
+    # Thousands of partitions go in one batch; each still succeeds or fails on its own version.
+    epoch, token = controller.controller_epoch, controller.epoch_zk_version
+    result(zk.create_topic("big", {p: [1, 2] for p in range(300)}))
+    states = {("big", p): LeaderIsrAndControllerEpoch(1, 0, (1, 2), 0) for p in range(300)}
+    created = result(zk.create_partition_states(states, epoch, token))
+    assert len(created.successes) == 300 and not created.failures
+    read = result(zk.get_partition_states([("big", p) for p in range(300)] + [("big", 300)]))
+    assert len(read) == 300 and all(state.zk_version == 0 for state in read.values())
+    # a partition leader moved three versions on meanwhile (its own ISR writes)
+    for p in (7, 150, 299):
+        state = read[("big", p)]
+        assert result(zk.conditional_update_partition_state_as_leader(("big", p), state, 0)) == (True, 1)
+    update = {tp: LeaderIsrAndControllerEpoch(2, 1, (2,), 0, zk_version=0) for tp in read}
+    out = result(zk.update_partition_states_conditionally(update, epoch, token))
+    assert sorted(out.bad_version) == [("big", 7), ("big", 150), ("big", 299)]
+    assert len(out.successes) == 297 and not out.failures
+    assert all(state.zk_version == 1 and state.leader == 2 for state in out.successes.values())
+    assert result(zk.get_partition_state("big", 150))[0].leader == 1  # not overwritten
+    # retrying only the stale ones with the versions read again
+    again = result(zk.get_partition_states(out.bad_version))
+    retry = {tp: LeaderIsrAndControllerEpoch(2, 1, (2,), 0, zk_version=s.zk_version) for tp, s in again.items()}
+    out = result(zk.update_partition_states_conditionally(retry, epoch, token))
+    assert set(out.successes) == set(retry) and not out.bad_version
+
+
+def test_batched_writes_of_a_fenced_controller_raise_controller_moved(tree: MemoryZooKeeper) -> None:
+    old_store, new_store = session(tree), session(tree)
+    old, new = KafkaZkClient(old_store), KafkaZkClient(new_store)
+    result(old.create_persistent_roots())
+    result(old.create_topic("t", {p: [1, 2] for p in range(5)}))
+    mine = result(old.elect_controller(1, NOW))
+    states = {("t", p): LeaderIsrAndControllerEpoch(1, 0, (1, 2), 0) for p in range(5)}
+    result(old.create_partition_states(states, mine.controller_epoch, mine.epoch_zk_version))
+    tree.expire_session(old_store.session_id)
+    assert result(new.elect_controller(2, NOW)).won
+    before = tree.dump("/brokers/topics/t")
+    stale = {tp: LeaderIsrAndControllerEpoch(2, 1, (2,), 1, zk_version=0) for tp in states}
+    for d in (
+        old.update_partition_states_conditionally(stale, mine.controller_epoch, mine.epoch_zk_version),
+        old.create_partition_states({("t", 9): states[("t", 0)]}, mine.controller_epoch, mine.epoch_zk_version),
+        old.delete_isr_change_notifications(["0000000001"], mine.epoch_zk_version),
+        old.delete_topic_deletions(["t"], mine.epoch_zk_version),
+    ):
+        assert isinstance(failure(d), ControllerMovedError)
+    assert tree.dump("/brokers/topics/t") == before
+
+
+def test_batched_reads_of_assignments_and_configs(zk: KafkaZkClient) -> None:
+    result(zk.create_topic("a", {0: [1], 1: [2]}, {"retention.ms": "5"}))
+    result(zk.create_topic("b", {0: [3]}))
+    got = result(zk.get_assignments(["b", "missing", "a", "b"]))
+    assert list(got) == ["b", "a"]
+    assert got["a"][0].partitions == {0: (1,), 1: (2,)} and got["a"][1] == 0
+    assert result(zk.get_topic_configs(["a", "b", "missing"])) == {
+        "a": {"retention.ms": "5"},
+        "b": {},
+        "missing": {},
+    }
+    assert result(zk.get_assignments([])) == {}
+
+
 def test_leader_isr_write_treats_an_identical_value_as_success(
     zk: KafkaZkClient, controller: ControllerElection
 ) -> None:

@@ -438,6 +438,80 @@ def test_store_watch_callback_can_read_the_new_state(h: Any) -> None:
     h.wait_for(lambda: ["one"] in seen, "callback read the new children")
 
 
+def test_store_get_many_reads_every_path_in_order(h: Any) -> None:
+    h.call(h.store.create, h.p("/gm"), b"parent")
+    h.call(h.store.create, h.p("/gm/a"), b"1")
+    h.call(h.store.create, h.p("/gm/b"))
+    h.call(h.store.set, h.p("/gm/a"), b"2")
+    paths = [h.p("/gm/a"), h.p("/gm/absent"), h.p("/gm/b"), h.p("/gm/a"), h.p("/gm")]
+    got = h.call(h.store.get_many, paths)
+    assert got == [h.call(h.store.get, p) if p != h.p("/gm/absent") else None for p in paths]
+    assert got[0][0] == b"2" and got[0][1].version == 1
+    assert got[2][0] == b""
+    assert got[4][1].num_children == 2
+    assert h.call(h.store.get_many, []) == []
+    with pytest.raises(ValueError):
+        h.call(h.store.get_many, [h.p("/gm/a"), "relative"])
+
+
+def test_store_get_many_pipelines_a_big_batch(h: Any) -> None:
+    h.call(h.store.create, h.p("/big"))
+    created = h.call(h.store.transactions, [[CreateOp(h.p(f"/big/n{i}"), b"%d" % i)] for i in range(500)])
+    assert created == [[h.p(f"/big/n{i}")] for i in range(500)]
+    paths = [h.p(f"/big/n{i}") for i in reversed(range(500))] + [h.p("/big/none")]
+    got = h.call(h.store.get_many, paths)
+    assert [g[0] if g is not None else None for g in got] == [b"%d" % i for i in reversed(range(500))] + [None]
+
+
+def test_store_transactions_apply_in_order_and_independently(h: Any) -> None:
+    tx = h.p("/tx")
+    h.call(h.store.create, tx, b"0")
+    outcomes = h.call(
+        h.store.transactions,
+        [
+            [SetOp(tx, b"1", 0)],
+            [SetOp(tx, b"stale", 0)],  # the set before it moved the version on
+            [CreateOp(tx + "/a")],
+            [CreateOp(tx + "/a")],
+            [CreateOp(tx + "/a/b", b"b"), SetOp(tx, b"2", 1)],  # sees the create two transactions back
+            [CheckOp(tx, 2), CreateOp(tx + "/c")],
+            [CheckOp(h.p("/absent"), -1), CreateOp(tx + "/never")],
+            [CheckOp(tx, 7), SetOp(tx, b"never")],
+            [DeleteOp(tx + "/a/b", 0)],
+            [DeleteOp(tx + "/a/b")],
+        ],
+    )
+    assert isinstance(outcomes[0], list) and isinstance(outcomes[0][0], Stat) and outcomes[0][0].version == 1
+    assert isinstance(outcomes[1], BadVersionError)
+    assert outcomes[2] == [tx + "/a"]
+    assert isinstance(outcomes[3], NodeExistsError)
+    assert outcomes[4][0] == tx + "/a/b" and outcomes[4][1].version == 2
+    assert outcomes[5] == [True, tx + "/c"]
+    assert isinstance(outcomes[6], NoNodeError)
+    assert isinstance(outcomes[7], BadVersionError)
+    assert outcomes[8] == [True]
+    assert isinstance(outcomes[9], NoNodeError)
+    data, stat = h.call(h.store.get, tx)
+    assert (data, stat.version) == (b"2", 2)
+    assert h.call(h.store.get_children, tx) == ["a", "c"]
+    assert h.call(h.store.exists, tx + "/never") is None
+    assert h.call(h.store.transactions, []) == []
+
+
+def test_store_transactions_refuse_an_invalid_op_before_applying_any(h: Any) -> None:
+    h.call(h.store.create, h.p("/inv"))
+    with pytest.raises(TypeError):
+        h.call(
+            h.store.transactions,
+            [[CreateOp(h.p("/inv/first"))], [CreateOp(h.p("/inv/x"), "text")]],  # type: ignore[arg-type]
+        )
+    with pytest.raises(TypeError):
+        h.call(h.store.transactions, [[CreateOp(h.p("/inv/first"))], ["not an op"]])
+    with pytest.raises(ValueError):
+        h.call(h.store.transactions, [[CreateOp(h.p("/inv/first"))], [SetOp("relative", b"")]])
+    assert h.call(h.store.exists, h.p("/inv/first")) is None
+
+
 # =========================================================================== memory-only
 
 

@@ -13,6 +13,7 @@ Expected bytes come from three places:
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 from hypothesis import given
@@ -729,3 +730,27 @@ def test_small_scala_maps_keep_insertion_order() -> None:
         "b",
     ]
     assert list(encoding._scala_immutable_map([("a", 1), ("a", 2)]).items()) == [("a", 2)]
+
+
+def test_partition_state_encoding_is_the_generic_champ_map_encoding() -> None:
+    # LeaderIsrAndControllerEpoch.encode writes its JSON directly, in the key order computed once;
+    # it must stay byte-for-byte what the generic writer makes of Kafka's 5-entry map.
+    rng = random.Random(5642)
+    for _ in range(500):
+        state = LeaderIsrAndControllerEpoch(
+            rng.choice((-2, -1, 0, 7, 2**31 - 1)),
+            rng.randrange(0, 2**31),
+            tuple(rng.sample(range(1000), rng.randrange(0, 6))),
+            rng.randrange(0, 2**31),
+        )
+        generic = encoding._scala_immutable_map(
+            [
+                ("version", 1),
+                ("leader", state.leader),
+                ("leader_epoch", state.leader_epoch),
+                ("controller_epoch", state.controller_epoch),
+                ("isr", list(state.isr)),
+            ]
+        )
+        assert state.encode() == encode_json(generic)
+        assert LeaderIsrAndControllerEpoch.decode(state.encode()) == state
