@@ -367,6 +367,9 @@ class BrokerConfig:
     mafka_monitor_interval_ms: int = _key("mafka.monitor.interval.ms", "LONG", 10000, at_least=100)
     #: Mafka: a log dir's capacity for the monitor and rebalancer (used = the logs in it); -1: the file system's
     mafka_disk_capacity_bytes: int = _key("mafka.disk.capacity.bytes", "LONG", -1, at_least=-1)
+    #: Mafka: a broker whose listener refuses connections (its process is gone) is failed over at
+    #: once rather than at its ZooKeeper session expiry (mafka.controller.fast_failover)
+    mafka_fast_failover_enable: bool = _key("mafka.fast.failover.enable", "BOOLEAN", True)
     # ------------------------------------------------------------ Mafka: the rebalancer (mafka.rebalancer)
     #: the controller plans and runs moves by itself (manual plans run either way)
     mafka_rebalancer_enable: bool = _key("mafka.rebalancer.enable", "BOOLEAN", False)

@@ -30,11 +30,12 @@ deleted or partitions being reassigned.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from mafka.controller.context import PartitionReplica, classify_broker_change
 from mafka.controller.core import ControllerCore
 from mafka.controller.election import LeaderElectionStrategy
+from mafka.controller.fast_failover import RefusedBrokers
 from mafka.controller.partition_state_machine import PartitionStateMachine
 from mafka.controller.reassignment import ReassignmentManager
 from mafka.controller.replica_state_machine import ReplicaStateMachine
@@ -42,6 +43,7 @@ from mafka.controller.states import PartitionState, ReplicaState
 from mafka.controller.topic_deletion import TopicDeletionManager
 from mafka.coordination.store import WatchHandle
 from mafka.coordination.znodes import TopicAssignment
+from mafka.coordination.znodes.brokers import BrokerRegistration
 from mafka.errors import ErrorCode
 from mafka.topics import TopicPartitionTuple
 
@@ -79,6 +81,8 @@ class ClusterChanges:
         self._reassignments = reassignments
         self._topic_watches: dict[str, WatchHandle] = {}
         self._broker_watches: dict[int, WatchHandle] = {}
+        #: The fast path for brokers whose listener refuses connections (None: session expiry only).
+        self.refused: RefusedBrokers | None = None
 
     # ------------------------------------------------------------------ topics and watches
 
@@ -130,8 +134,15 @@ class ClusterChanges:
         if watch is not None:
             watch.cancel()
 
+    def watch_liveness(self, brokers: Mapping[int, tuple[BrokerRegistration, int]]) -> None:
+        """Watches live brokers' listeners for the fast path (id → (registration, epoch))."""
+        if self.refused is not None:
+            self.refused.watch(brokers)
+
     def unwatch_all(self) -> None:
-        """Cancels every topic and broker watch (at resignation)."""
+        """Cancels every topic, broker and listener watch (at resignation)."""
+        if self.refused is not None:
+            self.refused.stop()
         for topic in list(self._topic_watches):
             self.unwatch_topic(topic)
         for broker_id in list(self._broker_watches):
@@ -145,6 +156,8 @@ class ClusterChanges:
             return
         ctx = self._core.context
         current = await self._core.zk.get_all_brokers()
+        if self.refused is not None:
+            current = self.refused.visible(current)  # a fenced registration counts as gone
         change = classify_broker_change(
             {b: epoch for b, (_, epoch) in current.items()},
             {b: ctx.broker_epoch(b) for b in ctx.live_or_shutting_down_broker_ids},
@@ -165,6 +178,9 @@ class ClusterChanges:
             self._core.channel.add_broker(b, current[b][0])
         for b in change.dead:
             self._core.channel.remove_broker(b)
+        if self.refused is not None:
+            self.refused.forget(list(change.dead))
+            self.watch_liveness({b: current[b] for b in (*change.new, *change.bounced)})
         if change.new:
             ctx.add_live_brokers({b: current[b] for b in change.new})
             await self._on_broker_startup(list(change.new))
@@ -176,6 +192,21 @@ class ClusterChanges:
         if change.dead:
             ctx.remove_live_brokers(change.dead)
             await self._on_broker_failure(list(change.dead))
+
+    async def fence_brokers(self, broker_ids: list[int]) -> None:
+        """Treats live brokers as dead although their registrations remain (the fast path).
+
+        What :meth:`process_broker_change` does for a vanished registration:
+        the channel to them closes, they leave the live brokers, ``onBrokerFailure``.
+        """
+        ctx = self._core.context
+        dead = [b for b in broker_ids if b in ctx.live_or_shutting_down_broker_ids]
+        if not dead:
+            return
+        for b in dead:
+            self._core.channel.remove_broker(b)
+        ctx.remove_live_brokers(dead)
+        await self._on_broker_failure(dead)
 
     async def _on_broker_startup(self, new_brokers: list[int]) -> None:
         """KC ``onBrokerStartup``."""

@@ -99,7 +99,9 @@ from mafka.controller.context import ControllerContext, ReplicaAssignment
 from mafka.controller.core import ControllerCore
 from mafka.controller.events import ControllerEventQueue
 from mafka.controller.failover import ControllerFailover
+from mafka.controller.fast_failover import ControllerRefusal, RefusedBrokers, WatchFactory
 from mafka.controller.leader_election import ElectionResult, LeaderElections
+from mafka.controller.liveness import BrokerLivenessWatch
 from mafka.controller.partition_state_machine import PartitionStateMachine
 from mafka.controller.reassignment import AlterResult, ReassignmentManager
 from mafka.controller.replica_state_machine import ReplicaStateMachine
@@ -185,6 +187,8 @@ class Controller:
         reregister: Callable[[], Awaitable[Any] | Deferred[Any] | None] | None = None,
         rng: random.Random | None = None,
         background: BackgroundPasses | None = None,
+        liveness: WatchFactory | None = None,
+        comeback_after_s: float = 36.0,
     ) -> None:
         self.core = ControllerCore(
             broker_id,
@@ -235,6 +239,19 @@ class Controller:
             self.leader_elections,
             self.cluster_changes,
         )
+        #: The fast path for a broker whose listener refuses connections (mafka.controller.fast_failover).
+        self._controller_refusal: ControllerRefusal | None = None
+        if liveness is not None:
+            self.cluster_changes.refused = RefusedBrokers(
+                core,
+                liveness,
+                fence=self.cluster_changes.fence_brokers,
+                recheck=self.cluster_changes.process_broker_change,
+                comeback_after_s=comeback_after_s,
+            )
+            self._controller_refusal = ControllerRefusal(
+                broker_id, zk, liveness, core.channel.listener_name, core.fire
+            )
         core.batch.on_stop_replica_response = self.topic_deletion.on_stop_replica_response
         core.batch.on_leader_and_isr_response = self.cluster_changes.on_leader_and_isr_response
         self._reregister = reregister
@@ -367,7 +384,7 @@ class Controller:
         self._started = True
         self.zk.store.add_session_listener(self._listener)
         self._controller_watch = self.zk.watch_controller(self._on_controller_znode)
-        d = self.core.enqueue("Startup", self._elect)
+        d = self.core.enqueue("Startup", self._startup)
         d.addErrback(self.core.log_event_failure, "Startup")
         return d.addCallback(lambda _: None)
 
@@ -406,6 +423,24 @@ class Controller:
         self.core.fire("RegisterBrokerAndReelect", self._process_register_and_reelect)
 
     # ------------------------------------------------------------------ election and resignation
+
+    async def _startup(self) -> None:
+        try:
+            await self._elect()
+        finally:
+            await self._refresh_controller_watch()
+
+    async def _refresh_controller_watch(self) -> None:
+        """Watches the active controller's listener if it is another broker (the fast path)."""
+        if self._controller_refusal is None:
+            return
+        if self.core.stopped:
+            self._controller_refusal.stop()
+            return
+        try:
+            await self._controller_refusal.refresh(self.core.active_controller_id)
+        except Exception as exc:  # ZooKeeper unreachable: the next /controller event tries again
+            log.info("controller %d: cannot watch the controller's listener: %s", self.broker_id, exc)
 
     async def _elect(self) -> None:
         """KC ``elect``."""
@@ -493,14 +528,19 @@ class Controller:
 
     async def _process_controller_change(self) -> None:
         """ControllerChange / Reelect: resign if it moved away, elect if it is gone."""
-        controller_id = await self.zk.get_controller_id()
-        await self._maybe_resign(-1 if controller_id is None else controller_id)
-        if controller_id is None or (controller_id == self.broker_id and not self.is_active):
-            await self._elect()
+        try:
+            controller_id = await self.zk.get_controller_id()
+            await self._maybe_resign(-1 if controller_id is None else controller_id)
+            if controller_id is None or (controller_id == self.broker_id and not self.is_active):
+                await self._elect()
+        finally:
+            await self._refresh_controller_watch()
 
     async def _process_expire(self) -> None:
         self.core.active_controller_id = -1
         self.failover.on_controller_resignation()
+        if self._controller_refusal is not None:
+            self._controller_refusal.stop()
 
     async def _process_register_and_reelect(self) -> None:
         if self._reregister is not None:
@@ -512,9 +552,14 @@ class Controller:
                 log.exception("controller %d: re-registering the broker failed", self.broker_id)
         controller_id = await self.zk.get_controller_id()
         await self._maybe_resign(-1 if controller_id is None else controller_id)
-        await self._elect()
+        try:
+            await self._elect()
+        finally:
+            await self._refresh_controller_watch()
 
     async def _process_shutdown(self) -> None:
+        if self._controller_refusal is not None:
+            self._controller_refusal.stop()
         was_active = self.is_active
         expected = self.context.epoch_zk_version
         self.core.active_controller_id = -1
@@ -581,6 +626,15 @@ def controller_for_server(server: Any) -> Controller:
             server.reactor, host, port, f"controller-{server.broker_id}", security=security
         )
 
+    liveness: WatchFactory | None = None
+    if getattr(config, "mafka_fast_failover_enable", False):
+
+        def liveness(
+            on_refused: Callable[[int, int], None], on_reachable: Callable[[int, int], None], comeback_after_s: float
+        ) -> BrokerLivenessWatch:
+            return BrokerLivenessWatch(server.reactor, on_refused, on_reachable, comeback_after_s=comeback_after_s)
+
+    session_timeout_s = getattr(config, "zookeeper_session_timeout_ms", 18000) / 1000
     return Controller(
         server.broker_id,
         zk,
@@ -590,4 +644,7 @@ def controller_for_server(server: Any) -> Controller:
         reregister=reregister,
         background=getattr(server, "background", None),
         connection_factory=connect,
+        liveness=liveness,
+        # Longer than the session timeout: a restarted process's old session is gone by then.
+        comeback_after_s=2 * session_timeout_s,
     )

@@ -168,6 +168,7 @@ class ControllerFailover:
         ctx.partitions_being_reassigned = set(ctx.adding_replicas) | set(ctx.removing_replicas)
         for broker_id in sorted(brokers):
             self._changes.watch_broker(broker_id)
+        self._changes.watch_liveness(brokers)
         ctx.leadership.clear()
         ctx.leadership.update(await self._core.zk.get_partition_states(ctx.all_partitions()))
         self._core.channel.startup(ctx.live_brokers)

@@ -61,6 +61,21 @@ class ControllerZk(ZkFamily):
             return None
 
     @_deferred
+    async def get_controller_registration(self) -> tuple[int, int] | None:
+        """``(broker id, czxid)`` of ``/controller``, or None (absent or unreadable).
+
+        The czxid tells one registration from another of the same broker:
+        a controller elected again creates a new node.
+        """
+        got = await self._core.get_or_none(ControllerZNode.PATH)
+        if got is None:
+            return None
+        try:
+            return ControllerZNode.decode(got[0]).broker_id, got[1].czxid
+        except ValueError:
+            return None
+
+    @_deferred
     async def get_controller_epoch(self) -> tuple[int, int] | None:
         """``(controller epoch, its zkVersion)`` from ``/controller_epoch``, or None."""
         return await self._read_controller_epoch()

@@ -13,9 +13,11 @@ full again:
 row                        fault
 ========================== ==================================================================
 kill-leader                ``docker kill`` of partition 0's leader, ``docker start`` after the hold
-pause-leader               ``docker pause`` of the leader past the ZooKeeper session (a zombie)
+pause-leader               ``docker pause`` of the leader past the ZooKeeper session (a zombie); it must
+                           keep its partition for 70 % of the session (no fast failover: it refuses nothing)
 restart-broker             ``docker restart`` (SIGTERM: a controlled shutdown, then start)
-isolate-broker             the leader cut from every container and from the host's clients
+isolate-broker             the leader cut from every container and from the host's clients; as for
+                           pause-leader, no fast failover before 70 % of the session
 leader-cut-from-zookeeper  the leader cut from the three ZooKeeper members only: it still
                            reaches the clients and the other brokers
 follower-cut-from-leader   one follower cut from partition 0's leader only
@@ -304,10 +306,27 @@ class DockerChaos:
         service = self.service_of(self.leader(TOPIC))
         return self._kill(row, (service,), service)
 
+    def no_fast_path(self, row: RowResult, leader: int, since: float) -> None:
+        """A leader frozen or cut off still holds its port and never refuses a connection, so the
+        controller's fast path (mafka.controller.fast_failover) must not move it: only its session
+        expiry may.  Watches the leader for 70 % of the session timeout and fails the row if it moved."""
+        until = since + 0.7 * self.session_timeout_s
+        while (left := until - time.monotonic()) > 0:
+            state = self.zk.states(TOPIC).get(0)  # ZooKeeper's view: no broker (cut or frozen) in the way
+            current = leader if state is None else state[0]
+            if current != leader:
+                raise AssertionError(f"partition 0's leader moved from {leader} to {current} after "
+                                     f"{time.monotonic() - since:.1f} s, before the {self.session_timeout_s:.0f} s "
+                                     "session could expire: the fast path fired for a broker that was alive")
+            time.sleep(min(0.2, left))
+        row.notes.append(f"leader kept {0.7 * self.session_timeout_s:.1f} s (no fast path)")
+
     def pause_leader(self, row: RowResult) -> Callable[[], None]:
-        service = self.service_of(self.leader(TOPIC))
+        leader = self.leader(TOPIC)
+        service = self.service_of(leader)
         row.notes.append(f"paused {service}")
         self.cluster.pause(service)
+        self.no_fast_path(row, leader, time.monotonic())
         return lambda: self.cluster.unpause(service)
 
     def restart_broker(self, row: RowResult) -> Callable[[], None]:
@@ -317,10 +336,12 @@ class DockerChaos:
         return lambda: self.cluster.wait_healthy((service,), timeout=120)
 
     def isolate_broker(self, row: RowResult) -> Callable[[], None]:
-        service = self.service_of(self.leader(TOPIC))
+        leader = self.leader(TOPIC)
+        service = self.service_of(leader)
         row.notes.append(f"isolated {service}")
         others = [s for s in (*ZOOKEEPERS, *BROKERS) if s != service]
         self.net.isolate(service, others, host=True)
+        self.no_fast_path(row, leader, time.monotonic())  # (a failure is healed by run_row)
         return lambda: self.net.heal(service)
 
     def leader_cut_from_zookeeper(self, row: RowResult) -> Callable[[], None]:

@@ -14,6 +14,7 @@ decode), so bodies that would not serialize fail the test.  Time is a
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
@@ -26,6 +27,7 @@ from mafka.controller.channel import ControllerChannelManager
 from mafka.controller.controller import (
     Controller,
 )
+from mafka.controller.fast_failover import WatchFactory
 from mafka.coordination.kafka_zk import KafkaZkClient
 from mafka.coordination.memory_store import MemoryStore, MemoryZooKeeper
 from mafka.coordination.znodes import (
@@ -39,6 +41,8 @@ from mafka.wire.registry import spec_for
 
 LAI, STOP, UMR = 4, 5, 6
 NOW_S = 1_650_000_000
+#: How long a fenced broker must accept connections to be taken back (the fast failover path)
+COMEBACK_AFTER_S = 36.0
 
 
 def result(d: Deferred[Any]) -> Any:
@@ -173,7 +177,10 @@ class Cluster:
         config: Any = None,
         racks: dict[int, str] | None = None,
         store_class: type[MemoryStore] = MemoryStore,
+        liveness: Callable[[Clock, int], WatchFactory] | None = None,
     ) -> None:
+        #: (clock, broker id) → its controller's listener-watch factory (the fast failover path), or None
+        self.liveness = liveness
         self.clock = Clock()
         self.clock.advance(NOW_S)
         self.tree = MemoryZooKeeper(time_ms=lambda: int(self.clock.seconds() * 1000))
@@ -231,6 +238,8 @@ class Cluster:
             config=self.config,
             reregister=reregister,
             rng=random.Random(b),
+            liveness=None if self.liveness is None else self.liveness(self.clock, b),
+            comeback_after_s=COMEBACK_AFTER_S,
         )
 
     def settle(self) -> None:
