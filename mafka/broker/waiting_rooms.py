@@ -48,6 +48,19 @@ class _DelayedFetch:
     whole_first_batches: bool = False
     client_metadata: ClientMetadata | None = None
     isolation_level: int = 0
+    #: per entry of ``partitions``: the bytes available there when last checked; and their sum
+    available: list[int] = field(default_factory=list)
+    total: int = 0
+    #: (topic, partition) → its entries in ``partitions`` (so a wake re-checks just those)
+    entries: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+
+    def add(self, p: FetchPartition) -> int:
+        """Lists *p*; returns its entry."""
+        i = len(self.partitions)
+        self.partitions.append(p)
+        self.available.append(0)
+        self.entries.setdefault((p.topic, p.partition), []).append(i)
+        return i
 
     @property
     def fetch_only_from_leader(self) -> bool:
@@ -91,9 +104,14 @@ class WaitingRooms:
         self._produce_waiters: dict[tuple[str, int], set[_DelayedProduce]] = defaultdict(set)
 
     def wake(self, tp: tuple[str, int]) -> None:
-        """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it."""
+        """Something changed at *tp* (an append, a HW move, a role change): re-check who waits on it.
+
+        A parked fetch re-checks only *tp*: what it found at its other
+        partitions holds until they are woken in turn (a fetch of thousands
+        of partitions must not be re-read whole at each of their changes).
+        """
         for fetch in list(self._fetch_waiters.get(tp, ())):
-            self._try_complete_fetch(fetch)
+            self._recheck_fetch(fetch, tp)
         for produce in list(self._produce_waiters.get(tp, ())):
             self._check_produce(produce)
 
@@ -170,10 +188,11 @@ class WaitingRooms:
         """
         d: defer.Deferred = defer.Deferred()
         delayed = _DelayedFetch(
-            replica_id, min_bytes, max_bytes, list(partitions), d, whole_first_batches=whole_first_batches,
+            replica_id, min_bytes, max_bytes, [], d, whole_first_batches=whole_first_batches,
             client_metadata=client_metadata, isolation_level=isolation_level,
         )
         for p in partitions:
+            delayed.add(p)
             self._fetch_waiters[(p.topic, p.partition)].add(delayed)
         delayed.timer = self.clock.callLater(max_wait_ms / 1000.0, self._complete_fetch, delayed)
         if on_park is not None:
@@ -187,32 +206,44 @@ class WaitingRooms:
     def _extend_fetch(self, delayed: _DelayedFetch, p: FetchPartition) -> None:
         if delayed.done:
             return
-        delayed.partitions.append(p)
+        i = delayed.add(p)
         self._fetch_waiters[(p.topic, p.partition)].add(delayed)
-        self._try_complete_fetch(delayed)
+        if self._check_entry(delayed, i):
+            self._complete_fetch(delayed)
 
     def _try_complete_fetch(self, delayed: _DelayedFetch) -> None:
-        available = 0
+        """Checks every partition of *delayed* (at park time); completes it if it has enough."""
+        for i in range(len(delayed.partitions)):
+            if self._check_entry(delayed, i):
+                self._complete_fetch(delayed)
+                return
+
+    def _recheck_fetch(self, delayed: _DelayedFetch, tp: tuple[str, int]) -> None:
+        for i in delayed.entries.get(tp, ()):
+            if self._check_entry(delayed, i):
+                self._complete_fetch(delayed)
+                return
+
+    def _check_entry(self, delayed: _DelayedFetch, i: int) -> bool:
+        """Updates what entry *i* adds to the fetch; True if the fetch must complete now."""
+        p = delayed.partitions[i]
+        partition = self._partition((p.topic, p.partition))
         only_leader = delayed.fetch_only_from_leader
-        for p in delayed.partitions:
-            partition = self._partition((p.topic, p.partition))
-            if (
-                partition is None
-                or (only_leader and not partition.is_leader)
-                or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
-            ):
-                # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
-                # answer now, with the error, so a follower re-truncates at once
-                # rather than after max_wait_ms.
-                available = delayed.min_bytes
-                break
-            available += partition.bytes_available(
-                p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader, isolation_level=delayed.isolation_level
-            )
-            if available >= delayed.min_bytes:
-                break
-        if available >= delayed.min_bytes:
-            self._complete_fetch(delayed)
+        if (
+            partition is None
+            or (only_leader and not partition.is_leader)
+            or (p.current_leader_epoch >= 0 and p.current_leader_epoch != partition.leader_epoch)
+        ):
+            # Leadership or the leader epoch moved (Kafka's DelayedFetch cases A and F):
+            # answer now, with the error, so a follower re-truncates at once
+            # rather than after max_wait_ms.
+            return True
+        now = partition.bytes_available(
+            p.fetch_offset, delayed.replica_id, fetch_only_from_leader=only_leader, isolation_level=delayed.isolation_level
+        )
+        delayed.total += now - delayed.available[i]
+        delayed.available[i] = now
+        return delayed.total >= delayed.min_bytes
 
     def _complete_fetch(self, delayed: _DelayedFetch) -> None:
         if delayed.done:
