@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Any
 
 from mafka.controller.config import as_bool
 from mafka.controller.context import from_election_state, to_election_state
@@ -41,7 +42,10 @@ from mafka.coordination.kafka_zk import ControllerMovedError
 from mafka.coordination.znodes import LeaderIsrAndControllerEpoch
 from mafka.topics import TopicPartitionTuple
 
-__all__ = ["PartitionStateMachine"]
+__all__ = ["ONLINE_RETRY_S", "PartitionStateMachine"]
+
+#: The wait before trying again to bring online partitions that failed for a ZooKeeper error.
+ONLINE_RETRY_S = 5.0
 
 log = logging.getLogger("mafka.controller")
 
@@ -58,6 +62,7 @@ class PartitionStateMachine:
 
     def __init__(self, core: ControllerCore) -> None:
         self._core = core
+        self._retry: Any = None
 
     async def startup(self) -> None:
         """PSM ``startup`` (at failover): seed every partition's state, then bring New and Offline ones online."""
@@ -86,7 +91,6 @@ class PartitionStateMachine:
         try:
             results = await self._do_partition_state_changes(tps, target, strategy)
             self._core.batch.send_requests(self._core.context.epoch)
-            return results
         except ControllerMovedError:
             self._core.batch.clear()
             raise
@@ -95,7 +99,10 @@ class PartitionStateMachine:
                 "controller %d: error moving partitions to %s", self._core.broker_id, target.name
             )
             self._core.batch.abandon()
-            return {tp: exc for tp in tps}
+            results = {tp: exc for tp in tps}
+        if target is _P.OnlinePartition:
+            self._retry_if_stuck(tps, results)
+        return results
 
     async def trigger_online_partition_state_change(
         self, partitions: Iterable[TopicPartitionTuple] | None = None
@@ -106,6 +113,39 @@ class PartitionStateMachine:
             partitions = ctx.partitions_in_states(_P.OfflinePartition, _P.NewPartition)
         tps = [tp for tp in partitions if not ctx.is_topic_queued_for_deletion(tp[0])]
         return await self.handle_state_changes(tps, _P.OnlinePartition, _Strategy.OFFLINE)
+
+    def _retry_if_stuck(
+        self, tps: list[TopicPartitionTuple], results: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch | Exception]
+    ) -> None:
+        """Tries again later if a partition that could be online is not, for a ZooKeeper failure.
+
+        Kafka tries again only at the next broker or topic change; a new
+        topic whose state znodes failed to be written (a dropped ZooKeeper
+        connection) would stay leaderless until then.  A partition left New
+        with a live replica, or one whose election failed otherwise than by
+        having no eligible leader, is tried again after
+        :data:`ONLINE_RETRY_S` (all New and Offline partitions, once per wait).
+        """
+        ctx = self._core.context
+        stuck = any(
+            ctx.partition_states.state(tp) is _P.NewPartition
+            and any(b in ctx.live_broker_ids for b in ctx.partition_replicas(tp))
+            for tp in tps
+        ) or any(isinstance(r, Exception) and not isinstance(r, StateChangeFailed) for r in results.values())
+        if not stuck or (self._retry is not None and self._retry.active()):
+            return
+        log.warning("controller %d: some partitions could not be brought online; trying again in %.0f s",
+                    self._core.broker_id, ONLINE_RETRY_S)
+
+        def fire() -> None:
+            self._retry = None
+            self._core.fire("RetryOnlinePartitions", self._retry_online, coalesce=True)
+
+        self._retry = self._core.reactor.callLater(ONLINE_RETRY_S, fire)
+
+    async def _retry_online(self) -> None:
+        if self._core.is_active:
+            await self.trigger_online_partition_state_change()
 
     async def _do_partition_state_changes(
         self, tps: list[TopicPartitionTuple], target: PartitionState, strategy: _Strategy | None
