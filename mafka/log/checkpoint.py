@@ -82,6 +82,7 @@ __all__ = [
     "OffsetCheckpointFile",
     "atomic_write",
     "check_broker_metadata",
+    "fsync_and_close",
     "fsync_dir",
     "read_broker_metadata",
     "read_meta_properties",
@@ -146,6 +147,18 @@ class EpochEntry(NamedTuple):
 
 
 # --------------------------------------------------------------------------- atomic files
+
+
+def fsync_and_close(fd: int) -> None:
+    """Fsyncs the file open at descriptor *fd*, then closes it (even if the fsync failed).
+
+    Raises:
+        OSError: the fsync failed.
+    """
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(path: Path) -> None:
@@ -377,11 +390,7 @@ class LeaderEpochCheckpointFile:
             return
         self.dirty = False  # first: a write racing this fsync marks it dirty again
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_and_close(os.open(self.path, os.O_RDONLY))
             fsync_dir(self.path.parent)
         except FileNotFoundError:
             pass  # the partition was deleted meanwhile

@@ -32,6 +32,8 @@ import threading
 from array import array
 from pathlib import Path
 
+from .checkpoint import fsync_and_close
+
 __all__ = ["OffsetIndex", "TimeIndex", "CorruptIndexError"]
 
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -130,11 +132,7 @@ class _IndexFile:
         if self._closed:
             raise OSError(errno.EBADF, "index file is closed", str(self.path))
         if self._unsynced:
-            fd = self._open()
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_and_close(self._open())
             self._unsynced = False
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from .checkpoint import fsync_and_close
 from .index import CorruptIndexError
 
 __all__ = ["ABORTED_TXN_SIZE", "AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
@@ -238,11 +239,7 @@ class TransactionIndex:
     def flush(self) -> None:
         """fsyncs the file if it was written or truncated since the last fsync."""
         if self._unsynced:
-            fd = self._open()
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_and_close(self._open())
             self._unsynced = False
 
     def close(self) -> None:
