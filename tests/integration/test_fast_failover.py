@@ -1,7 +1,7 @@
 """The fast failover path (mafka.controller.fast_failover) on a real cluster: a dead broker is
 failed over when its listener refuses connections, a frozen one only when its session expires.
 
-One 3-broker cluster for the module with a long ZooKeeper session (12 s), so
+One 3-broker cluster for the module with a longer ZooKeeper session (8 s), so
 that "failed over while the dead broker's registration is still in
 ZooKeeper" is unmistakably the fast path and not session expiry.  Durable
 settings (RF 3, ``min.insync.replicas=2``, unclean election off), an
@@ -42,7 +42,7 @@ from tests.harness.cluster import ClusterSpec
 
 pytestmark = pytest.mark.integration
 
-SESSION_TIMEOUT_S = 12.0
+SESSION_TIMEOUT_S = 8.0
 SETTINGS = {
     "zookeeper.session.timeout.ms": str(int(SESSION_TIMEOUT_S * 1000)),
     "replica.lag.time.max.ms": "4000",

@@ -22,7 +22,7 @@ import pytest
 from tests.harness.chaos import ContinuousProducer, create_topic, final_check, healed, running
 from tests.harness.cluster import ClusterSpec
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]  # ~45 s: `make chaos` runs it, not `make test`
 
 SESSION_TIMEOUT_S = 6.0
 SETTINGS = {
