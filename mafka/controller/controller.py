@@ -242,15 +242,16 @@ class Controller:
         #: The fast path for a broker whose listener refuses connections (mafka.controller.fast_failover).
         self._controller_refusal: ControllerRefusal | None = None
         if liveness is not None:
+            refusal = self._controller_refusal = ControllerRefusal(
+                broker_id, zk, liveness, core.channel.listener_name, core.fire
+            )
             self.cluster_changes.refused = RefusedBrokers(
                 core,
                 liveness,
                 fence=self.cluster_changes.fence_brokers,
                 recheck=self.cluster_changes.process_broker_change,
                 comeback_after_s=comeback_after_s,
-            )
-            self._controller_refusal = ControllerRefusal(
-                broker_id, zk, liveness, core.channel.listener_name, core.fire
+                known_dead=lambda: refusal.dead,
             )
         core.batch.on_stop_replica_response = self.topic_deletion.on_stop_replica_response
         core.batch.on_leader_and_isr_response = self.cluster_changes.on_leader_and_isr_response

@@ -26,7 +26,11 @@ Two roles, one per side of the controller election:
   check of ``/controller_epoch`` (the same fenced delete a controller uses to
   resign), so a new controller is elected now rather than after the dead
   one's session expires.  The new controller then finds the dead broker
-  registered, watches it, and fences it at its first refusal.
+  registered, watches it, and fences it at its first refusal — or at once,
+  if it is the broker that saw the refusal and the dead controller's
+  ``/brokers/ids`` node belongs to the same session as its ``/controller``
+  node did (a container's address may vanish right after its process, so
+  a second probe could find no one to refuse it).
 
 Why the check is airtight: ``/controller_epoch`` is read *before*
 ``/controller``.  Every election creates ``/controller`` and bumps
@@ -75,6 +79,8 @@ class RefusedBrokers:
         fence: ``(broker ids) -> awaitable``: treat the brokers as dead (``onBrokerFailure``).
         recheck: ``() -> awaitable``: re-read ``/brokers/ids`` (``processBrokerChange``).
         comeback_after_s: How long a fenced broker must accept connections to be taken back.
+        known_dead: ``() -> {broker id: epoch}``: registrations already seen dead on this broker
+            (by its :class:`ControllerRefusal`: the controller it replaces); fenced when first watched.
     """
 
     def __init__(
@@ -84,8 +90,10 @@ class RefusedBrokers:
         fence: Callable[[list[int]], Awaitable[None]],
         recheck: Callable[[], Awaitable[None]],
         comeback_after_s: float,
+        known_dead: Callable[[], dict[int, int]] = dict,
     ) -> None:
         self._core = core
+        self._known_dead = known_dead
         self._fence = fence
         self._recheck = recheck
         self._watch = make_watch(self._on_refused, self._on_reachable, comeback_after_s)
@@ -118,8 +126,12 @@ class RefusedBrokers:
     def watch(self, brokers: Registrations) -> None:
         """Watches live brokers (id → (registration, epoch)); never the controller itself."""
         listener = self._core.channel.listener_name
+        known_dead = self._known_dead()
         for broker_id, (registration, epoch) in sorted(brokers.items()):
             if broker_id == self._core.broker_id:
+                continue
+            if known_dead.get(broker_id) == epoch:
+                self._on_refused(broker_id, epoch)  # the same checks as a refusal seen now
                 continue
             endpoint = _endpoint(registration, listener)
             if endpoint is not None:
@@ -206,6 +218,8 @@ class ControllerRefusal:
         self._fire = fire
         self._watch = make_watch(self._on_refused, lambda b, e: None, float("inf"))
         self._watching: tuple[int, int] | None = None
+        #: broker id → broker epoch of a controller seen dead here (its registration, same session)
+        self.dead: dict[int, int] = {}
 
     @property
     def watching(self) -> tuple[int, int] | None:
@@ -245,6 +259,13 @@ class ControllerRefusal:
         current = await self._zk.get_controller_registration()
         if epoch is None or current != (controller_id, czxid):
             return  # already gone or replaced: the /controller watch does the rest
+        # The dead controller's broker registration, if it is the same session's: whoever is
+        # elected next fences it at once, without a probe of its own (which may come too late
+        # to see the refusal: a container's address vanishes soon after its process).
+        session = await self._zk.get_controller_session()
+        broker = await self._zk.get_broker_session(controller_id)
+        if session is not None and broker is not None and broker[1] == session:
+            self.dead[controller_id] = broker[0]
         log.warning(
             "broker %d: controller %d refuses connections while /controller remains: its process is gone; "
             "deleting /controller (checked against controller epoch %d) so another broker is elected now",

@@ -97,6 +97,12 @@ class BrokerZk(ZkFamily):
         return None if got is None else (BrokerRegistration.decode(broker_id, got[0]), got[1].czxid)
 
     @_deferred
+    async def get_broker_session(self, broker_id: int) -> tuple[int, int] | None:
+        """``(broker epoch, ZooKeeper session owning the registration)`` of *broker_id*, or None."""
+        got = await self._core.get_or_none(broker_path(broker_id))
+        return None if got is None else (got[1].czxid, got[1].ephemeral_owner)
+
+    @_deferred
     async def get_broker_ids(self) -> list[int]:
         """Live broker ids, sorted (Kafka's ``getSortedBrokerList``)."""
         return sorted(int(child) for child in await self._core.children_or_empty(BROKER_IDS_PATH))

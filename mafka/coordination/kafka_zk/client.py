@@ -143,6 +143,10 @@ class KafkaZkClient:
         """``(registration, broker epoch)`` of *broker_id*, or None if it is not live."""
         return self._brokers.get_broker_and_epoch(broker_id)
 
+    def get_broker_session(self, broker_id: int) -> Deferred[tuple[int, int] | None]:
+        """``(broker epoch, ZooKeeper session owning the registration)`` of *broker_id*, or None."""
+        return self._brokers.get_broker_session(broker_id)
+
     def get_broker_ids(self) -> Deferred[list[int]]:
         """Live broker ids, sorted (Kafka's ``getSortedBrokerList``)."""
         return self._brokers.get_broker_ids()
@@ -160,6 +164,10 @@ class KafkaZkClient:
     def get_controller_registration(self) -> Deferred[tuple[int, int] | None]:
         """``(broker id, czxid)`` of ``/controller``, or None (absent or unreadable)."""
         return self._controller.get_controller_registration()
+
+    def get_controller_session(self) -> Deferred[int | None]:
+        """The ZooKeeper session owning ``/controller``, or None if absent."""
+        return self._controller.get_controller_session()
 
     def get_controller_epoch(self) -> Deferred[tuple[int, int] | None]:
         """``(controller epoch, its zkVersion)`` from ``/controller_epoch``, or None."""

@@ -76,6 +76,12 @@ class ControllerZk(ZkFamily):
             return None
 
     @_deferred
+    async def get_controller_session(self) -> int | None:
+        """The ZooKeeper session owning ``/controller`` (its ephemeral owner), or None if absent."""
+        got = await self._core.get_or_none(ControllerZNode.PATH)
+        return None if got is None else got[1].ephemeral_owner
+
+    @_deferred
     async def get_controller_epoch(self) -> tuple[int, int] | None:
         """``(controller epoch, its zkVersion)`` from ``/controller_epoch``, or None."""
         return await self._read_controller_epoch()

@@ -34,10 +34,14 @@ class Network:
         self.state: dict[str, str] = {}
         self.open: dict[str, list[Conn]] = {}
         self.attempts: dict[str, int] = {}
+        self.refusals_left: dict[str, int] = {}
 
-    def set(self, broker_id: int, state: str) -> None:
+    def set(self, broker_id: int, state: str, refusals: int | None = None) -> None:
+        """*refusals*: a dead port refuses that many connections, then answers nothing (its address vanished)."""
         host = f"broker{broker_id}"
         self.state[host] = state
+        if refusals is not None:
+            self.refusals_left[host] = refusals
         if state == "dead":  # the kernel closes the dead process's sockets
             for conn in self.open.pop(host, []):
                 conn.close()
@@ -49,7 +53,9 @@ class Network:
             conn = Conn()
             self.open.setdefault(host, []).append(conn)
             return defer.succeed(conn)
-        if state == "dead":
+        if state == "dead" and self.refusals_left.get(host, 1) > 0:
+            if host in self.refusals_left:
+                self.refusals_left[host] -= 1
             return defer.fail(error.ConnectionRefusedError(host))
         d: defer.Deferred[Any] = defer.Deferred()
         assert self.cluster is not None
@@ -72,8 +78,9 @@ def make_cluster(ids: tuple[int, ...] = (1, 2, 3, 4)) -> tuple[Cluster, Network]
     return cluster, net
 
 
-def crash(cluster: Cluster, net: Network, b: int) -> None:
-    """SIGKILL: the process stops and its port refuses; its ZooKeeper session lives on until it expires."""
+def crash(cluster: Cluster, net: Network, b: int, refusals: int | None = None) -> None:
+    """SIGKILL: the process stops and its port refuses (*refusals* times, then nothing answers); its
+    ZooKeeper session lives on until it expires."""
     cluster.brokers[b].up = False
     controller = cluster.controllers[b]
     controller.core.stopped = True
@@ -81,7 +88,7 @@ def crash(cluster: Cluster, net: Network, b: int) -> None:
     if controller._controller_refusal is not None:
         controller._controller_refusal.stop()
     controller.cluster_changes.unwatch_all()
-    net.set(b, "dead")
+    net.set(b, "dead", refusals)
     cluster.settle()
 
 
@@ -219,3 +226,37 @@ def test_a_refusal_for_a_replaced_registration_changes_nothing() -> None:
     # Negative control: the same refusal for the registration in force fences the broker.
     fire(cluster, defer.ensureDeferred(refused._process_refused(x, old_epoch)))
     assert cluster.state("t", 0).leader == y
+
+
+def test_a_dead_controller_seen_refusing_is_fenced_by_its_successor_without_a_probe() -> None:
+    # In a container the dead process's address may vanish right after its sockets closed: the
+    # brokers watching the controller see it refuse, the new controller's own probe finds no one.
+    cluster, net = make_cluster()
+    a = cluster.active.broker_id
+    x, y, z = cluster.others()
+    cluster.create("t", {0: [a, x, y]})
+    crash(cluster, net, a, refusals=3)  # one refusal for each broker watching the controller
+    active = cluster.active
+    assert active.broker_id != a and registered(cluster, a)
+    s0 = cluster.state("t", 0)
+    assert s0.leader in (x, y) and a not in s0.isr
+    assert a not in active.context.live_brokers
+
+
+def test_negative_control_without_the_refusal_carried_over_the_successor_waits_for_the_session() -> None:
+    cluster, net = make_cluster()
+    a = cluster.active.broker_id
+    x, y, z = cluster.others()
+    cluster.create("t", {0: [a, x, y]})
+    for b, controller in cluster.controllers.items():
+        refused = controller.cluster_changes.refused
+        assert refused is not None
+        refused._known_dead = dict  # forget what the refusal showed
+    crash(cluster, net, a, refusals=3)
+    for _ in range(20):
+        cluster.clock.advance(1.0)
+    assert cluster.active.broker_id != a
+    assert cluster.state("t", 0).leader == a  # the probe timed out: nothing proved it dead
+    cluster.tree.expire_session(cluster.stores[a].session_id)
+    cluster.settle()
+    assert cluster.state("t", 0).leader in (x, y)
