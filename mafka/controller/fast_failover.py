@@ -217,13 +217,13 @@ class ControllerRefusal:
         self._listener_name = listener_name
         self._fire = fire
         self._watch = make_watch(self._on_refused, lambda b, e: None, float("inf"))
-        self._watching: tuple[int, int] | None = None
+        self._watching: tuple[int, int, int] | None = None
         #: broker id → broker epoch of a controller seen dead here (its registration, same session)
         self.dead: dict[int, int] = {}
 
     @property
-    def watching(self) -> tuple[int, int] | None:
-        """``(controller id, czxid of /controller)`` being watched, or None."""
+    def watching(self) -> tuple[int, int, int] | None:
+        """``(controller id, czxid, session)`` of the ``/controller`` node being watched, or None."""
         return self._watching
 
     async def refresh(self, active_controller_id: int) -> None:
@@ -253,19 +253,20 @@ class ControllerRefusal:
         self._fire("ControllerRefused", self._process_refused, controller_id, czxid)
 
     async def _process_refused(self, controller_id: int, czxid: int) -> None:
-        if self._watching != (controller_id, czxid):
+        watched = self._watching
+        if watched is None or watched[:2] != (controller_id, czxid):
             return
-        epoch = await self._zk.get_controller_epoch()  # first: see the module doc
-        current = await self._zk.get_controller_registration()
-        if epoch is None or current != (controller_id, czxid):
-            return  # already gone or replaced: the /controller watch does the rest
-        # The dead controller's broker registration, if it is the same session's: whoever is
-        # elected next fences it at once, without a probe of its own (which may come too late
-        # to see the refusal: a container's address vanishes soon after its process).
-        session = await self._zk.get_controller_session()
+        # The dead controller's broker registration, if the same session holds it: whoever of the
+        # brokers that saw this is elected next fences it at once, without a probe of its own
+        # (which may come too late to see a refusal: a container's address vanishes soon after
+        # its process).
         broker = await self._zk.get_broker_session(controller_id)
-        if session is not None and broker is not None and broker[1] == session:
+        if broker is not None and broker[1] == watched[2]:
             self.dead[controller_id] = broker[0]
+        epoch = await self._zk.get_controller_epoch()  # before /controller: see the module doc
+        current = await self._zk.get_controller_registration()
+        if epoch is None or current is None or current[:2] != (controller_id, czxid):
+            return  # already gone or replaced: the /controller watch does the rest
         log.warning(
             "broker %d: controller %d refuses connections while /controller remains: its process is gone; "
             "deleting /controller (checked against controller epoch %d) so another broker is elected now",

@@ -161,13 +161,9 @@ class KafkaZkClient:
         """The controller's broker id from ``/controller``, or None (absent or unreadable, as Kafka)."""
         return self._controller.get_controller_id()
 
-    def get_controller_registration(self) -> Deferred[tuple[int, int] | None]:
-        """``(broker id, czxid)`` of ``/controller``, or None (absent or unreadable)."""
+    def get_controller_registration(self) -> Deferred[tuple[int, int, int] | None]:
+        """``(broker id, czxid, owning session)`` of ``/controller``, or None (absent or unreadable)."""
         return self._controller.get_controller_registration()
-
-    def get_controller_session(self) -> Deferred[int | None]:
-        """The ZooKeeper session owning ``/controller``, or None if absent."""
-        return self._controller.get_controller_session()
 
     def get_controller_epoch(self) -> Deferred[tuple[int, int] | None]:
         """``(controller epoch, its zkVersion)`` from ``/controller_epoch``, or None."""

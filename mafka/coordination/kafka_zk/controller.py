@@ -61,25 +61,20 @@ class ControllerZk(ZkFamily):
             return None
 
     @_deferred
-    async def get_controller_registration(self) -> tuple[int, int] | None:
-        """``(broker id, czxid)`` of ``/controller``, or None (absent or unreadable).
+    async def get_controller_registration(self) -> tuple[int, int, int] | None:
+        """``(broker id, czxid, session)`` of ``/controller``, or None (absent or unreadable).
 
-        The czxid tells one registration from another of the same broker:
-        a controller elected again creates a new node.
+        The czxid tells one registration from another of the same broker (a
+        controller elected again creates a new node); the session is the
+        ZooKeeper session owning the ephemeral node.
         """
         got = await self._core.get_or_none(ControllerZNode.PATH)
         if got is None:
             return None
         try:
-            return ControllerZNode.decode(got[0]).broker_id, got[1].czxid
+            return ControllerZNode.decode(got[0]).broker_id, got[1].czxid, got[1].ephemeral_owner
         except ValueError:
             return None
-
-    @_deferred
-    async def get_controller_session(self) -> int | None:
-        """The ZooKeeper session owning ``/controller`` (its ephemeral owner), or None if absent."""
-        got = await self._core.get_or_none(ControllerZNode.PATH)
-        return None if got is None else got[1].ephemeral_owner
 
     @_deferred
     async def get_controller_epoch(self) -> tuple[int, int] | None:

@@ -206,11 +206,11 @@ def test_the_controller_delete_never_removes_a_newer_controller() -> None:
     assert now is not None and now != old
     # A refusal reported for the old node (it raced with the election) deletes nothing.
     refusal._watching = old
-    fire(cluster, defer.ensureDeferred(refusal._process_refused(*old)))
+    fire(cluster, defer.ensureDeferred(refusal._process_refused(*old[:2])))
     assert fire(cluster, cluster.admin.get_controller_registration()) == now
     # Negative control: for the node that is there, it does delete (and an election follows).
     refusal._watching = now
-    fire(cluster, defer.ensureDeferred(refusal._process_refused(*now)))
+    fire(cluster, defer.ensureDeferred(refusal._process_refused(*now[:2])))
     assert fire(cluster, cluster.admin.get_controller_registration()) != now
 
 
@@ -248,7 +248,7 @@ def test_negative_control_without_the_refusal_carried_over_the_successor_waits_f
     a = cluster.active.broker_id
     x, y, z = cluster.others()
     cluster.create("t", {0: [a, x, y]})
-    for b, controller in cluster.controllers.items():
+    for controller in cluster.controllers.values():
         refused = controller.cluster_changes.refused
         assert refused is not None
         refused._known_dead = dict  # forget what the refusal showed
