@@ -27,8 +27,8 @@ class FrameBuffer:
     """Accumulates a byte stream and yields complete frames.
 
     Arriving chunks are kept as they are and joined once, when a frame is
-    complete: a 1 MiB produce request read in 64 KiB pieces is copied twice
-    (the join and the frame), not once per piece as a growing buffer would.
+    complete: a 1 MiB produce request read in pieces is copied once (into
+    the frame), not once per piece as a growing buffer would.
 
     Args:
         max_size: the largest frame accepted; a larger or negative size
@@ -69,21 +69,22 @@ class FrameBuffer:
         if self._need < 0 and self._size >= 4:
             self._check_prefix()
 
-    def _contiguous(self, n: int) -> bytes:
-        """The first part, holding at least the next *n* unread bytes (joining parts if needed)."""
+    def _peek_size(self) -> int:
+        """The int32 at the read position (the next frame's prefix); 4 bytes must be buffered."""
         first = self._parts[0]
-        if len(first) - self._off < n:
-            parts = self._parts
-            parts[0] = first[self._off :]
-            joined = b"".join(parts)
-            parts.clear()
-            parts.append(joined)
-            self._off = 0
-            first = joined
-        return first
+        if len(first) - self._off >= 4:
+            return int(_SIZE.unpack_from(first, self._off)[0])
+        head = bytearray()
+        off = self._off
+        for part in self._parts:  # the prefix spans parts (rare): gather its 4 bytes only
+            head += part[off : off + 4 - len(head)]
+            off = 0
+            if len(head) == 4:
+                break
+        return int(_SIZE.unpack(bytes(head))[0])
 
     def _check_prefix(self) -> None:
-        size = _SIZE.unpack_from(self._contiguous(4), self._off)[0]
+        size = self._peek_size()
         if size < 0 or size > self._max:
             self._parts.clear()
             self._off = self._size = 0
@@ -91,7 +92,10 @@ class FrameBuffer:
         self._need = size
 
     def next_frame(self) -> bytes | None:
-        """The next complete frame (without its prefix), or None if more bytes are needed."""
+        """The next complete frame (without its prefix), or None if more bytes are needed.
+
+        The frame's bytes are copied once, from however many chunks hold them.
+        """
         if self._need < 0:
             if self._size < 4:
                 return None
@@ -99,14 +103,35 @@ class FrameBuffer:
         end = 4 + self._need
         if self._size < end:
             return None
-        first = self._contiguous(end)
+        parts = self._parts
+        first = parts[0]
         start = self._off
-        out = first[start + 4 : start + end]
-        self._off = start + end
+        if len(first) - start >= end:
+            out = first[start + 4 : start + end]
+            self._off = start + end
+            if self._off == len(first):
+                parts.popleft()
+                self._off = 0
+        else:
+            pieces: list[memoryview] = []
+            skip, left = 4, self._need
+            while skip or left:
+                part = parts[0]
+                off = self._off
+                step = min(skip, len(part) - off)
+                off += step
+                skip -= step
+                take = min(left, len(part) - off)
+                if take:
+                    pieces.append(memoryview(part)[off : off + take])
+                    off += take
+                    left -= take
+                if off == len(part):
+                    parts.popleft()
+                    off = 0
+                self._off = off
+            out = b"".join(pieces)
         self._size -= end
-        if self._off == len(first):
-            self._parts.popleft()
-            self._off = 0
         self._need = -1
         if self._size >= 4:
             self._check_prefix()
