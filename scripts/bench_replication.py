@@ -10,8 +10,11 @@ Prints, as medians over interleaved rounds:
 * failover: an idempotent acks=all producer sends continuously to an RF 3
   partition; its leader is SIGKILLed; the time from the kill to the first
   acknowledgement after it (necessarily from the successor), with
-  ``zookeeper.session.timeout.ms=6000``; the broker is restarted and waited
-  back into the ISR before the next round;
+  ``zookeeper.session.timeout.ms=6000`` (the fast path for a refused port
+  makes it independent of the session); the broker is restarted and waited
+  back into the ISR before the next round; then a leader is frozen
+  (SIGSTOP) past its session, where only the session expiry may move it;
+  at the end every acknowledged value must be read back (printed);
 * controlled shutdown: the same producer, the leader gets SIGTERM; the longest
   gap between two acknowledgements around it (the no-ack window).
 """
@@ -89,16 +92,22 @@ def kcat_produce(cluster: Cluster, topic: str, acks: str, data: Path, n: int) ->
 
 
 class AckRecorder:
-    """An idempotent acks=all producer sending ~2,000 msgs/s; records the time of every acknowledgement."""
+    """An idempotent acks=all producer sending ~2,000 msgs/s of unique values; records the time of every
+    acknowledgement and the values acknowledged (for the loss check)."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    _runs = 0
+
+    def __init__(self, bootstrap: str, topic: str, **config: object) -> None:
         from confluent_kafka import Producer
 
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 1, "message.timeout.ms": 60000})
+                                  "linger.ms": 1, "message.timeout.ms": 120000, **config})
         self.topic = topic
+        AckRecorder._runs += 1
+        self.tag = f"r{AckRecorder._runs}"
         self.acks: list[float] = []
         self.acked_sent: list[tuple[float, float]] = []  # (sent, acknowledged)
+        self.acked_values: set[bytes] = set()
         self.errors = 0
         self.running = True
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -109,6 +118,7 @@ class AckRecorder:
             now = time.monotonic()
             self.acks.append(now)
             self.acked_sent.append((sent, now))
+            self.acked_values.add(msg.value())
         else:
             self.errors += 1
 
@@ -116,7 +126,8 @@ class AckRecorder:
         i = 0
         while self.running:
             sent = time.monotonic()
-            self.producer.produce(self.topic, value=b"x" * 100, partition=0, on_delivery=lambda e, m, s=sent: self._cb(e, m, s))
+            value = f"{self.tag}-{i}".encode().ljust(100, b"x")
+            self.producer.produce(self.topic, value=value, partition=0, on_delivery=lambda e, m, s=sent: self._cb(e, m, s))
             self.producer.poll(0)
             i += 1
             time.sleep(0.0005)
@@ -127,11 +138,32 @@ class AckRecorder:
         self.thread.join()
 
 
+def consume_all(bootstrap: str, topic: str) -> set[bytes]:
+    """Every value of partition 0 up to its high watermark."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    try:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: set[bytes] = set()
+        position, deadline = 0, time.monotonic() + 120
+        while position < high and time.monotonic() < deadline:
+            for msg in consumer.consume(10000, timeout=1.0):
+                if msg.error() is None:
+                    values.add(msg.value())
+                    position = msg.offset() + 1
+        return values
+    finally:
+        consumer.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--messages", type=int, default=1_000_000)
-    ap.add_argument("--failovers", type=int, default=3)
+    ap.add_argument("--failovers", type=int, default=5)
     args = ap.parse_args()
     if shutil.which("kcat") is None:
         raise SystemExit("kcat is needed (make test installs it)")
@@ -159,8 +191,10 @@ def main() -> int:
 
         create_topic(cluster, "failover", 3)
         failover, windows = [], []
+        recorders: list[AckRecorder] = []
         for r in range(args.failovers):
             rec = AckRecorder(cluster.bootstrap, "failover")
+            recorders.append(rec)
             time.sleep(2)
             leader = cluster.state("failover", 0)["leader"]
             t_kill = time.monotonic()
@@ -177,6 +211,7 @@ def main() -> int:
             wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
 
             rec = AckRecorder(cluster.bootstrap, "failover")
+            recorders.append(rec)
             time.sleep(2)
             leader = cluster.state("failover", 0)["leader"]
             t_term = time.monotonic()
@@ -192,7 +227,28 @@ def main() -> int:
             print(f"controlled shutdown {r + 1}: SIGTERM of leader {leader} -> longest gap between acks {gap * 1000:.0f} ms", flush=True)
             cluster.restart(leader)
             wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
+        # A leader frozen past its session: the fast path must not fire; its successor takes over at expiry.
+        # (The client learns of it only when its request to the frozen broker times out: request.timeout.ms.)
+        rec = AckRecorder(cluster.bootstrap, "failover", **{"request.timeout.ms": 8000})
+        recorders.append(rec)
+        time.sleep(2)
+        leader = cluster.state("failover", 0)["leader"]
+        t_stop = time.monotonic()
+        cluster.kill(leader, signal.SIGSTOP)
+        wait_for(lambda: cluster.state("failover", 0)["leader"] not in (-1, leader), 60, "a leader after the SIGSTOP")
+        moved = time.monotonic() - t_stop
+        wait_for(lambda: any(s > t_stop for s, _ in rec.acked_sent), 120, "an ack after the SIGSTOP")
+        frozen = min(a for s, a in rec.acked_sent if s > t_stop) - t_stop
+        print(f"SIGSTOP of leader {leader} -> another leader after {moved:.2f} s, first ack after {frozen:.2f} s "
+              "(zookeeper.session.timeout.ms=6000, the producer's request.timeout.ms=8000)", flush=True)
+        cluster.kill(leader, signal.SIGCONT)
+        wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
+        rec.stop()
+        acked = set().union(*(r.acked_values for r in recorders))
+        read = consume_all(cluster.bootstrap, "failover")
+        lost = acked - read
         print(f"failover median {statistics.median(failover):.2f} s {[round(x, 2) for x in failover]}")
+        print(f"loss check: {len(acked):,} acknowledged, {len(lost)} not read back")
         print(f"controlled-shutdown no-ack window median {statistics.median(windows) * 1000:.0f} ms "
               f"{[round(x * 1000) for x in windows]}")
     except BaseException:
