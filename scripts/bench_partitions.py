@@ -9,7 +9,8 @@ A benchmark that prints figures (it asserts nothing).  With N partitions in topi
 1. creation: CreateTopics with confluent-kafka's AdminClient, 100 topics a request, one request
    at a time (``operation_timeout=0``: the broker answers once the topics are in ZooKeeper), and
    the time from the first request until every partition state znode
-   (``/brokers/topics/<t>/partitions/<p>/state``) names a leader and a full ISR;
+   (``/brokers/topics/<t>/partitions/<p>/state``) names a leader and a full ISR, then until every
+   broker's Metadata lists every partition (the brokers have applied it all);
 2. idle cost per broker (after 10 s of settling, over 20 s): CPU % of one core
    (``/proc/<pid>/stat`` utime+stime), RSS (VmRSS) and open file descriptors;
 3. Metadata for all topics: the median of 5 ``AdminClient.list_topics()`` calls (after one
@@ -339,6 +340,26 @@ def create(cluster: Cluster, waiter: Waiter, plan: list[tuple[str, int]], timeou
     results["create_ready"] = done
     if done is not None:
         say(f"create: every partition has a leader and a full ISR after {done:.2f} s ({n / done:,.0f} partitions/s)")
+    # ZooKeeper has it all once the controller wrote it; the brokers apply LeaderAndIsr and
+    # UpdateMetadata after that. Created, for a client, is every broker answering with every partition.
+    visible = None
+    while time.monotonic() - start < timeout:
+        seen = []
+        for b in cluster.info["brokers"]:
+            one = AdminClient({"bootstrap.servers": f"{b['host']}:{b['port']}"})
+            try:
+                md = one.list_topics(timeout=60)
+                seen.append(sum(len(t.partitions) for name, t in md.topics.items() if not name.startswith("__")))
+            except Exception:  # noqa: BLE001 - a busy broker: ask again
+                seen.append(-1)
+        if all(x >= n for x in seen):
+            visible = time.monotonic() - start
+            break
+        time.sleep(1.0)
+    results["create_visible"] = visible
+    if visible is not None:
+        say(f"create: every broker's Metadata lists all {n:,} partitions after {visible:.2f} s "
+            f"({n / visible:,.0f} partitions/s)")
 
 
 def idle(cluster: Cluster, fd_limit: int, results: dict[str, Any]) -> None:
@@ -515,6 +536,10 @@ def summary(args: argparse.Namespace, plan: list[tuple[str, int]], fd_limit: int
         ready = results["create_ready"]
         rate = f" ({n / ready:,.0f} partitions/s)" if ready else ""
         rows.append(("create: every leader + full ISR", fmt_s(ready, results["create_timeout"]) + rate))
+        visible = results.get("create_visible")
+        rows.append(("create: every broker's Metadata lists every partition",
+                     fmt_s(visible, results["create_timeout"])
+                     + ("" if not visible else f" ({n / visible:,.0f} partitions/s)")))
     if "idle" in results:
         rows.append(("idle CPU per broker", per_broker("cpu", lambda v: f"{v:.1f} %")))
         rows.append(("idle RSS per broker", per_broker("rss", lambda v: f"{v:,.0f} MB")))
