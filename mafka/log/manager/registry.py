@@ -48,6 +48,7 @@ import contextlib
 import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,11 +191,11 @@ class LogRegistry:
 
     def placement_order_locked(self) -> list[Path]:
         """Online dirs, fewest partitions first, ties in ``log.dirs`` order."""
-        counted = {d: 0 for d in self.log_dirs if d not in self.offline}
-        for d in self.dir_of.values():
-            if d in counted:
-                counted[d] += 1
-        return sorted(counted, key=lambda d: (counted[d], self.log_dirs.index(d)))
+        online = [d for d in self.log_dirs if d not in self.offline]
+        if len(online) <= 1:
+            return online  # nothing to count (it ran once per new log: O(logs) each, under the lock)
+        counts = Counter(self.dir_of.values())
+        return sorted(online, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
     # ------------------------------------------------------------------ use of a log
 
