@@ -245,10 +245,10 @@ def main() -> int:
         t_stop = time.monotonic()
         cluster.kill(leader, signal.SIGSTOP)
         wait_for(lambda: cluster.state("failover", 0)["leader"] not in (-1, leader), 60, "a leader after the SIGSTOP")
-        moved = time.monotonic() - t_stop
+        frozen_moved = time.monotonic() - t_stop
         wait_for(lambda: any(s > t_stop for s, _ in rec.acked_sent), 120, "an ack after the SIGSTOP")
         frozen = min(a for s, a in rec.acked_sent if s > t_stop) - t_stop
-        print(f"SIGSTOP of leader {leader} -> another leader after {moved:.2f} s, first ack after {frozen:.2f} s "
+        print(f"SIGSTOP of leader {leader} -> another leader after {frozen_moved:.2f} s, first ack after {frozen:.2f} s "
               "(zookeeper.session.timeout.ms=6000; the producer's request.timeout.ms=8000, socket.timeout.ms=12000)", flush=True)
         cluster.kill(leader, signal.SIGCONT)
         wait_for(lambda: len(cluster.state("failover", 0)["isr"]) == 3, 60, "the ISR to recover")
