@@ -190,14 +190,14 @@ class ClusterChanges:
             ctx.add_live_brokers({b: current[b] for b in change.bounced})
             await self._on_broker_startup(list(change.bounced))
         if change.dead:
-            ctx.remove_live_brokers(change.dead)
-            await self._on_broker_failure(list(change.dead))
+            await self.fail_brokers(list(change.dead))
 
-    async def fence_brokers(self, broker_ids: list[int]) -> None:
-        """Treats live brokers as dead although their registrations remain (the fast path).
+    async def fail_brokers(self, broker_ids: list[int]) -> None:
+        """Dead brokers: the channel to them closes, they leave the live brokers, ``onBrokerFailure``.
 
-        What :meth:`process_broker_change` does for a vanished registration:
-        the channel to them closes, they leave the live brokers, ``onBrokerFailure``.
+        For registrations that vanished (:meth:`process_broker_change`) and for
+        the fast path's, whose registrations remain
+        (:class:`~mafka.controller.fast_failover.RefusedBrokers`).
         """
         ctx = self._core.context
         dead = [b for b in broker_ids if b in ctx.live_or_shutting_down_broker_ids]

@@ -248,7 +248,7 @@ class Controller:
             self.cluster_changes.refused = RefusedBrokers(
                 core,
                 liveness,
-                fence=self.cluster_changes.fence_brokers,
+                fence=self.cluster_changes.fail_brokers,
                 recheck=self.cluster_changes.process_broker_change,
                 comeback_after_s=comeback_after_s,
                 known_dead=lambda: refusal.dead,

@@ -27,6 +27,8 @@ Figures are printed (``pytest -s``).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -74,6 +76,22 @@ def partition_led_by(chaos: Chaos, topic: str, partitions: int, want_controller:
                 f"the controller {controller}")
 
 
+@contextmanager
+def durable_run(cluster, chaos: Chaos, leader_is_controller: bool) -> Iterator[tuple[str, int, ContinuousProducer]]:
+    """A topic (3 partitions, RF 3) with a producer running; yields (topic, the partition whose leader
+    is or is not the controller, producer) once it is acknowledged.  After the fault: every ISR full
+    again, writes going on, and the delivery checker's verdict."""
+    topic = create_topic(cluster, partitions=3, rf=3, configs=SAFE, chaos=chaos)
+    p = partition_led_by(chaos, topic, 3, want_controller=leader_is_controller)
+    with running(ContinuousProducer(cluster.bootstrap, topic, partitions=3, rate=150), chaos) as producer:
+        producer.wait_acks(100, 30)
+        yield topic, p, producer
+        chaos.wait_full_isr(topic, range(3), timeout=60)
+        producer.wait_acks(100, 30, after=time.monotonic())
+    assert producer.fatal is None
+    final_check(cluster, chaos, topic, 3, producer.attempts, producer)
+
+
 def moved_while_registered(chaos: Chaos, topic: str, partition: int, victim: int, killed: float) -> float:
     """Waits (at most FAST_S) for a leader other than *victim*; asserts *victim* was still registered then."""
     def moved() -> bool:
@@ -88,10 +106,7 @@ def moved_while_registered(chaos: Chaos, topic: str, partition: int, victim: int
 
 
 def test_a_killed_leader_is_replaced_while_its_session_lives(cluster, chaos):
-    topic = create_topic(cluster, partitions=3, rf=3, configs=SAFE, chaos=chaos)
-    p = partition_led_by(chaos, topic, 3, want_controller=False)
-    with running(ContinuousProducer(cluster.bootstrap, topic, partitions=3, rate=150), chaos) as producer:
-        producer.wait_acks(100, 30)
+    with durable_run(cluster, chaos, leader_is_controller=False) as (topic, p, producer):
         victim = chaos.leader(topic, p)
         killed = chaos.kill(victim)
         took = moved_while_registered(chaos, topic, p, victim, killed)
@@ -99,17 +114,10 @@ def test_a_killed_leader_is_replaced_while_its_session_lives(cluster, chaos):
         print(f"SIGKILL leader {victim}: leader moved after {took:.2f} s, first acks=all ack on the successor "
               f"{first - killed:.2f} s after the SIGKILL (zookeeper.session.timeout.ms={int(SESSION_TIMEOUT_S * 1000)})")
         chaos.restart(victim, wait_expiry=False)  # waits for the new registration
-        chaos.wait_full_isr(topic, range(3), timeout=60)
-        producer.wait_acks(100, 30, after=time.monotonic())
-    assert producer.fatal is None
-    final_check(cluster, chaos, topic, 3, producer.attempts, producer)
 
 
 def test_a_killed_controller_is_replaced_while_its_session_lives(cluster, chaos):
-    topic = create_topic(cluster, partitions=3, rf=3, configs=SAFE, chaos=chaos)
-    p = partition_led_by(chaos, topic, 3, want_controller=True)
-    with running(ContinuousProducer(cluster.bootstrap, topic, partitions=3, rate=150), chaos) as producer:
-        producer.wait_acks(100, 30)
+    with durable_run(cluster, chaos, leader_is_controller=True) as (topic, p, producer):
         old = chaos.controller()
         killed = chaos.kill(old)
         chaos.wait_until(lambda: chaos.controller() not in (-1, old), FAST_S, "another controller", interval=0.02)
@@ -120,17 +128,10 @@ def test_a_killed_controller_is_replaced_while_its_session_lives(cluster, chaos)
         print(f"SIGKILL controller {old}: broker {chaos.controller()} elected after {elected:.2f} s, "
               f"its partition led elsewhere after {took:.2f} s, first ack {first - killed:.2f} s after the SIGKILL")
         chaos.restart(old, wait_expiry=False)
-        chaos.wait_full_isr(topic, range(3), timeout=60)
-        producer.wait_acks(100, 30, after=time.monotonic())
-    assert producer.fatal is None
-    final_check(cluster, chaos, topic, 3, producer.attempts, producer)
 
 
 def test_a_frozen_leader_keeps_its_partition_until_its_session_expires(cluster, chaos):
-    topic = create_topic(cluster, partitions=3, rf=3, configs=SAFE, chaos=chaos)
-    p = partition_led_by(chaos, topic, 3, want_controller=False)
-    with running(ContinuousProducer(cluster.bootstrap, topic, partitions=3, rate=150), chaos) as producer:
-        producer.wait_acks(100, 30)
+    with durable_run(cluster, chaos, leader_is_controller=False) as (topic, p, producer):
         victim = chaos.leader(topic, p)
         paused = chaos.pause(victim)
         # A frozen process still holds its port: no refusal, no fast path.
@@ -144,17 +145,10 @@ def test_a_frozen_leader_keeps_its_partition_until_its_session_expires(cluster, 
         print(f"SIGSTOP leader {victim}: leader moved after {moved:.2f} s (session timeout {SESSION_TIMEOUT_S:.0f} s)")
         # The zombie learns it is fenced, registers again and follows.
         chaos.wait_registered(victim, 60)
-        chaos.wait_full_isr(topic, range(3), timeout=60)
-        producer.wait_acks(100, 30, after=time.monotonic())
-    assert producer.fatal is None
-    final_check(cluster, chaos, topic, 3, producer.attempts, producer)
 
 
 def test_a_leader_restarted_on_its_port_at_once_registers_anew(cluster, chaos):
-    topic = create_topic(cluster, partitions=3, rf=3, configs=SAFE, chaos=chaos)
-    p = partition_led_by(chaos, topic, 3, want_controller=False)
-    with running(ContinuousProducer(cluster.bootstrap, topic, partitions=3, rate=150), chaos) as producer:
-        producer.wait_acks(100, 30)
+    with durable_run(cluster, chaos, leader_is_controller=False) as (topic, p, producer):
         victim = chaos.leader(topic, p)
         old_owner = chaos.registration_owner(victim)
         killed = chaos.kill(victim)
@@ -163,9 +157,5 @@ def test_a_leader_restarted_on_its_port_at_once_registers_anew(cluster, chaos):
         restarted(2 * SESSION_TIMEOUT_S + 30)  # registered again: only after the old session expired
         owner = chaos.registration_owner(victim)
         assert owner is not None and owner != old_owner
-        chaos.wait_full_isr(topic, range(3), timeout=60)
         print(f"SIGKILL + immediate restart of leader {victim}: leader moved after {took:.2f} s; "
               f"registered anew {time.monotonic() - killed:.1f} s after the SIGKILL")
-        producer.wait_acks(100, 30, after=time.monotonic())
-    assert producer.fatal is None
-    final_check(cluster, chaos, topic, 3, producer.attempts, producer)
