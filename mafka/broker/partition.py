@@ -57,7 +57,7 @@ from mafka.wire.batch import BatchHeader, iter_batches
 from mafka.wire.errors import ProtocolError
 from mafka.wire.records import ControlRecord, ControlRecordType, build_control_batch, decode_batch
 
-from .producer_state import CompletedTxn, ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager, list_snapshot_offsets
 
 __all__ = ["Partition", "LeaderState", "ReadResult", "FollowerState", "FetchClock", "READ_UNCOMMITTED", "READ_COMMITTED"]
 
@@ -298,9 +298,23 @@ class Partition:
             self.delays.index.close()
             self.delays = DelayedReplica.open_if_present(new)
 
-    def snapshot_producer_state(self) -> None:
-        """Writes the producer-state snapshot at the log end (at shutdown, as Kafka)."""
-        self.producers.write_snapshot(self.log.directory, self.log.next_offset)
+    def snapshot_producer_state(self) -> bool:
+        """Writes the producer-state snapshot at the log end (at shutdown, as Kafka); whether it wrote one.
+
+        Nothing is written when a load would come to the same state without it
+        (Kafka's ``takeSnapshot`` skips an offset it has snapshotted): the newest
+        snapshot is already at the log end, or the log is empty with no producer
+        and no snapshot at all.  A broker with thousands of idle partitions
+        otherwise fsyncs thousands of files on its way down.
+        """
+        end = self.log.next_offset
+        offsets = list_snapshot_offsets(self.log.directory)
+        if offsets and offsets[-1] == end:
+            return False
+        if not offsets and not len(self.producers) and end == self.log.log_start_offset:
+            return False
+        self.producers.write_snapshot(self.log.directory, end)
+        return True
 
     @property
     def tp(self) -> tuple[str, int]:

@@ -37,8 +37,8 @@ Contract:
   brokers.  :func:`check_broker_metadata` refuses a directory whose file
   disagrees with the broker's configuration, as ``KafkaServer.startup`` does.
 
-Nothing here locks: callers serialise writers of the same file (two writers
-would share the ``.tmp`` name).
+Nothing here locks but :class:`LeaderEpochCheckpointFile`: callers serialise
+writers of the same file (two writers would share the ``.tmp`` name).
 
 Example:
     >>> import tempfile
@@ -55,14 +55,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple, TypeVar
 
 from mafka import properties
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "CHECKPOINT_VERSION",
@@ -74,6 +79,7 @@ __all__ = [
     "RECOVERY_POINT_OFFSET_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
     "TMP_SUFFIX",
+    "WRITE_BEHIND",
     "BrokerMetadata",
     "CorruptCheckpointError",
     "EpochEntry",
@@ -363,14 +369,30 @@ class LeaderEpochCheckpointFile:
 
     The file stores whatever it is given, in order; keeping the entries
     monotonic is :class:`mafka.log.epoch_cache.LeaderEpochCache`'s job.
+
+    Thread-safe.  A :meth:`write` with ``sync=False`` only records the new
+    contents and hands the file to :data:`WRITE_BEHIND`, a thread that
+    writes it moments later (the newest contents once, however many writes
+    came meanwhile): the cache is changed on the reactor, for every
+    partition a LeaderAndIsr makes this broker lead, and a rewrite there
+    costs a few hundred microseconds each.  :meth:`sync` writes what is
+    pending before it fsyncs, :meth:`relocating` writes it before the
+    partition's directory is renamed, :meth:`close` drops it before the
+    directory is deleted.  A process crash may lose a write that was still
+    pending, as an OS crash may lose one that was not fsynced
+    (:class:`~mafka.log.epoch_cache.LeaderEpochCache` says why either is safe).
     """
 
     def __init__(self, path: Path, *, fsync: bool = True) -> None:
         """Args: path: the checkpoint file; fsync: whether it is ever fsynced (at :meth:`write` or :meth:`sync`)."""
         self.path = Path(path)
         self.fsync = fsync
-        #: written since it was last fsynced (a :meth:`write` with ``sync=False``)
+        #: written (or pending) since it was last fsynced (a :meth:`write` with ``sync=False``)
         self.dirty = False
+        self.closed = False
+        self._pending: bytes | None = None
+        self._pending_lock = threading.Lock()  # guards the swap of _pending only: never held for I/O
+        self._file_lock = threading.RLock()  # held while the file is written, its directory moved, or closed
 
     @classmethod
     def in_dir(cls, partition_dir: Path, *, fsync: bool = True) -> LeaderEpochCheckpointFile:
@@ -380,35 +402,45 @@ class LeaderEpochCheckpointFile:
     def __repr__(self) -> str:
         return f"LeaderEpochCheckpointFile({str(self.path)!r})"
 
+    @property
+    def pending(self) -> bool:
+        """Whether a write is recorded but not yet on disk."""
+        return self._pending is not None
+
     def sync(self) -> None:
-        """Fsyncs the file and its directory if a write since the last fsync skipped it.
+        """Writes what is pending, then fsyncs the file and its directory if a write since the last fsync skipped it.
 
         Raises:
-            OSError: the fsync failed (the file stays dirty).
+            OSError: the write or the fsync failed (the file stays dirty, the write pending).
         """
-        if not self.dirty or not self.fsync:
-            return
-        self.dirty = False  # first: a write racing this fsync marks it dirty again
-        try:
-            fsync_and_close(os.open(self.path, os.O_RDONLY))
-            fsync_dir(self.path.parent)
-        except FileNotFoundError:
-            pass  # the partition was deleted meanwhile
-        except BaseException:
-            self.dirty = True
-            raise
+        with self._file_lock:
+            self.write_pending()
+            if not self.dirty or not self.fsync or self.closed:
+                return
+            self.dirty = False  # first: a write racing this fsync marks it dirty again
+            try:
+                fsync_and_close(os.open(self.path, os.O_RDONLY))
+                fsync_dir(self.path.parent)
+            except FileNotFoundError:
+                pass  # the partition was deleted meanwhile
+            except BaseException:
+                self.dirty = True
+                raise
 
     def write(self, entries: Iterable[EpochEntry], *, sync: bool = True) -> None:
-        """Atomically replace the file with ``entries``, in the order given.
+        """Replace the file with ``entries``, in the order given: atomically, now or moments later.
 
-        With ``sync=False`` the file and the rename are not fsynced now but
-        left :attr:`dirty` for :meth:`sync` (the leader epoch cache writes so
-        on the reactor; see :class:`mafka.log.epoch_cache.LeaderEpochCache`).
+        With ``sync=True`` the file is written and fsynced before this
+        returns (when the file fsyncs at all).  With ``sync=False`` it is
+        written by :data:`WRITE_BEHIND` and left :attr:`dirty` for
+        :meth:`sync` (the leader epoch cache writes so; see
+        :class:`mafka.log.epoch_cache.LeaderEpochCache`).
 
         Raises:
             ValueError: an epoch is not an int32 or a start offset not an int64;
                 nothing is written then.
-            OSError: writing failed.
+            OSError: writing failed (``sync=True`` only; a write behind that
+                fails stays pending and is raised by :meth:`sync`).
         """
         lines = []
         for epoch, start_offset in entries:
@@ -417,9 +449,57 @@ class LeaderEpochCheckpointFile:
             if not _INT64_MIN <= start_offset <= _INT64_MAX:
                 raise ValueError(f"start offset {start_offset} is not an int64")
             lines.append(f"{int(epoch)} {int(start_offset)}")
-        atomic_write(self.path, _render_checkpoint(lines), fsync=self.fsync and sync)
-        if self.fsync and not sync:
+        data = _render_checkpoint(lines)
+        if sync:
+            with self._file_lock:
+                with self._pending_lock:
+                    self._pending = None
+                if not self.closed:
+                    atomic_write(self.path, data, fsync=self.fsync)
+            return
+        with self._pending_lock:
+            self._pending = data
+        if self.fsync:
             self.dirty = True
+        WRITE_BEHIND.submit(self)
+
+    def write_pending(self) -> bool:
+        """Writes the pending contents now (any thread); whether there were any.
+
+        Raises:
+            OSError: the write failed; the contents stay pending unless a newer write replaced them.
+        """
+        with self._file_lock:
+            with self._pending_lock:
+                data, self._pending = self._pending, None
+            if data is None or self.closed:
+                return False
+            try:
+                atomic_write(self.path, data, fsync=False)
+            except BaseException:
+                with self._pending_lock:
+                    if self._pending is None:
+                        self._pending = data
+                raise
+            return True
+
+    @contextlib.contextmanager
+    def relocating(self) -> Iterator[None]:
+        """Hold writes while the caller renames the partition's directory and sets :attr:`path`.
+
+        What is pending is written to the old place first; writes recorded
+        meanwhile wait and go to the new :attr:`path`.
+        """
+        with self._file_lock:
+            self.write_pending()
+            yield
+
+    def close(self) -> None:
+        """Drop what is pending and write nothing more (the directory is about to be deleted)."""
+        with self._file_lock:
+            with self._pending_lock:
+                self._pending = None
+            self.closed = True
 
     def read(self) -> list[EpochEntry]:
         """Return the stored entries in file order; ``[]`` if missing or empty.
@@ -582,3 +662,64 @@ def check_broker_metadata(
             f"{path}: configured broker.id {broker_id} doesn't match stored broker.id {meta.broker_id}"
         )
     return meta
+
+
+class WriteBehind:
+    """A daemon thread that writes :class:`LeaderEpochCheckpointFile` s handed to it.
+
+    :meth:`submit` is cheap and never blocks on I/O; a file submitted many
+    times before the thread gets to it is written once, with its newest
+    contents.  A failed write is logged and left pending for the file's
+    next :meth:`~LeaderEpochCheckpointFile.sync`, which raises it (the log
+    manager then takes the dir offline); a file whose directory is gone
+    (the partition was deleted or moved) is dropped.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: dict[LeaderEpochCheckpointFile, None] = {}  # insertion-ordered set
+        self._thread: threading.Thread | None = None
+        self._busy = False  # the thread is writing a batch taken off the queue
+
+    def submit(self, checkpoint: LeaderEpochCheckpointFile) -> None:
+        """Have ``checkpoint``'s pending contents written soon."""
+        with self._cond:
+            self._queue[checkpoint] = None
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="leader-epoch-checkpoint-writer", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until everything submitted so far is written (tests, shutdown); whether it was in time."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self._busy = False
+                    self._cond.notify_all()
+                    self._cond.wait()
+                batch = list(self._queue)
+                self._queue.clear()
+                self._busy = True
+            for checkpoint in batch:
+                try:
+                    checkpoint.write_pending()
+                except FileNotFoundError:
+                    with checkpoint._pending_lock:  # the partition's directory is gone
+                        checkpoint._pending = None
+                except OSError as exc:
+                    _log.error("writing %s failed (retried at its next sync): %s", checkpoint.path, exc)
+
+
+#: The process's writer of leader epoch checkpoints (see :class:`WriteBehind`).
+WRITE_BEHIND: Final = WriteBehind()

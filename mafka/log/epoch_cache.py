@@ -12,10 +12,12 @@ Contract:
   and ``start_offset`` after every operation, including loading a checkpoint
   that is not (loading goes through :meth:`~LeaderEpochCache.assign`, exactly
   as Kafka does, so conflicting lines are dropped).
-* Every call that changes the entries rewrites the checkpoint atomically before
-  returning (no write when nothing changed; nothing is written at load).  If
-  the write raises, the in-memory state has already changed, as in Kafka, where
-  the error takes the whole log directory offline.
+* Every call that changes the entries has the checkpoint rewritten atomically,
+  by a writer thread, moments after it returns (no write when nothing
+  changed; nothing is written at load); :meth:`LeaderEpochCache.sync` and
+  :meth:`LeaderEpochCache.flush` write it before they return.  If the write
+  fails, the in-memory state has already changed, as in Kafka, and the next
+  ``sync`` raises: the log manager then takes the whole log directory offline.
 * Not thread-safe: the owning log serialises calls.
 
 Example:
@@ -74,10 +76,13 @@ class EpochCheckpoint(Protocol):
 class LeaderEpochCache:
     """Epoch -> start offset entries of one partition, optionally backed by a checkpoint file.
 
-    Every change rewrites the checkpoint file at once but does not fsync it
-    (Kafka 3.7, KAFKA-15046): a new leader epoch is assigned on the reactor,
-    for every partition a LeaderAndIsr makes this broker lead — thousands of
-    fsyncs in a row otherwise.  :meth:`sync` fsyncs it; the log manager calls
+    Every change has the checkpoint file rewritten moments later by a
+    writer thread and does not fsync it (Kafka 3.7, KAFKA-15046, goes as far
+    as not fsyncing): a new leader epoch is assigned on the reactor, for
+    every partition a LeaderAndIsr makes this broker lead — thousands of
+    file rewrites, or fsyncs, in a row otherwise
+    (:class:`~mafka.log.checkpoint.LeaderEpochCheckpointFile`).  :meth:`sync`
+    writes what is pending and fsyncs it; the log manager calls
     it for every log of a dir before it writes that dir's recovery points
     (:mod:`mafka.log.manager.dir_checkpoints`), so the epochs of everything
     below a recorded recovery point are durable.  What a crash may lose is
@@ -258,8 +263,13 @@ class LeaderEpochCache:
         self._flush()
 
     def flush(self) -> None:
-        """Rewrite the checkpoint from memory (no-op for an in-memory cache)."""
-        self._flush()
+        """Rewrite the checkpoint from memory now (no-op for an in-memory cache).
+
+        Raises:
+            OSError: the write failed.
+        """
+        if self._checkpoint is not None:
+            self._checkpoint.write(list(self._entries), sync=True)
 
     # ------------------------------------------------------------------ internals
 
@@ -278,10 +288,12 @@ class LeaderEpochCache:
         return True
 
     def sync(self) -> None:
-        """Makes the checkpoint file durable if a change since the last sync was not (see the class docstring).
+        """Writes a pending change and makes the checkpoint file durable if a change since the last sync was not.
+
+        See the class docstring.
 
         Raises:
-            OSError: the fsync failed.
+            OSError: the write or the fsync failed.
         """
         if self._checkpoint is not None:
             self._checkpoint.sync()

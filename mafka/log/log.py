@@ -49,6 +49,7 @@ done outside the lock, on the segments the method copied under it.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import struct
@@ -721,15 +722,22 @@ class Log:
             self._last_flush_ms = self.clock()
 
     def close(self) -> None:
-        """Closes every file (flushing is :meth:`flush`'s job)."""
+        """Closes every file, writing a leader epoch checkpoint still pending (flushing is :meth:`flush`'s job)."""
         with self._lock:
             self.delete_pending(force=True)
             for seg in self.segments:
                 seg.close()
+            checkpoint = self.epoch_cache.checkpoint
+            if checkpoint is not None and hasattr(checkpoint, "write_pending"):
+                with contextlib.suppress(FileNotFoundError):
+                    checkpoint.write_pending()
 
     def delete(self) -> None:
         """Removes the whole log directory (topic deletion)."""
         with self._lock:
+            checkpoint = self.epoch_cache.checkpoint
+            if checkpoint is not None and hasattr(checkpoint, "close"):
+                checkpoint.close()  # no write behind lands in the directory being emptied
             self.delete_pending(force=True)
             for seg in self.segments:
                 seg.delete_files()
@@ -797,7 +805,9 @@ class Log:
         fsynced.  Files are opened lazily by path, so no segment file is
         opened while the directory and the paths disagree.
         """
-        with self._lock:
+        checkpoint = self.epoch_cache.checkpoint
+        relocating = getattr(checkpoint, "relocating", contextlib.nullcontext)
+        with self._lock, relocating():
             old = self.directory
             segments = [*self.segments, *(s for _, s in self._pending_deletes)]
             with renaming_directory(segments):
@@ -816,7 +826,6 @@ class Log:
                     self.cold_directory = renamed
                 for seg in segments:
                     seg.relocate(moves.get(seg.directory, directory))
-            checkpoint = self.epoch_cache.checkpoint
             if checkpoint is not None and hasattr(checkpoint, "path"):
                 checkpoint.path = directory / Path(checkpoint.path).name
             fsync_dir(directory.parent)

@@ -119,9 +119,10 @@ class DirCheckpoints:
         """Rewrite *d*'s ``recovery-point-offset-checkpoint``; False if the dir is/went offline.
 
         The recovery points are taken first, then every log's leader epoch
-        checkpoint is fsynced, then the file is written: an epoch entry is
-        written before any data of that epoch, so each epoch of the data
-        below a recorded recovery point is durable before the point is
+        checkpoint is written (if a change is still pending) and fsynced, then
+        the file is written: an epoch entry is in memory before any data of
+        that epoch is appended, so each epoch of the data below a recorded
+        recovery point is durable before the point is
         (:class:`~mafka.log.epoch_cache.LeaderEpochCache`).
         """
         logs: list[Any] = []

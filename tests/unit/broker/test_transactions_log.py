@@ -497,3 +497,22 @@ def test_a_coordinator_batch_skips_sequence_checks_but_not_fencing():
     assert state.check_and_prepare(9, 2, 0, 1, True).is_duplicate
     assert state.check_and_prepare(9, 1, 0, 1, True, check_sequence=False).error == ErrorCode.INVALID_PRODUCER_EPOCH
     assert state.check_and_prepare(9, 2, 0, 1, False, check_sequence=False).error == ErrorCode.INVALID_TXN_STATE
+
+
+def test_the_shutdown_snapshot_is_skipped_only_where_a_load_needs_none(tmp_path):
+    idle = open_partition(tmp_path / "idle-0")
+    assert idle.snapshot_producer_state() is False  # empty log, no producer: nothing to load
+    assert list(idle.log.directory.glob("*.snapshot")) == []
+    idle.log.close()
+    p = open_partition(tmp_path / "t-0")
+    write_transactions(p)
+    assert p.snapshot_producer_state() is True
+    end = p.log.next_offset
+    assert [f.name for f in p.log.directory.glob("*.snapshot")] == [f"{end:020d}.snapshot"]
+    assert p.snapshot_producer_state() is False  # already at the log end
+    p.append_txn_marker_as_leader(A, 0, 0, False)
+    assert p.snapshot_producer_state() is True  # the log grew: a new one at the new end
+    p.log.close()
+    again = open_partition(tmp_path / "t-0")
+    assert again.producers.ongoing_txns == [] and again.last_stable_offset == again.log.next_offset
+    again.log.close()

@@ -316,14 +316,18 @@ def test_persists_between_instances(tmp_path: Path) -> None:
     cache.assign(2, 6)
     cache.assign(5, 9)
     path = tmp_path / LEADER_EPOCH_CHECKPOINT
+    cache.sync()  # the writer thread writes moments later; sync writes it now
     assert path.read_bytes() == b"0\n2\n2 6\n5 9\n"
     assert LeaderEpochCache(LeaderEpochCheckpointFile(path)).entries == [E(2, 6), E(5, 9)]
 
     cache.truncate_from_end(9)
+    cache.sync()
     assert path.read_bytes() == b"0\n1\n2 6\n"
     cache.truncate_from_start(7)
+    cache.sync()
     assert path.read_bytes() == b"0\n1\n2 7\n"
     cache.clear()
+    cache.sync()
     assert path.read_bytes() == b"0\n0\n"
     assert LeaderEpochCache(LeaderEpochCheckpointFile(path)).entries == []
 
@@ -435,4 +439,5 @@ def test_against_model(ops: list[tuple]) -> None:
             for offset in range(0, 34):
                 assert cache.epoch_for_offset(offset) == model.epoch_for_offset(offset)
         # Every mutation was checkpointed: a fresh cache sees the same entries.
+        cache.sync()
         assert LeaderEpochCache(LeaderEpochCheckpointFile(ckpt.path)).entries == cache.entries
