@@ -132,6 +132,13 @@ class Log:
         self._unflushed_records = 0
         self._last_flush_ms = clock()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        #: Directories holding an entry this log created (its own directory in the log dir, a new
+        #: segment's files in its directory) that no fsync has made durable yet.  :meth:`flush`
+        #: fsyncs them before it advances the recovery point, which is the only promise that
+        #: needs them (Kafka 3.x's ``flushDir`` at the flush of a new segment): files a crash
+        #: may lose lie above the recovery point, and recovery does without them.  Creating a
+        #: log or rolling a segment (on the reactor) thus fsyncs nothing.
+        self._unsynced_dirs: set[Path] = set()
         self._lock = threading.RLock()
         self._fast_appends = not config.log_append_time
         self._max_batch = config.max_message_bytes
@@ -154,6 +161,7 @@ class Log:
         had_clean_shutdown: bool = True,
         epoch_cache: LeaderEpochCache | None = None,
         cold_directory: Path | None = None,
+        new_directory: bool = False,
     ) -> Log:
         """Opens (or creates) the log in *directory*, recovering it if needed.
 
@@ -166,9 +174,14 @@ class Log:
             cold_directory: this partition's dir in a cold log dir (it may not
                 exist); segments found there are part of the log, and a move
                 interrupted by a crash is completed or undone (``tiering``).
+            new_directory: the caller created *directory* and did not fsync its
+                parent: the first :meth:`flush` does (see ``_unsynced_dirs``).
         """
+        new_directory = new_directory or not directory.is_dir()
         directory.mkdir(parents=True, exist_ok=True)
         self = cls(directory, config, clock, epoch_cache)
+        if new_directory:
+            self._unsynced_dirs.add(directory.parent)
         self.cold_directory = cold_directory
         now = clock()
         self.segments = open_segments(directory, cold_directory, config, now)
@@ -358,7 +371,7 @@ class Log:
     def _add_segment(self, seg: LogSegment) -> None:
         self.segments.append(seg)
         self._bases.append(seg.base_offset)
-        fsync_dir(self.directory)
+        self._unsynced_dirs.add(self.directory)  # fsynced by the next flush
 
     def update_config(self, config: LogConfig) -> None:
         """Applies a changed topic config (dynamic topic configs take effect at once)."""
@@ -718,6 +731,17 @@ class Log:
         for seg in segments:
             seg.flush()
         with self._lock:
+            # Parent first: the log's own directory entry, then the entries in it.
+            dirs = sorted(self._unsynced_dirs, key=lambda d: len(d.parts))
+            self._unsynced_dirs.clear()
+        try:
+            for d in dirs:
+                fsync_dir(d)
+        except BaseException:
+            with self._lock:
+                self._unsynced_dirs.update(dirs)
+            raise
+        with self._lock:
             self.recovery_point = max(self.recovery_point, target)
             self._last_flush_ms = self.clock()
 
@@ -813,6 +837,11 @@ class Log:
             with renaming_directory(segments):
                 os.rename(old, directory)
                 self.directory = directory
+                # Entries in the directory move with it; its entry in the new parent is fsynced below.
+                own_unsynced = old in self._unsynced_dirs
+                self._unsynced_dirs.clear()
+                if own_unsynced:
+                    self._unsynced_dirs.add(directory)
                 moves = {old: directory}
                 cold = self.cold_directory
                 if cold is not None:

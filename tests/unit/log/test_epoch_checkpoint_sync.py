@@ -19,6 +19,7 @@ from mafka.log.config import LogConfig
 from mafka.log.epoch_cache import LeaderEpochCache
 from mafka.log.log import Log
 from mafka.log.manager import LogManager
+from mafka.wire.records import Record, build_batch
 
 
 def recording_fsyncs(monkeypatch):
@@ -181,3 +182,27 @@ def test_a_deleted_log_gets_no_late_write_and_a_closed_one_writes_what_was_pendi
     assert not (tmp_path / "d-0").exists()
     assert not any("d-0" in path for path, _ in held.writes)
     first.close()
+
+
+def test_creating_a_log_and_rolling_segments_fsync_no_directory_until_the_flush_that_needs_them(tmp_path, monkeypatch):
+    manager = LogManager([tmp_path / "d"], LogConfig(segment_bytes=200), lambda: 0, broker_id=1, cluster_id="c")
+    manager.startup()
+    try:
+        synced = recording_fsyncs(monkeypatch)
+        empty = manager.get_or_create_log("t", 1, is_new=True)
+        log = manager.get_or_create_log("t", 0, is_new=True)
+        for _ in range(6):  # several rolls
+            log.append_as_leader(build_batch([Record(0, 0, b"k", b"v" * 60)]), 0)
+        assert len(log.segments) > 2
+        assert synced == []  # neither the two new partition dirs nor the new segments
+        log.flush()
+        log_dir, partition_dir = str(tmp_path / "d"), str(tmp_path / "d" / "t-0")
+        dirs = [p for p in synced if p in (log_dir, partition_dir)]
+        assert dirs == [log_dir, partition_dir]  # the log's entry in the log dir, then the entries in it
+        assert log.recovery_point == log.next_offset
+        synced.clear()
+        log.flush()  # nothing new: nothing fsynced
+        empty.flush()  # an empty log promises nothing: nothing fsynced
+        assert synced == []
+    finally:
+        manager.shutdown()
