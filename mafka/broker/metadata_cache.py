@@ -22,7 +22,15 @@ Metadata responses of :mod:`mafka.broker.metadata_answers`):
   every listener.
 
 Both hold only if the cache is changed through :meth:`update`,
-:meth:`note_leadership` and :attr:`cluster_id`, never by writing its dicts.
+:meth:`note_leadership`, :meth:`mark_unreachable`, :meth:`mark_reachable`
+and :attr:`cluster_id`, never by writing its dicts.
+
+Brokers this broker found dead (:attr:`MetadataCache.unreachable`: their
+inter-broker listener refused a connection, :mod:`mafka.broker.peer_liveness`)
+stay in :attr:`MetadataCache.brokers`, the controller's word, and listed to
+clients, but lead nothing for them — their partitions LEADER_NOT_AVAILABLE,
+not a coordinator — until the controller's next UpdateMetadata drops them
+(or moves their partitions) or a connection to them succeeds again.
 
 :meth:`MetadataCache.snapshot` is the cache at its current generation as a
 :class:`MetadataSnapshot` that never changes, for work done in a worker
@@ -72,7 +80,7 @@ class MetadataSnapshot:
         partitions: {topic: {index: PartitionInfo}}.
         topic_ids: {topic: 16-byte id} (topics created with an id).
         stamps: {topic: its :meth:`MetadataCache.topic_stamp`}.
-        brokers: {id: BrokerEndpoints} of the live brokers.
+        brokers: {id: BrokerEndpoints} of the live brokers that may lead (the unreachable left out).
     """
 
     __slots__ = ("generation", "partitions", "topic_ids", "stamps", "brokers", "_sorted", "_partition_count")
@@ -118,7 +126,10 @@ class MetadataCache:
         self.controller_id = -1
         self.controller_epoch = 0
         self._cluster_id: str | None = None
+        #: the live brokers as the controller last listed them
         self.brokers: dict[int, BrokerEndpoints] = {}
+        #: listed brokers whose listener refused this broker's connection: hidden from clients
+        self.unreachable: frozenset[int] = frozenset()
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
         self.topic_ids: dict[str, bytes] = {}
         self._names_by_id: dict[bytes, str] = {}
@@ -163,6 +174,7 @@ class MetadataCache:
             changed = True
             moved = _listeners_changed(self.brokers, brokers)
             self.brokers = brokers
+            self.unreachable = self.unreachable & brokers.keys()  # gone for the controller too
         touched: set[str] = set()  # topics whose answer changed
         ids_changed = False
         deleted: list[tuple[str, int]] = []
@@ -247,6 +259,30 @@ class MetadataCache:
         self._changed((topic,))
         return True
 
+    def mark_unreachable(self, broker_id: int) -> bool:
+        """*broker_id*'s listener refused a connection: clients no longer see it; whether that is news."""
+        if broker_id not in self.brokers or broker_id in self.unreachable:
+            return False
+        self.unreachable = self.unreachable | {broker_id}
+        self._changed(self._led_by(broker_id))
+        return True
+
+    def mark_reachable(self, broker_id: int) -> bool:
+        """A connection to *broker_id* succeeded again: clients see it as the controller lists it."""
+        if broker_id not in self.unreachable:
+            return False
+        self.unreachable = self.unreachable - {broker_id}
+        self._changed(self._led_by(broker_id))
+        return True
+
+    def leads_any(self, broker_ids: Iterable[int]) -> bool:
+        """Whether one of *broker_ids* leads a partition as the cache has it (scans every partition)."""
+        ids = set(broker_ids)
+        return bool(ids) and any(p.leader in ids for parts in self.partitions.values() for p in parts.values())
+
+    def _led_by(self, broker_id: int) -> list[str]:
+        return [topic for topic, parts in self.partitions.items() if any(p.leader == broker_id for p in parts.values())]
+
     # ------------------------------------------------------------------ queries
 
     def snapshot(self) -> MetadataSnapshot:
@@ -254,8 +290,10 @@ class MetadataCache:
         snap = self._snapshot
         if snap is None or snap.generation != self.generation:
             self._owned.clear()  # every partition map is now shared with the snapshot
+            # Leaders are answered only if alive in the snapshot: the unreachable lead nothing.
+            brokers = {b: e for b, e in self.brokers.items() if b not in self.unreachable}
             snap = self._snapshot = MetadataSnapshot(
-                self.generation, dict(self.partitions), dict(self.topic_ids), dict(self._stamps), dict(self.brokers)
+                self.generation, dict(self.partitions), dict(self.topic_ids), dict(self._stamps), brokers
             )
         return snap
 

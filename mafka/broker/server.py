@@ -60,6 +60,7 @@ from .log_dir_mover import LogDirMover
 from .metadata_cache import MetadataCache
 from .monitor import Monitor
 from .network import KafkaServerFactory
+from .peer_liveness import PeerLiveness, peer_liveness_for
 from .producer_ids import ProducerIdManager
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
@@ -139,6 +140,8 @@ class KafkaServer:
         self.transaction_service: TransactionService | None = None
         self._dispatcher: Dispatcher | None = None
         self._open_timer: Any = None
+        #: peers whose listener refuses, hidden from clients (mafka.broker.peer_liveness)
+        self.peer_liveness: PeerLiveness | None = None
 
     # ================================================================== facts handlers use
 
@@ -180,6 +183,8 @@ class KafkaServer:
     def on_metadata_update(self, deleted: list[tuple[str, int]]) -> None:
         """Called after each UpdateMetadata: the first one lets clients in."""
         self._open_to_clients("metadata received")
+        if self.peer_liveness is not None:
+            self.peer_liveness.sync()
         if self.group_service is not None:
             self.group_service.on_metadata_update()
         if self.transaction_service is not None:
@@ -361,6 +366,7 @@ class KafkaServer:
         self.broker_epoch = yield defer.ensureDeferred(self._register(registration))
         log.info("registered /brokers/ids/%d (broker epoch %d)", self.broker_id, self.broker_epoch)
         self._admit_clients_when_cluster_known(dispatcher)
+        self.peer_liveness = peer_liveness_for(self)
 
         if self.controller_factory is not None:
             self.controller = self.controller_factory(self)
@@ -524,6 +530,8 @@ class KafkaServer:
                     log.info("controller requests still queued at shutdown; the next controller resends the state")
         if self._open_timer is not None and self._open_timer.active():
             self._open_timer.cancel()
+        if self.peer_liveness is not None:
+            self.peer_liveness.stop()
         # Runs in progress finish by themselves; none is started again.
         self.background.stop_all()
         for port in self.ports:

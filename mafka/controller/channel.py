@@ -786,7 +786,7 @@ class ControllerBrokerRequestBatch:
         recipients = self.update_metadata_brokers & ctx.live_or_shutting_down_broker_ids
         # Built once for all recipients (10,000 partitions make a big body); only the broker epoch differs.
         topic_states = update_metadata_topic_states(self.update_metadata_partitions, ctx.topic_ids)
-        live_brokers = update_metadata_live_brokers(ctx.live_brokers)
+        live_brokers = update_metadata_live_brokers(ctx.listed_brokers())
         for broker_id in sorted(recipients):
             body = _update_metadata_request(
                 self.controller_id, controller_epoch, ctx.broker_epoch(broker_id), topic_states, live_brokers

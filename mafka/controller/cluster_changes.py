@@ -156,12 +156,17 @@ class ClusterChanges:
             return
         ctx = self._core.context
         current = await self._core.zk.get_all_brokers()
+        fenced_before = set(ctx.fenced_registrations)
         if self.refused is not None:
             current = self.refused.visible(current)  # a fenced registration counts as gone
         change = classify_broker_change(
             {b: epoch for b, (_, epoch) in current.items()},
             {b: ctx.broker_epoch(b) for b in ctx.live_or_shutting_down_broker_ids},
         )
+        if fenced_before != set(ctx.fenced_registrations) and not (change.new or change.bounced):
+            # A fenced registration is gone from ZooKeeper: no longer listed to clients (a new or
+            # bounced broker gets the UpdateMetadata of onBrokerStartup below, which lists them).
+            self._core.send_update_metadata(ctx.live_or_shutting_down_broker_ids, ())
         if not (change.new or change.dead or change.bounced):
             return
         log.info(

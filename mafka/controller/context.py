@@ -222,6 +222,13 @@ class ControllerContext:
         """Forgets everything but the controller epoch (Kafka's ``resetContext``)."""
         self.live_brokers: dict[int, BrokerRegistration] = {}
         self.broker_epochs: dict[int, int] = {}
+        #: Registrations the fast path fenced (mafka.controller.fast_failover): dead for every
+        #: decision, but still in ZooKeeper until their session expires, and until then listed to
+        #: clients in UpdateMetadata, as Kafka lists every registered broker.  A client told at
+        #: once both that a broker is gone and that its partitions have new leaders may lose the
+        #: new leaders again (librdkafka 2.x re-delegates the partitions of a broker it
+        #: decommissions, then waits for its one-second scan).
+        self.fenced_registrations: dict[int, BrokerRegistration] = {}
         self.shutting_down: set[int] = set()
         self.all_topics: set[str] = set()
         self.topic_ids: dict[str, str | None] = {}
@@ -255,6 +262,10 @@ class ControllerContext:
         for broker_id in broker_ids:
             self.live_brokers.pop(broker_id, None)
             self.broker_epochs.pop(broker_id, None)
+
+    def listed_brokers(self) -> dict[int, BrokerRegistration]:
+        """The brokers an UpdateMetadata lists: the live ones and the fenced registrations."""
+        return {**self.fenced_registrations, **self.live_brokers}
 
     @property
     def live_or_shutting_down_broker_ids(self) -> set[int]:

@@ -118,6 +118,7 @@ class RefusedBrokers:
                 del out[broker_id]
                 continue
             del self._fenced[broker_id]
+            self._core.context.fenced_registrations.pop(broker_id, None)
             self._watch.forget(broker_id)
             log.info("controller %d: broker %d's fenced registration (epoch %d) is gone",
                      self._core.broker_id, broker_id, epoch)
@@ -147,6 +148,7 @@ class RefusedBrokers:
         """At resignation: no more watching, nothing fenced (a new controller starts afresh)."""
         self._watch.stop()
         self._fenced.clear()
+        self._core.context.fenced_registrations.clear()
 
     # ------------------------------------------------------------------ events
 
@@ -173,6 +175,7 @@ class RefusedBrokers:
             self._core.broker_id, broker_id, epoch,
         )
         self._fenced[broker_id] = epoch
+        ctx.fenced_registrations[broker_id] = registration  # listed to clients until its znode goes
         endpoint = _endpoint(registration, self._core.channel.listener_name)
         if endpoint is not None:
             self._watch.fence(broker_id, epoch, *endpoint)
@@ -189,6 +192,7 @@ class RefusedBrokers:
             "taking it back", self._core.broker_id, broker_id, epoch,
         )
         del self._fenced[broker_id]
+        self._core.context.fenced_registrations.pop(broker_id, None)
         self._watch.forget(broker_id)
         await self._recheck()  # seen as a new broker: onBrokerStartup, and watched again
 

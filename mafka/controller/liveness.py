@@ -101,6 +101,7 @@ class _Watched:
     retry: Any = None
     reported: bool = False
     reachable_since: float | None = None
+    after_loss: bool = False  # a probe started because the watch connection closed is in flight
 
 
 class BrokerLivenessWatch:
@@ -129,6 +130,7 @@ class BrokerLivenessWatch:
         self.retry_s = retry_s
         self.comeback_after_s = comeback_after_s
         self._brokers: dict[int, _Watched] = {}
+        self._settle_waiters: list[defer.Deferred[None]] = []
 
     def watched(self) -> dict[int, tuple[int, bool]]:
         """broker id → (epoch, fenced), for tests and tools."""
@@ -141,6 +143,20 @@ class BrokerLivenessWatch:
     def fence(self, broker_id: int, epoch: int, host: str, port: int) -> None:
         """Probes a broker declared dead while its registration remains, for a comeback."""
         self._start(_Watched(broker_id, epoch, host, port, fenced=True))
+
+    @property
+    def checking(self) -> bool:
+        """Whether a watched connection just closed and the probe that decides what it meant is in flight."""
+        return any(w.after_loss for w in self._brokers.values())
+
+    def when_checked(self) -> defer.Deferred[None]:
+        """Fires once no probe started by a closed connection is in flight (at once if none is)."""
+        d: defer.Deferred[None] = defer.Deferred()
+        if self.checking:
+            self._settle_waiters.append(d)
+        else:
+            d.callback(None)
+        return d
 
     def forget(self, broker_id: int) -> None:
         """Stops watching *broker_id*."""
@@ -162,7 +178,19 @@ class BrokerLivenessWatch:
     def _current(self, w: _Watched) -> bool:
         return self._brokers.get(w.broker_id) is w
 
+    def _checked(self, w: _Watched) -> None:
+        """*w*'s probe after a closed connection has an answer (or *w* is no longer watched)."""
+        if not w.after_loss:
+            return
+        w.after_loss = False
+        if self._settle_waiters and not self.checking:
+            waiters, self._settle_waiters = self._settle_waiters, []
+            for d in waiters:
+                if not d.called:  # a waiter may have stopped waiting (mafka.broker.peer_liveness)
+                    d.callback(None)
+
     def _drop(self, w: _Watched) -> None:
+        self._checked(w)
         if w.retry is not None and w.retry.active():
             w.retry.cancel()
         w.retry = None
@@ -183,6 +211,7 @@ class BrokerLivenessWatch:
         if not self._current(w):
             conn.close()
             return
+        self._checked(w)
         if w.fenced:
             conn.close()
             now = self.reactor.seconds()
@@ -202,6 +231,7 @@ class BrokerLivenessWatch:
         if not self._current(w) or w.connection is not conn:
             return  # closed by us
         w.connection = None
+        w.after_loss = True
         self._probe(w)  # at once: a dead process refuses now, and it is then that it matters
 
     def _failed(self, w: _Watched, failure: Failure) -> None:
@@ -214,4 +244,5 @@ class BrokerLivenessWatch:
                 log.info("broker %d (epoch %d) refuses connections at %s:%d: its process is gone",
                          w.broker_id, w.epoch, w.host, w.port)
                 self.on_refused(w.broker_id, w.epoch)
+        self._checked(w)  # after on_refused: whoever waited sees its verdict
         self._later(w)

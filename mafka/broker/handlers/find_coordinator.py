@@ -79,7 +79,8 @@ def handlers(broker: Any) -> dict[int, Any]:
             getattr(service, ensure)()
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         info = cache.partition(topic, service.coordinator.partition_for(body.key))
-        endpoint = cache.endpoint(info.leader, connection.listener) if info is not None and info.leader >= 0 else None
+        endpoint = (cache.endpoint(info.leader, connection.listener)
+                    if info is not None and info.leader >= 0 and info.leader not in cache.unreachable else None)
         if endpoint is None:
             return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return {

@@ -38,9 +38,11 @@ cached bytes are looked at.
 
 The broker passed to :func:`handlers` provides ``metadata_cache``,
 ``auto_create_topics`` (bool), ``auto_create_topic(name)`` (fire and
-forget; it logs its own failures) and optionally ``authorizer`` and
+forget; it logs its own failures) and optionally ``authorizer``,
 ``run_blocking(fn, *args) -> Deferred`` (a worker thread; without it all
-encoding is inline).
+encoding is inline) and ``peer_liveness`` with ``reactor`` (an answer
+waits while a peer that just died, or may have, is judged and failed over:
+:mod:`mafka.broker.peer_liveness`).
 """
 
 from __future__ import annotations
@@ -81,6 +83,13 @@ def handlers(broker: Any) -> dict[int, Any]:
     answers = MetadataAnswers(getattr(broker, "run_blocking", None))
 
     def metadata(request: Any, connection: Any) -> EncodedBody | Any:
+        peers = getattr(broker, "peer_liveness", None)
+        gate = peers.gate(broker.reactor) if peers is not None else None
+        if gate is not None:  # a peer just died, or may have: answer with its successors
+            return gate.addCallback(lambda _: _answer(request, connection))
+        return _answer(request, connection)
+
+    def _answer(request: Any, connection: Any) -> EncodedBody | Any:
         cache = broker.metadata_cache
         version = request.header.api_version
         body = request.body

@@ -14,6 +14,7 @@ class _Cache:
     def __init__(self, leaders: dict[int, int] | None, txn_leaders: dict[int, int] | None = None) -> None:
         self.leaders = leaders  # None: no __consumer_offsets topic
         self.txn_leaders = txn_leaders  # None: no __transaction_state topic
+        self.unreachable: frozenset[int] = frozenset()  # peers whose listener refused (mafka.broker.peer_liveness)
 
     def _of(self, topic: str) -> dict[int, int] | None:
         return {"__consumer_offsets": self.leaders, "__transaction_state": self.txn_leaders}.get(topic)
@@ -72,6 +73,9 @@ def test_no_live_leader_is_coordinator_not_available():
     broker, _ = _broker({offsets_partition_for("g", 50): -1})
     assert _ask(broker, 2, "g").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
     broker, _ = _broker({offsets_partition_for("g", 50): 7})  # leader without an endpoint here
+    assert _ask(broker, 2, "g").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    broker, _ = _broker({offsets_partition_for("g", 50): 2})
+    broker.metadata_cache.unreachable = frozenset({2})  # its listener refused this broker: the process is gone
     assert _ask(broker, 2, "g").error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 

@@ -108,9 +108,17 @@ def test_a_broker_whose_listener_refuses_is_failed_over_while_its_registration_r
     active = cluster.active
     assert x not in active.context.live_brokers
     assert active.cluster_changes.refused is not None and x in active.cluster_changes.refused.fenced
-    # Everyone learned that x is gone, and y leads t-0 at the new epoch.
-    assert x not in {b for b, *_ in cluster.brokers[z].metadata.alive_brokers("INTERNAL")}
+    # Everyone learned that y leads t-0 at the new epoch; x, still registered, stays listed to
+    # clients (leading nothing) until its session expires, as Kafka lists every registered broker.
     assert cluster.brokers[y].partitions[("t", 0)].leader == y
+    z_view = cluster.brokers[z].metadata
+    assert x in {b for b, *_ in z_view.alive_brokers("INTERNAL")}
+    assert x in active.context.fenced_registrations
+    assert all(p.leader != x for parts in z_view.partitions.values() for p in parts.values())
+    cluster.tree.expire_session(cluster.stores[x].session_id)
+    cluster.settle()
+    assert x not in {b for b, *_ in z_view.alive_brokers("INTERNAL")}  # its znode went: not listed
+    assert active.context.fenced_registrations == {}
 
 
 def test_a_frozen_broker_keeps_its_partitions_until_its_session_expires() -> None:
