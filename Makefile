@@ -15,52 +15,57 @@ run: system-deps $(STAMP)
 selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
 
-# ruff first (a second); then three lanes, each a pytest process: the main integration lane; beside
-# it, in the background, mypy (half a minute from a cold cache: the same check as `make lint`), then
-# the unit tests (CPU-bound, 1-2 minutes: each property test draws a quarter of its examples,
-# tests/hypothesis_budget.py; `make unit` draws them all) followed by the second integration lane (SECOND_LANE:
-# long fault and group tests, chosen so that both lanes end at about the same time).  Each
-# integration lane picks its loopback ports from its own half of the range below the ephemeral
-# ports (MAFKA_PORT_RANGE), so the two never pick the same.  The image build for the docker tests also starts in the
-# background (a few minutes the first time on a machine).  Output of the background lanes
-# follows once all are done.
-# Modules share a cluster where they safely can (tests/integration/README.md): the main lane's
-# modules started 28 clusters and start 17, so test_rebalancer and test_transaction_failover (3
-# clusters) moved to it from the second lane (now 10 clusters) to keep the lanes even; later
-# test_kip101 and test_cluster_stop went the other way, after the unit lane had become 3 minutes
-# shorter.
+# ruff first (a second); then four lanes, each a pytest process: the main integration lane in the
+# foreground; beside it, in the background, mypy (half a minute from a cold cache: the same check as
+# `make lint`) then the unit tests (CPU-bound, 3-5 minutes: each property test draws a quarter of its
+# examples, tests/hypothesis_budget.py; `make unit` draws them all) then the second integration lane
+# (SECOND_LANE: fault tests); and the third integration lane (THIRD_LANE: groups, TLS, tiering, Spark
+# and the Kafka-tool tests).  The lanes are chosen so that all three end at about the same time
+# (measured per module with --durations; most integration time is waiting on brokers, clients and
+# timeouts, so three lanes on two cores end sooner than two).  Each integration lane picks its
+# loopback ports from its own third of the range below the ephemeral ports (MAFKA_PORT_RANGE), so
+# no two pick the same.  The image build for the docker tests also starts in the background (a few
+# minutes the first time on a machine).  Output of the background lanes follows once all are done.
+# Modules share a cluster where they safely can (tests/integration/README.md).
 SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
-	tests/integration/test_client_failover.py tests/integration/test_groups.py \
-	tests/integration/test_hybrid_storage.py tests/integration/test_delayed_messages.py \
+	tests/integration/test_client_failover.py tests/integration/test_delayed_messages.py \
 	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
-	tests/integration/test_security_tls.py tests/integration/test_acls.py tests/integration/test_secure_failover.py
+	tests/integration/test_acls.py tests/integration/test_secure_failover.py
+THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_tls.py \
+	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
+	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
+	tests/integration/test_cli_admin_scripts.py tests/integration/test_acls_cli.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)
 	$(BIN)/ruff check mafka tests scripts pyspark_mafka.py
 	@if docker info >/dev/null 2>&1; then PYTHON=$(BIN)/python bash docker/build.sh --background; fi
-	@mkdir -p build; rm -f build/unit-tests.rc build/second-lane.rc build/main-lane.rc build/mypy.rc; \
+	@mkdir -p build; rm -f build/unit-tests.rc build/second-lane.rc build/third-lane.rc build/main-lane.rc build/mypy.rc; \
 	low=10000; high=$$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768); \
-	mid=$$(( (low + high) / 2 )); \
+	third=$$(( (high - low) / 3 )); a=$$(( low + third )); b=$$(( low + 2 * third )); \
 	( $(BIN)/mypy > build/mypy.log 2>&1; echo $$? > build/mypy.rc; \
 	  MAFKA_HYPOTHESIS_SHARE=0.25 $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
 	    > build/unit-tests.log 2>&1; echo $$? > build/unit-tests.rc; \
-	  MAFKA_PORT_RANGE=$$mid-$$high $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
+	  MAFKA_PORT_RANGE=$$a-$$b $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
 	    > build/second-lane.log 2>&1; echo $$? > build/second-lane.rc ) & background=$$!; \
-	{ MAFKA_PORT_RANGE=$$low-$$mid $(PYTEST_IT) --durations=30 $(addprefix --ignore=,$(SECOND_LANE)) tests/integration; \
+	( MAFKA_PORT_RANGE=$$b-$$high $(PYTEST_IT) --durations=10 $(THIRD_LANE) \
+	    > build/third-lane.log 2>&1; echo $$? > build/third-lane.rc ) & third_lane=$$!; \
+	{ MAFKA_PORT_RANGE=$$low-$$a $(PYTEST_IT) --durations=30 $(addprefix --ignore=,$(SECOND_LANE) $(THIRD_LANE)) tests/integration; \
 	  echo $$? > build/main-lane.rc; } 2>&1 | tee build/main-lane.log; \
-	integration=$$(cat build/main-lane.rc 2>/dev/null || echo 1); wait $$background; \
+	integration=$$(cat build/main-lane.rc 2>/dev/null || echo 1); wait $$background; wait $$third_lane; \
 	units=$$(cat build/unit-tests.rc 2>/dev/null || echo 1); faults=$$(cat build/second-lane.rc 2>/dev/null || echo 1); \
-	types=$$(cat build/mypy.rc 2>/dev/null || echo 1); \
+	thirds=$$(cat build/third-lane.rc 2>/dev/null || echo 1); types=$$(cat build/mypy.rc 2>/dev/null || echo 1); \
 	echo "=== mypy (ran in the background first; output in build/mypy.log)"; cat build/mypy.log; \
 	echo "=== tests/unit (ran in the background; full output in build/unit-tests.log)"; \
 	if [ $$units -eq 0 ]; then tail -n 15 build/unit-tests.log; else cat build/unit-tests.log; fi; \
 	echo "=== the second integration lane (ran in the background after the unit tests; full output in build/second-lane.log)"; \
 	if [ $$faults -eq 0 ]; then tail -n 15 build/second-lane.log; else cat build/second-lane.log; fi; \
-	echo "=== every failure and error of the three lanes (full output in build/*.log)"; \
-	grep -hE '^(FAILED|ERROR) |[+]+ Timeout [+]+' build/main-lane.log build/second-lane.log build/unit-tests.log || echo "(none)"; \
-	echo "=== tests/integration main lane exit $$integration, second lane exit $$faults, tests/unit exit $$units, mypy exit $$types"; \
-	[ $$integration -eq 0 ] && [ $$faults -eq 0 ] && [ $$units -eq 0 ] && [ $$types -eq 0 ]
+	echo "=== the third integration lane (ran in the background; full output in build/third-lane.log)"; \
+	if [ $$thirds -eq 0 ]; then tail -n 15 build/third-lane.log; else cat build/third-lane.log; fi; \
+	echo "=== every failure and error of the four lanes (full output in build/*.log)"; \
+	grep -hE '^(FAILED|ERROR) |[+]+ Timeout [+]+' build/main-lane.log build/second-lane.log build/third-lane.log build/unit-tests.log || echo "(none)"; \
+	echo "=== tests/integration main lane exit $$integration, second lane exit $$faults, third lane exit $$thirds, tests/unit exit $$units, mypy exit $$types"; \
+	[ $$integration -eq 0 ] && [ $$faults -eq 0 ] && [ $$thirds -eq 0 ] && [ $$units -eq 0 ] && [ $$types -eq 0 ]
 
 # ruff, then mypy on mafka/ (its configuration, and which packages are strict, is in pyproject.toml;
 # its cache is .mypy_cache, so a run after a small change takes seconds).
