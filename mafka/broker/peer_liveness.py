@@ -64,10 +64,19 @@ class PeerLiveness:
         cache: the metadata cache whose :attr:`~MetadataCache.unreachable` this maintains.
         listener: the inter-broker listener's name (whose endpoints are watched).
         make_watch: builds the watch from the two callbacks.
+        reactor: ``IReactorTime``: how long answers wait (:meth:`gate`).
+        gate_wait_s: the longest an answer waits, and how long after a refusal a failover is waited for.
     """
 
-    def __init__(self, broker_id: int, cache: MetadataCache, listener: str, make_watch: WatchFactory) -> None:
+    def __init__(
+        self, broker_id: int, cache: MetadataCache, listener: str, make_watch: WatchFactory, reactor: Any,
+        *, gate_wait_s: float = GATE_WAIT_S,
+    ) -> None:
         self.broker_id = broker_id
+        self.reactor = reactor
+        self.gate_wait_s = gate_wait_s
+        #: broker id -> when its listener refused (the failover is waited for only that long after)
+        self._refused_at: dict[int, float] = {}
         self.cache = cache
         self.listener = listener
         self.watch = make_watch(self._refused, self._reachable)
@@ -96,6 +105,7 @@ class PeerLiveness:
             token = next(self._tokens)
             self._watched[b] = (token, host, port)
             self.watch.watch(b, token, host, port)
+        self._refused_at = {b: t for b, t in self._refused_at.items() if b in self.cache.unreachable}
         self._open_gate()  # the controller may just have failed a dead peer over
 
     def stop(self) -> None:
@@ -106,8 +116,8 @@ class PeerLiveness:
             if not d.called:
                 d.callback(None)
 
-    def gate(self, reactor: Any, max_wait_s: float = GATE_WAIT_S) -> defer.Deferred[None] | None:
-        """None, or a Deferred a Metadata answer should wait for (at most *max_wait_s*).
+    def gate(self) -> defer.Deferred[None] | None:
+        """None, or a Deferred a Metadata answer should wait for (at most :attr:`gate_wait_s`).
 
         Not None while a peer whose connection just closed is being judged
         (its clients ask in the very milliseconds in which its connections
@@ -116,7 +126,10 @@ class PeerLiveness:
         has not failed it over yet: tens of milliseconds on its fast path).
         A client answered then would be told no leader is known, and
         librdkafka asks again only at its next one-second scan; answered a
-        moment later it is told the new leaders.
+        moment later it is told the new leaders.  A failover is waited for
+        only within :attr:`gate_wait_s` of the refusal: a peer refusing this
+        broker alone (a firewall between brokers) is never failed over, and
+        answers must not wait for it.
         """
         if not self._waiting():
             return None
@@ -127,7 +140,7 @@ class PeerLiveness:
             if not d.called:
                 d.callback(None)
 
-        timeout = reactor.callLater(max_wait_s, give_up)
+        timeout = self.reactor.callLater(self.gate_wait_s, give_up)
 
         def done(result: object) -> object:
             if timeout.active():
@@ -140,7 +153,11 @@ class PeerLiveness:
         return d
 
     def _waiting(self) -> bool:
-        return self.watch.checking or self.cache.leads_any(self.cache.unreachable)
+        if self.watch.checking:
+            return True
+        now = self.reactor.seconds()
+        recent = [b for b in self.cache.unreachable if now - self._refused_at.get(b, now) < self.gate_wait_s]
+        return self.cache.leads_any(recent)
 
     def _open_gate(self) -> None:
         if not self._gate_waiters or self._waiting():
@@ -155,6 +172,7 @@ class PeerLiveness:
         if current is None or current[0] != token:
             return
         if self.cache.mark_unreachable(broker_id):
+            self._refused_at[broker_id] = self.reactor.seconds()
             log.info("broker %d refuses connections: clients are told it is gone until the controller says more",
                      broker_id)
         self.watch.fence(broker_id, token, current[1], current[2])  # probed every second for a comeback
@@ -179,4 +197,4 @@ def peer_liveness_for(server: Any) -> PeerLiveness | None:
         # A comeback is taken at the second successful probe in a row: only clients' answers depend on it.
         return BrokerLivenessWatch(server.reactor, on_refused, on_reachable, comeback_after_s=0.0)
 
-    return PeerLiveness(server.broker_id, server.metadata_cache, config.inter_broker_listener, make_watch)
+    return PeerLiveness(server.broker_id, server.metadata_cache, config.inter_broker_listener, make_watch, server.reactor)

@@ -40,7 +40,7 @@ The broker passed to :func:`handlers` provides ``metadata_cache``,
 ``auto_create_topics`` (bool), ``auto_create_topic(name)`` (fire and
 forget; it logs its own failures) and optionally ``authorizer``,
 ``run_blocking(fn, *args) -> Deferred`` (a worker thread; without it all
-encoding is inline) and ``peer_liveness`` with ``reactor`` (an answer
+encoding is inline) and ``peer_liveness`` (an answer
 waits while a peer that just died, or may have, is judged and failed over:
 :mod:`mafka.broker.peer_liveness`).
 """
@@ -84,7 +84,7 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     def metadata(request: Any, connection: Any) -> EncodedBody | Any:
         peers = getattr(broker, "peer_liveness", None)
-        gate = peers.gate(broker.reactor) if peers is not None else None
+        gate = peers.gate() if peers is not None else None
         if gate is not None:  # a peer just died, or may have: answer with its successors
             return gate.addCallback(lambda _: _answer(request, connection))
         return _answer(request, connection)

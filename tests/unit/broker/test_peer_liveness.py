@@ -36,7 +36,7 @@ def make():
         return BrokerLivenessWatch(clock, on_refused, on_reachable, connect=net.connect, retry_s=1.0,
                                    comeback_after_s=0.0)
 
-    peers = PeerLiveness(1, cache, LISTENER, make_watch)
+    peers = PeerLiveness(1, cache, LISTENER, make_watch, clock)
     peers.sync()
     return clock, net, cache, peers
 
@@ -132,13 +132,13 @@ def connected(net):
 def test_a_metadata_answer_waits_for_the_verdict_and_the_failover_of_a_dying_leader():
     clock, net, cache, peers = make()
     conns = connected(net)
-    assert peers.gate(clock) is None  # nothing happening: answered at once
+    assert peers.gate() is None  # nothing happening: answered at once
     conns[1].drop()  # broker 3's connection closes; the probe is in flight
-    gate = peers.gate(clock)
+    gate = peers.gate()
     assert gate is not None and not gate.called
     net.refuse()  # dead: it still leads orders-2 and héllo.wörld-0 here
     assert cache.unreachable == {3} and not gate.called
-    later = peers.gate(clock)
+    later = peers.gate()
     assert later is not None and not later.called
     # The controller's UpdateMetadata: broker 3 (still registered) leads nothing any more.
     led_by_3 = {(t, i) for t, parts in cache.partitions.items() for i, p in parts.items() if p.leader == 3}
@@ -147,17 +147,17 @@ def test_a_metadata_answer_waits_for_the_verdict_and_the_failover_of_a_dying_lea
     peers.sync()
     assert gate.called and later.called
     assert leaders(metadata_answer(cache), "orders")[2] == (E.NONE, 1)
-    assert peers.gate(clock) is None
+    assert peers.gate() is None
 
 
 def test_a_peer_whose_connection_closed_but_that_accepts_again_holds_answers_only_for_the_probe():
     clock, net, _, peers = make()
     conns = connected(net)
     conns[0].drop()
-    gate = peers.gate(clock)
+    gate = peers.gate()
     assert gate is not None and not gate.called
     net.accept()  # alive (it closed an idle connection): no verdict, answer now
-    assert gate.called and peers.gate(clock) is None
+    assert gate.called and peers.gate() is None
 
 
 def test_the_wait_is_bounded_when_no_failover_comes():
@@ -165,10 +165,21 @@ def test_the_wait_is_bounded_when_no_failover_comes():
     conns = connected(net)
     conns[1].drop()
     net.refuse()
-    gate = peers.gate(clock, max_wait_s=0.5)
+    gate = peers.gate()
     assert gate is not None
     clock.advance(0.49)
     assert not gate.called
     clock.advance(0.02)
     assert gate.called
     assert leaders(metadata_answer(cache), "orders")[2] == (E.LEADER_NOT_AVAILABLE, -1)
+
+
+def test_a_peer_refusing_this_broker_alone_holds_answers_only_briefly():
+    """Never failed over (a firewall between brokers, say): after the bound, answers no longer wait."""
+    clock, net, cache, peers = make()
+    conns = connected(net)
+    conns[1].drop()
+    net.refuse()
+    assert peers.gate() is not None
+    clock.advance(0.6)
+    assert cache.unreachable == {3} and peers.gate() is None
