@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_partitions.py [--partitions 10000] [--partitions-per-topic 10]
                                                  [--keep] [--skip-failover]
 
-A benchmark that prints figures (it asserts nothing).  With N partitions in topics of
+A benchmark that prints figures (it asserts only phase 6's safety check).  With N partitions in topics of
 ``--partitions-per-topic`` each, replication factor 3, it measures, in order:
 
 1. creation: CreateTopics with confluent-kafka's AdminClient, 100 topics a request, one request
@@ -11,7 +11,7 @@ A benchmark that prints figures (it asserts nothing).  With N partitions in topi
    the time from the first request until every partition state znode
    (``/brokers/topics/<t>/partitions/<p>/state``) names a leader and a full ISR, then until every
    broker's Metadata lists every partition (the brokers have applied it all);
-2. idle cost per broker (after 10 s of settling, over 20 s): CPU % of one core
+2. idle cost per broker (after 30 s of settling, over 20 s): CPU % of one core
    (``/proc/<pid>/stat`` utime+stime), RSS (VmRSS) and open file descriptors;
 3. Metadata for all topics: the median of 5 ``AdminClient.list_topics()`` calls (after one
    warm-up call), and the partition count they saw;
@@ -21,7 +21,12 @@ A benchmark that prints figures (it asserts nothing).  With N partitions in topi
    replica of;
 5. controller failover (unless ``--skip-failover``): the controller is SIGKILLed; the time until
    ``/controller`` names another live broker, and until every partition state names a live
-   leader; then it is restarted and waited back into every ISR.
+   leader; then it is restarted and waited back into every ISR;
+6. controller SIGKILL while creating (unless ``--skip-failover``): ``--create-failover-partitions``
+   more partitions (default 10,000) are created and the controller is SIGKILLed when 40 % of the
+   CreateTopics are answered.  Checked (exit status 1 otherwise): every acknowledged topic is in
+   ZooKeeper, every topic there is whole (all its partitions, each led by a live broker: no
+   half-created topic); the time until they are all led is printed.
 
 ZooKeeper is read with kazoo's async API (every znode's ``get_async`` first, then the results),
 and once a partition meets a condition it is not read again, so the polling keeps up.  Times are
@@ -75,7 +80,7 @@ SETTINGS = {
     "auto.leader.rebalance.enable": "false",
     "offsets.topic.num.partitions": "4",
 }
-IDLE_SETTLE_S = 10.0
+IDLE_SETTLE_S = 30.0
 IDLE_SAMPLE_S = 20.0
 METADATA_CALLS = 5
 
@@ -516,6 +521,83 @@ def failover(cluster: Cluster, waiter: Waiter, timeout: float, results: dict[str
     rejoin(cluster, waiter, controller, timeout, "fo", "failover", results)
 
 
+def failover_while_creating(cluster: Cluster, waiter: Waiter, plan: list[tuple[str, int]], timeout: float,
+                            results: dict[str, Any]) -> None:
+    """Creates *plan*'s topics and SIGKILLs the controller when 40 % of the CreateTopics are answered.
+
+    A check, not only a figure: afterwards every topic acknowledged to the client must be in
+    ZooKeeper, and every topic in ZooKeeper (acknowledged or not) must be whole: its planned
+    partition count, each partition with a state naming a live leader (no half-created topic,
+    no partition without a leader).  A failure raises :class:`PhaseFailed`.
+    """
+    import threading
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    n = sum(p for _, p in plan)
+    controller = cluster.controller()
+    live = [b for b in cluster.ids if b != controller]
+    say(f"== 6. controller SIGKILL while creating: {len(plan):,} more topics, {n:,} partitions; "
+        f"the controller, broker {controller}, is killed when 40 % of the CreateTopics are answered")
+    admin = AdminClient({"bootstrap.servers": ",".join(f"{b['host']}:{b['port']}" for b in cluster.info["brokers"]
+                                                       if b["id"] != controller),
+                         "socket.timeout.ms": 300000})
+    acked: list[str] = []
+    refused: list[str] = []
+    requests = (len(plan) + TOPICS_PER_REQUEST - 1) // TOPICS_PER_REQUEST
+    half_way = threading.Event()
+    start = time.monotonic()
+
+    def send() -> None:
+        for r, i in enumerate(range(0, len(plan), TOPICS_PER_REQUEST)):
+            batch = [NewTopic(t, p, RF) for t, p in plan[i:i + TOPICS_PER_REQUEST]]
+            for topic, fut in admin.create_topics(batch, operation_timeout=0, request_timeout=300).items():
+                try:
+                    fut.result()
+                    acked.append(topic)
+                except Exception as e:  # noqa: BLE001 - a create the failover refused: the client's to retry
+                    refused.append(f"{topic}: {e}")
+            if r + 1 >= 0.4 * requests:
+                half_way.set()
+        half_way.set()
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    if not half_way.wait(timeout):
+        raise PhaseFailed("the creation did not reach 40 % before the phase timeout")
+    t_kill = time.monotonic()
+    cluster.kill(controller, signal.SIGKILL)
+    say(f"while creating: controller {controller} SIGKILLed after {t_kill - start:.1f} s "
+        f"({len(acked):,} topics acknowledged)")
+    sender.join(timeout)
+    if sender.is_alive():
+        raise PhaseFailed("CreateTopics requests still unanswered at the phase timeout")
+    say(f"while creating: every CreateTopics answered after {time.monotonic() - start:.1f} s: "
+        f"{len(acked):,} topics acknowledged, {len(refused):,} refused"
+        + (f" (e.g. {refused[0]})" if refused else ""))
+    planned = dict(plan)
+    in_zk = [t for t in cluster.zk.get_children("/brokers/topics") if t in planned]
+    lost = sorted(set(acked) - set(in_zk))
+    if lost:
+        raise PhaseFailed(f"{len(lost)} acknowledged topic(s) are not in ZooKeeper, e.g. {lost[:3]}")
+    assignment = cluster.assignment()
+    partial = [t for t in in_zk if sorted(p for (tt, p) in assignment if tt == t) != list(range(planned[t]))]
+    if partial:
+        raise PhaseFailed(f"{len(partial)} topic(s) in ZooKeeper without their {planned[partial[0]]} partitions, "
+                          f"e.g. {partial[:3]}")
+    keys = [(t, p) for t in in_zk for p in range(planned[t])]
+    led = waiter.partitions(keys, lambda st: st is not None and st.get("leader", -1) in live, t_kill, timeout,
+                            f"every partition of the {len(in_zk):,} topics in ZooKeeper led by a live broker", live)
+    results["cc_topics"], results["cc_acked"], results["cc_refused"] = len(in_zk), len(acked), len(refused)
+    results["cc_led"], results["cc_timeout"], results["cc_broker"] = led, timeout, controller
+    if led is None:
+        raise PhaseFailed("a partition created around the controller's death has no live leader")
+    say(f"while creating: all {len(keys):,} partitions of the {len(in_zk):,} topics in ZooKeeper "
+        f"({len(acked):,} acknowledged) have a live leader {led:.2f} s after the SIGKILL; none is half-created")
+    waiter.until(lambda: not alive(cluster.pid(controller)), time.monotonic(), 30, f"broker {controller} to be reaped")
+    rejoin(cluster, waiter, controller, timeout, "cc", "while creating", results)
+
+
 # ------------------------------------------------------------------ the report
 
 
@@ -563,6 +645,12 @@ def summary(args: argparse.Namespace, plan: list[tuple[str, int]], fd_limit: int
         rows.append(("controller SIGKILL: new /controller", fmt_s(results["fo_elected"], results["fo_timeout"])))
         rows.append((f"controller SIGKILL: live leaders ({results['fo_led']:,} partitions)",
                      fmt_s(results["fo_leaders"], results["fo_timeout"])))
+    if "cc_led" in results:
+        rows.append((f"controller SIGKILL while creating: topics in ZooKeeper, all whole "
+                     f"({results['cc_acked']:,} acknowledged, {results['cc_refused']:,} refused)",
+                     f"{results['cc_topics']:,}"))
+        rows.append(("controller SIGKILL while creating: every partition led by a live broker",
+                     fmt_s(results["cc_led"], results["cc_timeout"])))
     if "fo_rejoin" in results:
         rows.append((f"broker {results['fo_broker']} restarted: back in every ISR",
                      fmt_s(results["fo_rejoin"], results["fo_timeout"])))
@@ -604,7 +692,9 @@ def main() -> int:
     ap.add_argument("--partitions", type=int, default=10_000, help="partitions in all (default 10000)")
     ap.add_argument("--partitions-per-topic", type=int, default=10)
     ap.add_argument("--keep", action="store_true", help="leave the cluster directory for inspection")
-    ap.add_argument("--skip-failover", action="store_true", help="skip the controller failover phase")
+    ap.add_argument("--skip-failover", action="store_true", help="skip the two controller failover phases")
+    ap.add_argument("--create-failover-partitions", type=int, default=10_000,
+                    help="partitions created in phase 6, around the controller's SIGKILL (default 10000)")
     args = ap.parse_args()
     if args.partitions < 1 or args.partitions_per_topic < 1:
         ap.error("--partitions and --partitions-per-topic must be positive")
@@ -642,8 +732,12 @@ def main() -> int:
         controlled_shutdown(cluster, waiter, timeout, results)
         if args.skip_failover:
             say("== 5. controller failover: skipped (--skip-failover)")
+            say("== 6. controller SIGKILL while creating: skipped (--skip-failover)")
         else:
             failover(cluster, waiter, timeout, results)
+            more = [(f"during-{t}", p) for t, p in topic_plan(args.create_failover_partitions,
+                                                               args.partitions_per_topic)]
+            failover_while_creating(cluster, waiter, more, timeout, results)
     except PhaseFailed as e:
         failed = True
         say(f"ABORTED: {e}")

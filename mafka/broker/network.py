@@ -53,6 +53,16 @@ log = logging.getLogger("mafka.broker.network")
 #: What a handler returns for a request that gets no reply (Produce with acks=0).
 NO_RESPONSE = None
 
+#: LeaderAndIsr, StopReplica and UpdateMetadata frames at least this big are decoded in a worker
+#: thread (10,000 partitions: 0.5 MB, most of a second of Construct's decoding); the rest on the
+#: reactor (a Produce's records stay opaque bytes: its decoding is cheap at any size).
+DECODE_IN_THREAD_BYTES = 64 * 1024
+_DECODED_IN_THREAD = frozenset({4, 5, 6})
+
+
+def _api_key(frame: Any) -> int:
+    return int.from_bytes(bytes(frame[:2]), "big", signed=True)
+
 _BYTES = (bytes, bytearray, memoryview)
 
 
@@ -332,22 +342,53 @@ class KafkaProtocol(Protocol):
             if auth is not None and auth.expects_raw_token:
                 self._authentication_step(auth.on_raw_token(bytes(frame)), None)
                 continue
+            if len(frame) >= DECODE_IN_THREAD_BYTES and _api_key(frame) in _DECODED_IN_THREAD:
+                # A controller request for thousands of partitions takes most of a second to decode:
+                # not on the reactor.  Nothing more is read from this connection meanwhile.
+                self.busy = True
+                size = len(frame)
+                d = threads.deferToThread(decode_request, bytes(frame))
+                d.addCallbacks(self._decoded, self._undecodable, callbackArgs=(size,))
+                return
             try:
                 request = decode_request(frame)
             except ProtocolError as exc:
                 self._refuse(exc)
                 return
-            if auth is not None:
-                step = auth.on_request(request.header.api_key, request.header.api_version, request.body)
-                if step is not DISPATCH:
-                    self._authentication_step(step, request)
-                    continue
-            self.busy = True
-            if self.connection is not None:
-                self.connection.request_size = len(frame)
-            d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
-            d.addCallback(self._respond, request)
-            d.addErrback(self._failed, request)
+            if not self._dispatch(request, len(frame)):
+                continue
+
+    def _dispatch(self, request: Request, size: int) -> bool:
+        """Hands a decoded request to the dispatcher (False: the authenticator kept it, read on)."""
+        auth = self.authenticator
+        if auth is not None:
+            step = auth.on_request(request.header.api_key, request.header.api_version, request.body)
+            if step is not DISPATCH:
+                self._authentication_step(step, request)
+                return False
+        self.busy = True
+        if self.connection is not None:
+            self.connection.request_size = size
+        d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
+        d.addCallback(self._respond, request)
+        d.addErrback(self._failed, request)
+        return True
+
+    def _decoded(self, request: Request, size: int) -> None:
+        if self.closed:
+            return
+        self.busy = False
+        if not self._dispatch(request, size):
+            self._next()
+
+    def _undecodable(self, failure: Any) -> None:
+        if self.closed:
+            return
+        if failure.check(ProtocolError):
+            self._refuse(failure.value)
+            return
+        log.error("decoding a request failed: %s", failure.getErrorMessage())
+        self.close()
 
     def _authentication_step(self, step: Any, request: Request | None) -> None:
         """Carries out what the SASL authenticator decided for a frame it kept from the dispatcher."""

@@ -47,6 +47,10 @@ def is_closed(sock: socket.socket, timeout: float = 2.0) -> bool:
         return False
 
 
+#: partitions of each UpdateMetadata the server fixture's handler got
+UPDATE_METADATA_SEEN: list[int] = []
+
+
 @pytest.fixture
 def server(tmp_path, reactor_thread):
     """A listening broker edge with ApiVersions, a slow echo handler and a sendfile handler."""
@@ -70,7 +74,12 @@ def server(tmp_path, reactor_thread):
     def produce_acks0(request, connection):
         return NO_RESPONSE
 
-    handlers.update({12: heartbeat, 1: fetch, 0: produce_acks0})
+    def update_metadata(request, connection):
+        UPDATE_METADATA_SEEN.append(sum(len(t.partition_states) for t in request.body.topic_states))
+        return {"error_code": 0}
+
+    UPDATE_METADATA_SEEN.clear()
+    handlers.update({12: heartbeat, 1: fetch, 0: produce_acks0, 6: update_metadata})
     factory = KafkaServerFactory(Dispatcher(handlers), max_request_size=1 << 20, idle_ms=1500, clock=reactor)
     port = in_reactor(reactor.listenTCP, 0, factory, interface="127.0.0.1")
     yield port.getHost().port, log
@@ -203,3 +212,38 @@ def test_a_flood_of_pipelined_requests_is_all_answered(server):
             return sum(1 for _ in range(2000) if recv_frame(sock))
 
     assert client() == 2000
+
+
+def _update_metadata_frame(correlation_id: int, partitions: int) -> bytes:
+    topics = [{"topic_name": f"t{t}", "partition_states": [
+        {"topic_name": f"t{t}", "partition_index": p, "controller_epoch": 1, "leader": 1, "leader_epoch": 1,
+         "isr": [1, 2, 3], "zk_version": 1, "replicas": [1, 2, 3], "offline_replicas": []} for p in range(10)]}
+        for t in range(partitions // 10)]
+    body = {"controller_id": 1, "controller_epoch": 1, "broker_epoch": 5, "topic_states": topics,
+            "live_brokers": [{"id": 1, "endpoints": [{"port": 9092, "host": "h", "listener": "PLAINTEXT",
+                                                      "security_protocol": 0}], "rack": None}]}
+    return encode_request(6, 6, correlation_id, "controller", body)
+
+
+def test_a_big_controller_request_is_decoded_off_the_reactor_and_answered_in_order(server):
+    from mafka.broker import network
+
+    port, _ = server
+    big = _update_metadata_frame(1, 3000)
+    assert len(big) >= network.DECODE_IN_THREAD_BYTES  # the threaded path
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(big + _update_metadata_frame(2, 10)
+                     + encode_request(12, 0, 3, "t", {"group_id": "fast", "generation_id": 1, "member_id": "m"}))
+        ids = [struct.unpack(">i", recv_frame(sock)[:4])[0] for _ in range(3)]
+    assert ids == [1, 2, 3]
+    assert UPDATE_METADATA_SEEN == [3000, 10]
+
+
+def test_a_big_undecodable_controller_request_closes_only_its_connection(server):
+    port, _ = server
+    garbage = struct.pack(">hhi", 6, 6, 1) + b"\x00\x0acontroller" + b"\xff" * 100_000
+    with socket.create_connection(("127.0.0.1", port)) as other, socket.create_connection(("127.0.0.1", port)) as bad:
+        bad.sendall(struct.pack(">i", len(garbage)) + garbage)
+        assert is_closed(bad)
+        other.sendall(encode_request(12, 0, 7, "t", {"group_id": "fast", "generation_id": 1, "member_id": "m"}))
+        assert struct.unpack(">i", recv_frame(other)[:4])[0] == 7
