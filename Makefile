@@ -17,7 +17,7 @@ selfcheck: $(STAMP)
 
 # ruff first (a second); then four lanes, each a pytest process: the main integration lane in the
 # foreground; beside it, in the background, mypy (half a minute from a cold cache: the same check as
-# `make lint`) then the unit tests (CPU-bound, 3-5 minutes: each property test draws a quarter of its
+# `make lint`) then the unit tests (CPU-bound, 3-5 minutes: each property test draws 15 % of its
 # examples, tests/hypothesis_budget.py; `make unit` draws them all) then the second integration lane
 # (SECOND_LANE: fault tests); and the third integration lane (THIRD_LANE: groups, TLS, tiering, Spark
 # and the Kafka-tool tests).  The lanes are chosen so that all three end at about the same time
@@ -30,11 +30,12 @@ selfcheck: $(STAMP)
 SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
 	tests/integration/test_client_failover.py tests/integration/test_delayed_messages.py \
 	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
-	tests/integration/test_acls.py tests/integration/test_secure_failover.py
+	tests/integration/test_acls.py tests/integration/test_secure_failover.py tests/integration/test_quotas.py \
+	tests/integration/test_cli_admin_scripts.py
 THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_tls.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
-	tests/integration/test_cli_admin_scripts.py tests/integration/test_acls_cli.py
+	tests/integration/test_acls_cli.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)
@@ -44,7 +45,7 @@ test: system-deps $(STAMP)
 	low=10000; high=$$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768); \
 	third=$$(( (high - low) / 3 )); a=$$(( low + third )); b=$$(( low + 2 * third )); \
 	( $(BIN)/mypy > build/mypy.log 2>&1; echo $$? > build/mypy.rc; \
-	  MAFKA_HYPOTHESIS_SHARE=0.25 $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
+	  MAFKA_HYPOTHESIS_SHARE=0.15 $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
 	    > build/unit-tests.log 2>&1; echo $$? > build/unit-tests.rc; \
 	  MAFKA_PORT_RANGE=$$a-$$b $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
 	    > build/second-lane.log 2>&1; echo $$? > build/second-lane.rc ) & background=$$!; \

@@ -1,7 +1,7 @@
 """How many examples each property test draws: all of them, or a share under ``make test``.
 
 ``make test`` is the gate every stop passes through, on a 2-core machine, and the
-property tests were a third of its CPU; it sets ``MAFKA_HYPOTHESIS_SHARE=0.25``.
+property tests were a third of its CPU; it sets ``MAFKA_HYPOTHESIS_SHARE=0.15``.
 ``make unit`` (and a plain ``pytest``) draws every example.  Hypothesis seeds each run
 afresh, so runs of the gate keep exploring different examples.
 
