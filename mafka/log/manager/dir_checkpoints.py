@@ -64,6 +64,8 @@ class DirCheckpoints:
         self._registry = registry
         self._failures = failures
         self._lock = threading.RLock()  # serialises checkpoint file writers
+        #: each dir's high watermarks as last written (an unchanged set is not rewritten)
+        self._written_hws: dict[Path, dict[TopicPartitionTuple, int]] = {}
 
     @staticmethod
     def read_at_startup(path: Path) -> dict[TopicPartitionTuple, int]:
@@ -167,16 +169,29 @@ class DirCheckpoints:
         Each file is rewritten whole with the entries of *hws* whose log is in
         that dir, so *hws* must cover every partition (Kafka's
         ``checkpointHighWatermarks``); entries without a local log are ignored.
+        A dir whose entries are those it was last written with is not rewritten
+        (counted as written).
         """
         hws = dict(hws)
         reg = self._registry
+        written = 0
+        for d in reg.online_dirs():
+            with self._lock:
+                with reg.lock:
+                    values = {tp: hw for tp, hw in hws.items() if reg.dir_of.get(tp) == d}
+                if values == self._written_hws.get(d):
+                    # Unchanged (an idle broker, every 5 s): the file already says exactly this.
+                    written += 1
+                    continue
+                def these(_: Path, v: dict[TopicPartitionTuple, int] = values) -> dict[TopicPartitionTuple, int]:
+                    return v
 
-        def entries(d: Path) -> dict[TopicPartitionTuple, int]:
-            return {tp: hw for tp, hw in hws.items() if reg.dir_of.get(tp) == d}
-
-        return sum(
-            self._write(d, REPLICATION_OFFSET_CHECKPOINT, entries) for d in reg.online_dirs()
-        )
+                if self._write(d, REPLICATION_OFFSET_CHECKPOINT, these):
+                    self._written_hws[d] = values
+                    written += 1
+                else:
+                    self._written_hws.pop(d, None)
+        return written
 
     # ------------------------------------------------------------------ reading
 

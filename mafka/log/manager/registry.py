@@ -51,6 +51,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import IO
 
@@ -91,6 +92,9 @@ def close_quietly(log: Log) -> None:
             return
         except OSError as exc:
             logger.warning("%s: error while closing: %s", log.directory, exc)
+
+
+_first = itemgetter(0)
 
 
 def close_segments(log: Log) -> None:
@@ -164,10 +168,11 @@ class LogRegistry:
         with self.lock:
             return {tp: self.logs[tp] for tp, dd in self.dir_of.items() if dd == d}
 
-    def snapshot(self) -> list[tuple[TopicPartitionTuple, Log, Path]]:
-        """(tp, log, dir) of every online log, sorted: what a pass walks, outside the lock."""
+    def snapshot(self, where: Callable[[Log], bool] | None = None) -> list[tuple[TopicPartitionTuple, Log, Path]]:
+        """(tp, log, dir) of every online log (for which *where* holds), sorted: what a pass walks, outside the lock."""
         with self.lock:
-            return [(tp, log, self.dir_of[tp]) for tp, log in sorted(self.logs.items())]
+            items = [(tp, log) for tp, log in self.logs.items() if where is None or where(log)]
+            return [(tp, log, self.dir_of[tp]) for tp, log in sorted(items, key=_first)]
 
     def require(self, tp: TopicPartitionTuple) -> Log:
         """The online log of *tp*; raises as ``LogManager.require_log``."""

@@ -522,9 +522,19 @@ def test_high_watermarks_are_written_per_dir_in_kafkas_format(env: Env) -> None:
     assert (d0 / REPLICATION_OFFSET_CHECKPOINT).read_bytes() == b"0\n2\nt 0 5\nt 3 9\n"
     assert (d1 / REPLICATION_OFFSET_CHECKPOINT).read_bytes() == b"0\n1\nt 1 7\n"
     assert (d2 / REPLICATION_OFFSET_CHECKPOINT).read_bytes() == b"0\n0\n"
+    # Unchanged high watermarks (an idle broker, every 5 s) rewrite nothing; a changed one rewrites its dir.
+    written = {d: (d / REPLICATION_OFFSET_CHECKPOINT).stat().st_mtime_ns for d in env.dirs}
+    (d1 / REPLICATION_OFFSET_CHECKPOINT).write_bytes(b"0\n1\nt 1 7\n")  # same bytes, a new mtime
+    marked = (d1 / REPLICATION_OFFSET_CHECKPOINT).stat().st_mtime_ns
+    assert m.write_high_watermarks({("t", 0): 5, ("t", 1): 7, ("t", 3): 9}) == 3
+    assert (d1 / REPLICATION_OFFSET_CHECKPOINT).stat().st_mtime_ns == marked
+    assert (d0 / REPLICATION_OFFSET_CHECKPOINT).stat().st_mtime_ns == written[d0]
+    assert m.write_high_watermarks({("t", 0): 6, ("t", 1): 7, ("t", 3): 9}) == 3
+    assert (d0 / REPLICATION_OFFSET_CHECKPOINT).read_bytes() == b"0\n2\nt 0 6\nt 3 9\n"
+    assert (d1 / REPLICATION_OFFSET_CHECKPOINT).stat().st_mtime_ns == marked
     # An entry in the wrong dir's file (a stale one) is not reported.
     (d2 / REPLICATION_OFFSET_CHECKPOINT).write_bytes(b"0\n2\nt 2 4\nt 0 99\n")
-    assert m.read_high_watermarks() == {("t", 0): 5, ("t", 1): 7, ("t", 3): 9, ("t", 2): 4}
+    assert m.read_high_watermarks() == {("t", 0): 6, ("t", 1): 7, ("t", 3): 9, ("t", 2): 4}
     m.shutdown()
 
 
