@@ -41,6 +41,14 @@ def make():
     return clock, net, cache, peers
 
 
+def broker_3_dies(net):
+    """Broker 3's watch connection is accepted, then its process dies: the connection drops, the probe is refused."""
+    conn3 = FakeConn()
+    net.attempts[1][2].callback(conn3)
+    conn3.drop()
+    net.refuse()
+
+
 def metadata_answer(cache):
     handle = metadata_handler.handlers(make_broker(cache))[3]
     data = answer_bytes(handle, request(9, None), connection(LISTENER))
@@ -74,10 +82,7 @@ def test_a_refusing_peer_leads_nothing_for_clients_but_stays_listed():
 
 def test_the_hint_ends_when_the_controller_drops_the_peer_and_a_new_registration_is_watched_afresh():
     _, net, cache, peers = make()
-    conn3 = FakeConn()
-    net.attempts[1][2].callback(conn3)
-    conn3.drop()
-    net.refuse()
+    broker_3_dies(net)
     assert cache.unreachable == {3}
     # The controller failed broker 3 over: its UpdateMetadata no longer lists it.
     cache.update(_update([_topic("orders", [_partition(2, 1)])], brokers=[_broker(1), _broker(2)]))
@@ -95,10 +100,7 @@ def test_the_hint_ends_when_the_controller_drops_the_peer_and_a_new_registration
 
 def test_a_peer_that_accepts_connections_again_is_shown_again():
     clock, net, cache, _ = make()
-    conn3 = FakeConn()
-    net.attempts[1][2].callback(conn3)
-    conn3.drop()
-    net.refuse()
+    broker_3_dies(net)
     assert cache.unreachable == {3}
     clock.advance(1.0)
     net.accept()  # restarted on the same port
