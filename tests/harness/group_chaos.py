@@ -44,6 +44,7 @@ commit failures by error, member restarts by reason.
 
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 import time
@@ -435,8 +436,19 @@ def check_group(runner: GroupUnderChaos, attempts: Iterable[Attempt], read_back:
     for t, p, o, _ in all_commits:
         by_partition[p].append((t, o))
 
+    # The highest offset committed for a partition before a time: prefix maxima over the commits in
+    # time order, found by bisection (a scan per commit was quadratic: minutes for a long run).
+    times = {p: [t for t, _ in commits] for p, commits in by_partition.items()}
+    highest: dict[int, list[int]] = {}
+    for p, commits in by_partition.items():
+        running: list[int] = []
+        for _, o in commits:
+            running.append(o if not running else max(running[-1], o))
+        highest[p] = running
+
     def floor(p: int, before: float) -> int | None:
-        return max((o for t, o in by_partition.get(p, []) if t < before), default=None)
+        n = bisect.bisect_left(times.get(p, []), before)  # commits with t < before
+        return highest[p][n - 1] if n else None
 
     for m in g.history:
         assigned_at: dict[int, float] = {}  # partition -> its last assigned event (kept after a revoke)
