@@ -250,13 +250,16 @@ def test_controller_failover_after_sigkill(cluster):
         # The killed broker comes back, registers again and serves its partitions (also after a
         # failure above, so that the module's later tests find three brokers).
         cluster.restart(old)
+    # Back means serving: the restarted broker answers Metadata itself (survivors list a broker the
+    # fast path fenced until its old session expires, so their lists alone prove nothing).
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
+        own = _metadata(cluster, old)  # None while it does not listen yet
         snap = _metadata(cluster, survivors[0])
-        if snap is not None and old in snap:
+        if own is not None and old in own and snap is not None and old in snap:
             break
         time.sleep(0.3)
-    assert old in _metadata(cluster, survivors[0])
+    assert old in _metadata(cluster, old) and old in _metadata(cluster, survivors[0])
 
 
 def _metadata(cluster, via: int):

