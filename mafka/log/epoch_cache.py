@@ -287,6 +287,12 @@ class LeaderEpochCache:
         entries.append(EpochEntry(epoch, start_offset))
         return True
 
+    def close(self) -> None:
+        """The checkpoint takes no more writes and drops a pending one (its directory is about to be removed)."""
+        close = getattr(self._checkpoint, "close", None)
+        if close is not None:
+            close()
+
     def sync(self) -> None:
         """Writes a pending change and makes the checkpoint file durable if a change since the last sync was not.
 

@@ -759,9 +759,7 @@ class Log:
     def delete(self) -> None:
         """Removes the whole log directory (topic deletion)."""
         with self._lock:
-            checkpoint = self.epoch_cache.checkpoint
-            if checkpoint is not None and hasattr(checkpoint, "close"):
-                checkpoint.close()  # no write behind lands in the directory being emptied
+            self.epoch_cache.close()  # no write behind lands in the directory being emptied
             self.delete_pending(force=True)
             for seg in self.segments:
                 seg.delete_files()

@@ -198,9 +198,7 @@ class CurrentLogs:
                 # leader epoch checkpoint takes no more writes (a late one would land in a
                 # recreated partition of the same name).
                 log.delete_pending(force=True)
-                checkpoint = log.epoch_cache.checkpoint
-                if checkpoint is not None and hasattr(checkpoint, "close"):
-                    checkpoint.close()
+                log.epoch_cache.close()
                 target = d / log_delete_dir_name(topic, partition)
                 os.rename(log.directory, target)
                 fsync_dir(d)

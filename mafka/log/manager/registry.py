@@ -100,9 +100,7 @@ _first = itemgetter(0)
 def close_segments(log: Log) -> None:
     """Close the files of a log whose directory was renamed (its own paths are stale) and is to be
     removed: its leader epoch checkpoint takes no more writes, so none lands in a directory being removed."""
-    checkpoint = log.epoch_cache.checkpoint
-    if checkpoint is not None and hasattr(checkpoint, "close"):
-        checkpoint.close()
+    log.epoch_cache.close()
     for seg in list(log.segments):
         try:
             seg.close()
