@@ -142,6 +142,8 @@ class KafkaServer:
         self._open_timer: Any = None
         #: peers whose listener refuses, hidden from clients (mafka.broker.peer_liveness)
         self.peer_liveness: PeerLiveness | None = None
+        #: the process's garbage collection policy, when the entry point started one (mafka.heap_freezer)
+        self.heap_freezer: Any = None
 
     # ================================================================== facts handlers use
 
@@ -171,9 +173,11 @@ class KafkaServer:
     def _on_topic_config_change(self, topic: str) -> None:
         """A topic's overrides changed in ZooKeeper: give its open logs the new config."""
         if self.log_manager is not None:
-            for (name, _), log_ in self.log_manager.logs.items():
-                if name == topic:
-                    apply_log_config(log_, self.log_config_for(topic))
+            logs = self.log_manager.logs_of_topic(topic)
+            if logs:
+                config = self.log_config_for(topic)
+                for _, log_ in logs:
+                    apply_log_config(log_, config)
 
     @staticmethod
     def run_blocking(fn: Any, *args: Any) -> defer.Deferred:

@@ -16,6 +16,8 @@ import signal
 import sys
 from typing import Any, cast
 
+from mafka.heap_freezer import HeapFreezer
+
 __all__ = ["run", "add_parser"]
 
 log = logging.getLogger("mafka.cli.server_start")
@@ -84,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
     def _started(_: Any) -> None:
         log.info("[KafkaServer id=%d] started", config.broker_id)
+        interval_ms = config.mafka_gc_full_collection_interval_ms
+        if interval_ms > 0:
+            server.heap_freezer = HeapFreezer(reactor, interval_ms / 1000)
+            server.heap_freezer.start()
 
     def _failed(failure: Any) -> None:
         log.error("startup failed: %s", failure.getTraceback())

@@ -235,6 +235,10 @@ class LogManager:
         with self._registry.lock:
             return self._registry.offline.get(self._registry.known_dir(log_dir))
 
+    def logs_of_topic(self, topic: str) -> list[tuple[TopicPartitionTuple, Log]]:
+        """(tp, log) of one topic's online logs, by partition (without walking the others)."""
+        return self._registry.logs_of_topic(topic)
+
     def get_log(self, topic: str, partition: int) -> Log | None:
         """The online log of a partition, or None."""
         return self._registry.get((topic, partition))

@@ -60,12 +60,71 @@ from mafka.topics import TopicPartitionTuple
 
 from ..log import Log
 
-__all__ = ["Closer", "LogRegistry", "PendingDelete", "close_quietly", "close_segments"]
+__all__ = ["Closer", "LogRegistry", "LogsByPartition", "PendingDelete", "close_quietly", "close_segments"]
 
 logger = logging.getLogger("mafka.log.manager")
 
 #: How a log leaving the registry is closed: :func:`close_quietly` or :func:`close_segments`.
 Closer = Callable[[Log], None]
+
+
+class LogsByPartition(dict[TopicPartitionTuple, Log]):
+    """The online logs by (topic, partition), also indexed by topic.
+
+    A topic's config change touches that topic's logs only
+    (:meth:`of_topic`): with 100,000 partitions, walking every log for each
+    of 10,000 topic creations (each writes the topic's config) kept the
+    broker busy for minutes.  Every way of changing the dict keeps the index
+    (``popitem`` is refused: nothing needs it).
+    """
+
+    __slots__ = ("_by_topic",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._by_topic: dict[str, set[int]] = {}
+
+    def of_topic(self, topic: str) -> list[tuple[TopicPartitionTuple, Log]]:
+        """(tp, log) of the topic's online logs, by partition."""
+        return [((topic, i), dict.__getitem__(self, (topic, i))) for i in sorted(self._by_topic.get(topic, ()))]
+
+    def __setitem__(self, tp: TopicPartitionTuple, log: Log) -> None:
+        super().__setitem__(tp, log)
+        self._by_topic.setdefault(tp[0], set()).add(tp[1])
+
+    def __delitem__(self, tp: TopicPartitionTuple) -> None:
+        super().__delitem__(tp)
+        self._forget(tp)
+
+    def pop(self, tp: TopicPartitionTuple, *default: Log) -> Log:  # type: ignore[override]
+        present = tp in self
+        log = super().pop(tp, *default)
+        if present:
+            self._forget(tp)
+        return log
+
+    def setdefault(self, tp: TopicPartitionTuple, log: Log) -> Log:  # type: ignore[override]
+        if tp not in self:
+            self[tp] = log
+        return dict.__getitem__(self, tp)
+
+    def update(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
+        for tp, log in dict(*args, **kwargs).items():  # type: ignore[arg-type]
+            self[tp] = log
+
+    def popitem(self) -> tuple[TopicPartitionTuple, Log]:
+        raise NotImplementedError("LogsByPartition.popitem: remove a named partition")
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_topic.clear()
+
+    def _forget(self, tp: TopicPartitionTuple) -> None:
+        indices = self._by_topic.get(tp[0])
+        if indices is not None:
+            indices.discard(tp[1])
+            if not indices:
+                del self._by_topic[tp[0]]
 
 
 @dataclass(slots=True)
@@ -120,7 +179,7 @@ class LogRegistry:
         self.creation_lock = threading.RLock()
         #: "new" -> "starting" -> "running" -> "closing" -> "closed"
         self.state = "new"
-        self.logs: dict[TopicPartitionTuple, Log] = {}
+        self.logs = LogsByPartition()
         self.dir_of: dict[TopicPartitionTuple, Path] = {}
         self.offline: dict[Path, BaseException] = {}
         self.offline_partitions: dict[TopicPartitionTuple, Path] = {}
@@ -155,6 +214,11 @@ class LogRegistry:
         """The online log of *tp*, or None."""
         with self.lock:
             return self.logs.get(tp)
+
+    def logs_of_topic(self, topic: str) -> list[tuple[TopicPartitionTuple, Log]]:
+        """(tp, log) of one topic's online logs."""
+        with self.lock:
+            return self.logs.of_topic(topic)
 
     def topic_partitions(self) -> list[TopicPartitionTuple]:
         """The partitions with an online log."""

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 from twisted.internet import task
 
-from mafka.broker.monitor import Monitor, PartitionSample
+from mafka.broker.monitor import Monitor, PartitionSample, for_zookeeper
 from mafka.broker.request_latency import LatencyWindow, RequestLatencies, percentiles_of
 
 
@@ -32,7 +32,7 @@ def monitor_broker(tmp_path: Path) -> SimpleNamespace:
     hot, cold = tmp_path / "hot", tmp_path / "cold"
     hot.mkdir()
     cold.mkdir()
-    log_ = SimpleNamespace(directory=hot / "t-0", size=5000)
+    log_ = SimpleNamespace(directory=hot / "t-0", size=5000, log_start_offset=0, next_offset=40)
     partition = SimpleNamespace(log=log_, bytes_in=100, bytes_out=7)
     latencies, dirs = RequestLatencies(), RequestLatencies()
     now = int(clock.seconds() * 1000)
@@ -82,6 +82,22 @@ def test_the_snapshot_holds_copies(tmp_path: Path) -> None:
     assert len(inputs.latency_samples["Produce"]) == inputs.produce_samples == 200
     assert inputs.partitions == (PartitionSample("t", 0, str(tmp_path / "hot"), 5000, 100, 7),)
     assert monitor.gather()["latencyMs"]["Produce"]["p99"] == 5000.0  # gather: both halves at once
+
+
+def test_empty_idle_replicas_are_counted_not_sampled(tmp_path: Path) -> None:
+    b = monitor_broker(tmp_path)
+    empty = SimpleNamespace(directory=tmp_path / "hot" / "e-0", size=0, log_start_offset=7, next_offset=7)
+    parts = b.replica_manager.partitions
+    parts[("e", 0)] = SimpleNamespace(log=empty, bytes_in=0, bytes_out=0)
+    parts[("e", 1)] = SimpleNamespace(log=empty, bytes_in=0, bytes_out=3)  # read here: sampled
+    inputs = Monitor(b).snapshot()
+    assert [(s.topic, s.partition) for s in inputs.partitions] == [("t", 0), ("e", 1)]
+    assert inputs.empty_idle_replicas == 1
+    report = Monitor(b).compute(inputs)
+    written = for_zookeeper(report)
+    # e-1 is sampled but, empty with no rate yet, not written: both count as omitted
+    assert [(r["topic"], r["partition"]) for r in written["partitions"]] == [("t", 0)]
+    assert written["partitionsOmitted"] == 2
 
 
 def test_latencies_recorded_by_several_threads_while_percentiles_are_computed() -> None:

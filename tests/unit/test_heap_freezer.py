@@ -1,0 +1,90 @@
+"""HeapFreezer: full collections walk only what survived since the last one; whole ones free frozen cycles."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import weakref
+from collections.abc import Iterator
+
+import pytest
+from twisted.internet import task
+
+from mafka.heap_freezer import HeapFreezer
+
+
+class Node:
+    def __init__(self) -> None:
+        self.other: Node | None = None
+
+
+def cycle() -> tuple[Node, weakref.ref[Node]]:
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return a, weakref.ref(a)
+
+
+@pytest.fixture
+def freezer() -> Iterator[tuple[HeapFreezer, task.Clock]]:
+    clock = task.Clock()
+    f = HeapFreezer(clock, full_interval_s=600)
+    try:
+        yield f, clock
+    finally:
+        f.stop()
+        gc.collect()
+
+
+def test_start_freezes_the_living_heap_and_stop_thaws_it(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    f, _ = freezer
+    f.start()
+    assert gc.get_freeze_count() > 0 and f.whole_collections == 1
+    f.stop()
+    assert gc.get_freeze_count() == 0
+    assert f._on_collection not in gc.callbacks
+
+
+def test_a_full_collection_freezes_its_survivors(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    f, _ = freezer
+    f.start()
+    frozen = gc.get_freeze_count()
+    survivors = [Node() for _ in range(1000)]
+    gc.collect()  # a full collection, as CPython starts by itself
+    assert gc.get_freeze_count() >= frozen + len(survivors)
+    assert f.pauses.count[2] >= 1 and f.pauses.seconds[2] >= 0.0
+    assert gc.get_objects(generation=2) == []  # nothing left for the next one to walk
+
+
+def test_frozen_cyclic_garbage_waits_for_the_whole_collection(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    f, clock = freezer
+    node, alive = cycle()
+    f.start()  # the cycle is alive now: frozen
+    del node  # garbage, but frozen: a full collection does not see it
+    gc.collect()
+    assert alive() is not None
+    clock.advance(600)  # the periodic whole collection
+    assert alive() is None
+    assert f.whole_collections == 2 and f.whole_collected >= 2
+
+
+def test_young_cyclic_garbage_is_still_collected(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    f, _ = freezer
+    f.start()
+    node, alive = cycle()
+    del node
+    gc.collect(0)
+    assert alive() is None
+
+
+def test_a_long_pause_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    ticks = iter(float(t) for t in range(0, 1000, 3))  # every collection "takes" 3 s
+    f = HeapFreezer(task.Clock(), full_interval_s=0, timer=lambda: next(ticks))
+    try:
+        with caplog.at_level(logging.WARNING, logger="mafka.gc"):
+            f.start()
+            gc.collect()
+    finally:
+        f.stop()
+    assert "paused the process for 3.0 s" in caplog.text
+    assert f.pauses.longest[2] == 3.0
+    assert f._call is None  # interval 0: no periodic whole collection
