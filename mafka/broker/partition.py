@@ -564,10 +564,10 @@ class Partition:
             return False
         leo = self.log.next_offset
         candidate = leo
-        maximal = self.maximal_isr
+        isr, pending = self.isr, self.pending_isr or ()  # the maximal ISR, without building a set per fetch
         for r, fs in self.followers.items():
             if fs.log_end_offset < candidate and (
-                r in maximal or now_ms - fs.last_caught_up_ms <= self.replica_lag_time_max_ms
+                r in isr or r in pending or now_ms - fs.last_caught_up_ms <= self.replica_lag_time_max_ms
             ):
                 candidate = fs.log_end_offset
         if candidate > self.high_watermark:

@@ -17,6 +17,7 @@ import sys
 from typing import Any, cast
 
 from mafka.heap_freezer import HeapFreezer
+from mafka.reactor_watchdog import ReactorWatchdog
 
 __all__ = ["run", "add_parser"]
 
@@ -98,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    reactor.callWhenRunning(ReactorWatchdog(reactor).start)  # logs what holds the reactor for seconds
     reactor.callWhenRunning(lambda: server.startup().addCallbacks(_started, _failed))
     reactor.run(installSignalHandlers=False)
     return state["rc"]
