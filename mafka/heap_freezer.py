@@ -16,11 +16,17 @@ survivors into the collector's permanent generation (``gc.freeze()``), so
 the next full collection walks only what survived since -- the heap's
 growth, not the heap.  Reference counting still frees every frozen object
 that is not in a reference cycle; frozen objects in a cycle that becomes
-garbage (a closed connection, a deleted partition) are freed only by the
-periodic whole collection (``mafka.gc.full.collection.interval.ms``:
-``gc.unfreeze()``, ``gc.collect()``, ``gc.freeze()``), which bounds that
-garbage to what one interval makes.  Instagram's servers freeze their heap
-for the same reason (``gc.freeze`` was added to CPython for them).
+garbage (a closed connection, a ZooKeeper request that was in flight
+during a full collection, a deleted partition) are freed only by a whole
+collection (``gc.unfreeze()``, ``gc.collect()``, ``gc.freeze()``).  One runs
+when the frozen objects have grown by half since the last one (so frozen
+garbage stays below half the live heap, and whole collections cost, in all,
+time proportional to the heap's growth, as CPython's own rule intends), and
+at least every ``mafka.gc.full.collection.interval.ms`` (an hour) for the
+garbage of a heap that no longer grows.  A whole collection still walks
+everything: at 100,000 partitions it pauses a broker for seconds, once an
+hour when idle.  Instagram's servers freeze their heap for the same
+reason (``gc.freeze`` was added to CPython for them).
 
 Every collection's pause is measured (:attr:`HeapFreezer.pauses`), and one
 longer than ``slow_pause_s`` is logged: nothing else in the broker runs
@@ -59,23 +65,30 @@ class CollectionPauses:
 
 
 class HeapFreezer:
-    """Freezes the heap after each full collection; collects everything every ``full_interval_s``.
+    """Freezes the heap after each full collection and collects everything when due (see the module doc).
 
     Args:
-        clock: ``IReactorTime`` (``callLater``) for the periodic whole collection.
-        full_interval_s: Seconds between whole collections; <= 0: never (frozen cyclic garbage stays).
+        clock: ``IReactorTime`` (``seconds``, ``callLater``): the checks run on its thread.
+        full_interval_s: The longest time between whole collections; <= 0: only on growth.
+        growth: A whole collection runs once the frozen objects grew by this share since the last one.
+        check_every_s: How often the reactor looks whether a whole collection is due.
         slow_pause_s: A collection pausing the process this long is logged as a warning.
-        timer: Seconds, monotonic (tests inject one).
+        timer: Seconds, monotonic, for the pauses (tests inject one).
     """
 
-    def __init__(self, clock: Any, full_interval_s: float, slow_pause_s: float = 1.0,
-                 timer: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(self, clock: Any, full_interval_s: float, growth: float = 0.5, check_every_s: float = 10.0,
+                 slow_pause_s: float = 1.0, timer: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self._full_interval_s = full_interval_s
+        self._growth = growth
+        self._check_every_s = check_every_s
         self._slow_pause_s = slow_pause_s
         self._timer = timer
         self._started_at = 0.0
         self._whole = False
+        self._grown = False  # set by the collector's callback (any thread), read by the reactor
+        self._frozen_after_whole = 0
+        self._last_whole_s = 0.0
         self._call: Any = None
         self.running = False
         self.pauses = CollectionPauses()
@@ -90,6 +103,7 @@ class HeapFreezer:
         self.running = True
         gc.callbacks.append(self._on_collection)
         self.collect_everything()
+        self._call = self._clock.callLater(self._check_every_s, self._check)
 
     def stop(self) -> None:
         """Back to Python's own collector: the callback goes and the heap thaws."""
@@ -103,6 +117,13 @@ class HeapFreezer:
             gc.callbacks.remove(self._on_collection)
         gc.unfreeze()
 
+    @property
+    def whole_collection_due(self) -> bool:
+        """The frozen heap grew by ``growth``, or ``full_interval_s`` passed, since the last whole collection."""
+        if self._grown:
+            return True
+        return self._full_interval_s > 0 and self._clock.seconds() - self._last_whole_s >= self._full_interval_s
+
     def collect_everything(self) -> int:
         """Thaws, collects every generation, freezes the survivors; returns the objects collected."""
         self._whole = True
@@ -112,14 +133,22 @@ class HeapFreezer:
         finally:
             self._whole = False
             gc.freeze()
+        self._frozen_after_whole = gc.get_freeze_count()
+        self._grown = False
+        self._last_whole_s = self._clock.seconds()
         self.whole_collections += 1
         self.whole_collected += collected
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-        self._call = None
-        if self.running and self._full_interval_s > 0:
-            self._call = self._clock.callLater(self._full_interval_s, self.collect_everything)
         return collected
+
+    def _check(self) -> None:
+        self._call = None
+        if not self.running:
+            return
+        try:
+            if self.whole_collection_due:
+                self.collect_everything()
+        finally:
+            self._call = self._clock.callLater(self._check_every_s, self._check)
 
     def _on_collection(self, phase: str, info: dict[str, int]) -> None:
         # Called by CPython around every collection, automatic or explicit, on the thread that
@@ -132,7 +161,10 @@ class HeapFreezer:
         self.pauses.add(generation, pause)
         if generation == 2 and not self._whole:
             gc.freeze()  # the survivors of this full collection are not walked again
+            # (counting the frozen objects walks their list: done only here, after a full collection)
+            if gc.get_freeze_count() >= self._frozen_after_whole * (1 + self._growth):
+                self._grown = True
         if pause >= self._slow_pause_s:
-            log.warning("garbage collection (generation %d) paused the process for %.1f s (%d unreachable objects "
-                        "found, %d frozen objects)", generation, pause, info.get("collected", 0),
-                        gc.get_freeze_count())
+            log.warning("garbage collection (generation %d%s) paused the process for %.1f s (%d unreachable "
+                        "objects found)", generation, ", everything" if self._whole else "", pause,
+                        info.get("collected", 0))

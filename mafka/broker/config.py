@@ -371,8 +371,9 @@ class BrokerConfig:
     #: once rather than at its ZooKeeper session expiry (mafka.controller.fast_failover)
     mafka_fast_failover_enable: bool = _key("mafka.fast.failover.enable", "BOOLEAN", True)
     #: Mafka: the broker process freezes its heap after each full garbage collection and collects
-    #: everything this often (mafka.heap_freezer); -1 leaves Python's own collector alone
-    mafka_gc_full_collection_interval_ms: int = _key("mafka.gc.full.collection.interval.ms", "LONG", 600000,
+    #: everything when it grew by half, and at least this often (mafka.heap_freezer); -1 (or 0) leaves
+    #: Python's own collector alone
+    mafka_gc_full_collection_interval_ms: int = _key("mafka.gc.full.collection.interval.ms", "LONG", 3600000,
                                                     at_least=-1)
     # ------------------------------------------------------------ Mafka: the rebalancer (mafka.rebalancer)
     #: the controller plans and runs moves by itself (manual plans run either way)

@@ -62,9 +62,25 @@ def test_frozen_cyclic_garbage_waits_for_the_whole_collection(freezer: tuple[Hea
     del node  # garbage, but frozen: a full collection does not see it
     gc.collect()
     assert alive() is not None
-    clock.advance(600)  # the periodic whole collection
+    clock.advance(590)
+    assert alive() is not None and f.whole_collections == 1
+    clock.advance(10)  # the hour (here 600 s) is up: the next check collects everything
     assert alive() is None
     assert f.whole_collections == 2 and f.whole_collected >= 2
+
+
+def test_a_heap_grown_by_half_is_collected_whole_at_the_next_check(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    f, clock = freezer
+    f.start()
+    node, alive = cycle()
+    gc.collect()  # the cycle survives a full collection: frozen
+    del node
+    growth = [Node() for _ in range(gc.get_freeze_count() // 2 + 1000)]
+    gc.collect()  # they survive too, and the frozen heap is half as large again
+    assert f.whole_collection_due and alive() is not None
+    clock.advance(10)
+    assert alive() is None and f.whole_collections == 2 and not f.whole_collection_due
+    del growth
 
 
 def test_young_cyclic_garbage_is_still_collected(freezer: tuple[HeapFreezer, task.Clock]) -> None:
@@ -87,4 +103,4 @@ def test_a_long_pause_is_logged(caplog: pytest.LogCaptureFixture) -> None:
         f.stop()
     assert "paused the process for 3.0 s" in caplog.text
     assert f.pauses.longest[2] == 3.0
-    assert f._call is None  # interval 0: no periodic whole collection
+    assert not f.whole_collection_due  # interval 0: only growth makes one due
