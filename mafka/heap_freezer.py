@@ -88,6 +88,7 @@ class HeapFreezer:
         self._whole = False
         self._grown = False  # set by the collector's callback (any thread), read by the reactor
         self._frozen_after_whole = 0
+        self._frozen = 0  # frozen since (and at) the last whole collection, counted as frozen
         self._last_whole_s = 0.0
         self._call: Any = None
         self.running = False
@@ -133,7 +134,7 @@ class HeapFreezer:
         finally:
             self._whole = False
             gc.freeze()
-        self._frozen_after_whole = gc.get_freeze_count()
+        self._frozen_after_whole = self._frozen = gc.get_freeze_count()  # a walk, after a whole collection's
         self._grown = False
         self._last_whole_s = self._clock.seconds()
         self.whole_collections += 1
@@ -160,9 +161,13 @@ class HeapFreezer:
         pause = self._timer() - self._started_at
         self.pauses.add(generation, pause)
         if generation == 2 and not self._whole:
-            gc.freeze()  # the survivors of this full collection are not walked again
-            # (counting the frozen objects walks their list: done only here, after a full collection)
-            if gc.get_freeze_count() >= self._frozen_after_whole * (1 + self._growth):
+            # The survivors of this full collection are not walked again.  They are counted first, in
+            # the list the collection just walked (gc.get_freeze_count() would walk the whole frozen
+            # heap, and a full collection of the growth alone comes often); objects frozen and freed
+            # since are not subtracted: the count bounds the growth from above.
+            self._frozen += len(gc.get_objects(generation=2))
+            gc.freeze()
+            if self._frozen >= self._frozen_after_whole * (1 + self._growth):
                 self._grown = True
         if pause >= self._slow_pause_s:
             log.warning("garbage collection (generation %d%s) paused the process for %.1f s (%d unreachable "

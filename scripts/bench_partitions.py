@@ -400,17 +400,82 @@ def metadata(cluster: Cluster, results: dict[str, Any]) -> None:
     say(f"== 3. Metadata for all topics: median of {METADATA_CALLS} list_topics() calls after a warm-up one")
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.list_topics(timeout=120)
+    addresses = [(b["host"], b["port"]) for b in cluster.info["brokers"]]
+    with ReactorProbe(addresses) as quiet:
+        time.sleep(3.0)
     times, topics, partitions = [], 0, 0
-    for _ in range(METADATA_CALLS):
-        t0 = time.monotonic()
-        md = admin.list_topics(timeout=120)
-        times.append(time.monotonic() - t0)
-        topics = len(md.topics)
-        partitions = sum(len(t.partitions) for t in md.topics.values())
+    with ReactorProbe(addresses) as probe:
+        for _ in range(METADATA_CALLS):
+            t0 = time.monotonic()
+            md = admin.list_topics(timeout=120)
+            times.append(time.monotonic() - t0)
+            topics = len(md.topics)
+            partitions = sum(len(t.partitions) for t in md.topics.values())
     med = statistics.median(times)
     results["metadata"] = (med, topics, partitions)
+    results["metadata_blocking"] = (probe.worst_ms(), quiet.worst_ms())
     say(f"metadata: all-topics list_topics median {med * 1000:.0f} ms "
         f"({', '.join(f'{t * 1000:.0f}' for t in times)} ms), {topics:,} topics, {partitions:,} partitions seen")
+    say(f"metadata: the longest ApiVersions round trip on any broker while they ran {probe.worst_ms():.0f} ms "
+        f"(per broker {probe.describe()}); over 3 s before them {quiet.worst_ms():.0f} ms")
+
+
+class ReactorProbe:
+    """Measures how long a broker's reactor is blocked: ApiVersions v0 every 20 ms to each broker, on
+    its own connection and thread; the longest round trip bounds the longest block while it ran."""
+
+    def __init__(self, addresses: list[tuple[str, int]], every_s: float = 0.02) -> None:
+        import threading
+
+        self._addresses = addresses
+        self._every_s = every_s
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(a,), daemon=True) for a in addresses]
+        self.worst: dict[tuple[str, int], float] = {a: 0.0 for a in addresses}
+
+    def __enter__(self) -> ReactorProbe:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def worst_ms(self) -> float:
+        return max(self.worst.values()) * 1000
+
+    def describe(self) -> str:
+        return ", ".join(f"{port}: {w * 1000:.0f} ms" for (_, port), w in self.worst.items())
+
+    def _run(self, address: tuple[str, int]) -> None:
+        import socket
+        import struct
+
+        client_id = b"reactor-probe"
+        with socket.create_connection(address, timeout=60) as sock:
+            correlation = 0
+            while not self._stop.is_set():
+                correlation += 1
+                body = struct.pack(">hhih", 18, 0, correlation, len(client_id)) + client_id
+                t0 = time.monotonic()
+                sock.sendall(struct.pack(">i", len(body)) + body)
+                size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+                _read_exactly(sock, size)
+                self.worst[address] = max(self.worst[address], time.monotonic() - t0)
+                self._stop.wait(self._every_s)
+
+
+def _read_exactly(sock: Any, n: int) -> bytes:
+    chunks, left = [], n
+    while left:
+        chunk = sock.recv(left)
+        if not chunk:
+            raise ConnectionError("the broker closed the probe's connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def rejoin(cluster: Cluster, waiter: Waiter, broker_id: int, timeout: float, key: str, label: str,
@@ -657,6 +722,8 @@ def summary(args: argparse.Namespace, plan: list[tuple[str, int]], fd_limit: int
     if "metadata" in results:
         med, topics, parts = results["metadata"]
         rows.append(("Metadata, all topics (median of 5)", f"{med * 1000:.0f} ms ({topics:,} topics, {parts:,} partitions)"))
+        during, before = results["metadata_blocking"]
+        rows.append(("longest ApiVersions round trip during them (3 s before them)", f"{during:.0f} ms ({before:.0f} ms)"))
     if "cs_moved" in results:
         rows.append((f"controlled shutdown: leaders off ({results['cs_led']:,} partitions)",
                      fmt_s(results["cs_moved"], results["cs_timeout"])))
