@@ -19,9 +19,9 @@ that is not in a reference cycle; frozen objects in a cycle that becomes
 garbage (a closed connection, a ZooKeeper request that was in flight
 during a full collection, a deleted partition) are freed only by a whole
 collection (``gc.unfreeze()``, ``gc.collect()``, ``gc.freeze()``).  One runs
-when the frozen objects have grown by half since the last one (so frozen
-garbage stays below half the live heap, and whole collections cost, in all,
-time proportional to the heap's growth, as CPython's own rule intends), and
+when the heap has grown by half since the last one (so frozen garbage stays
+below half the live heap, and whole collections cost, in all, time
+proportional to the heap's growth, as CPython's own rule intends), and
 at least every ``mafka.gc.full.collection.interval.ms`` (an hour) for the
 garbage of a heap that no longer grows.  A whole collection still walks
 everything: at 100,000 partitions it pauses a broker for seconds, once an
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,7 +71,7 @@ class HeapFreezer:
     Args:
         clock: ``IReactorTime`` (``seconds``, ``callLater``): the checks run on its thread.
         full_interval_s: The longest time between whole collections; <= 0: only on growth.
-        growth: A whole collection runs once the frozen objects grew by this share since the last one.
+        growth: A whole collection runs once the heap grew by this share since the last one.
         check_every_s: How often the reactor looks whether a whole collection is due.
         slow_pause_s: A collection pausing the process this long is logged as a warning.
         timer: Seconds, monotonic, for the pauses (tests inject one).
@@ -86,9 +87,7 @@ class HeapFreezer:
         self._timer = timer
         self._started_at = 0.0
         self._whole = False
-        self._grown = False  # set by the collector's callback (any thread), read by the reactor
-        self._frozen_after_whole = 0
-        self._frozen = 0  # frozen since (and at) the last whole collection, counted as frozen
+        self._blocks_after_whole = 0
         self._last_whole_s = 0.0
         self._call: Any = None
         self.running = False
@@ -120,8 +119,13 @@ class HeapFreezer:
 
     @property
     def whole_collection_due(self) -> bool:
-        """The frozen heap grew by ``growth``, or ``full_interval_s`` passed, since the last whole collection."""
-        if self._grown:
+        """The heap grew by ``growth``, or ``full_interval_s`` passed, since the last whole collection.
+
+        The heap's size is the memory blocks Python's allocator holds (``sys.getallocatedblocks``: it
+        counts arenas, not objects): frozen garbage, the thing a whole collection frees, is part of
+        it, and counting frozen objects (``gc.get_freeze_count``) walks them all.
+        """
+        if sys.getallocatedblocks() >= self._blocks_after_whole * (1 + self._growth):
             return True
         return self._full_interval_s > 0 and self._clock.seconds() - self._last_whole_s >= self._full_interval_s
 
@@ -134,8 +138,8 @@ class HeapFreezer:
         finally:
             self._whole = False
             gc.freeze()
-        self._frozen_after_whole = self._frozen = gc.get_freeze_count()  # a walk, after a whole collection's
-        self._grown = False
+        self._blocks_after_whole = sys.getallocatedblocks()
+
         self._last_whole_s = self._clock.seconds()
         self.whole_collections += 1
         self.whole_collected += collected
@@ -161,14 +165,7 @@ class HeapFreezer:
         pause = self._timer() - self._started_at
         self.pauses.add(generation, pause)
         if generation == 2 and not self._whole:
-            # The survivors of this full collection are not walked again.  They are counted first, in
-            # the list the collection just walked (gc.get_freeze_count() would walk the whole frozen
-            # heap, and a full collection of the growth alone comes often); objects frozen and freed
-            # since are not subtracted: the count bounds the growth from above.
-            self._frozen += len(gc.get_objects(generation=2))
-            gc.freeze()
-            if self._frozen >= self._frozen_after_whole * (1 + self._growth):
-                self._grown = True
+            gc.freeze()  # the survivors of this full collection are not walked again
         if pause >= self._slow_pause_s:
             log.warning("garbage collection (generation %d%s) paused the process for %.1f s (%d unreachable "
                         "objects found)", generation, ", everything" if self._whole else "", pause,
