@@ -151,6 +151,11 @@ class _PartitionFetch:
     retries: int = 0  # consecutive "leader not ready" answers
 
 
+#: A partition added while a fetch is in flight interrupts it (and restarts the fetch session) only
+#: while the fetcher follows at most this many partitions: see :meth:`ReplicaFetcher.add`.
+INTERRUPT_MAX_PARTITIONS = 1000
+
+
 class ReplicaFetcher:
     """Fetches the partitions this broker follows from one leader, over one connection.
 
@@ -198,12 +203,23 @@ class ReplicaFetcher:
     # ------------------------------------------------------------------ membership
 
     def add(self, tp: tuple[str, int], leader_epoch: int) -> None:
-        self.partitions[tp] = _PartitionFetch(leader_epoch)
+        self.add_all([(tp, leader_epoch)])
+
+    def add_all(self, items: Iterable[tuple[tuple[str, int], int]]) -> None:
+        """Follows each (partition, leader epoch); one wake-up for all (a LeaderAndIsr's are one fetch)."""
+        # In flight before the wake-up: a sleeping loop woken here sends a fetch naming them at once.
+        in_flight = self._fetch_in_flight
+        for tp, leader_epoch in items:
+            self.partitions[tp] = _PartitionFetch(leader_epoch)
         self._wake()
-        if self._fetch_in_flight:
+        if in_flight and len(self.partitions) <= INTERRUPT_MAX_PARTITIONS:
             # The leader holds our long poll (up to replica.fetch.wait.max.ms) and
-            # it does not name this partition: drop it and start over, so a new
-            # partition is truncated and fetched now, not after the wait.
+            # it does not name these partitions: drop it and start over, so they are
+            # truncated and fetched now, not after the wait.  Starting over costs a
+            # full fetch of every partition (the lost request leaves the session's
+            # epoch unknown): with more partitions than the limit the new ones wait
+            # for the long poll instead, as in Kafka (at 100,000 partitions, a full
+            # fetch per LeaderAndIsr made creating them quadratic).
             self._interrupted = True
             proto = self.conn.protocol
             if proto is not None and not proto.lost:
@@ -522,14 +538,17 @@ class ReplicaFetcherManager:
         """
         if self.closed:
             return
+        adding: dict[ReplicaFetcher, list[tuple[tuple[str, int], int]]] = {}
         for tp, target in targets.items():
             self._detach(tp)
             key = (target.leader_id, fetcher_id(tp, self.config.num_fetchers))
             fetcher = self.fetchers.get(key)
             moved: dict[tuple[str, int], Any] = {}
+            pending: list[tuple[tuple[str, int], int]] = []
             if fetcher is not None and (fetcher.host, fetcher.port) != (target.host, target.port):
                 # The leader came back on another endpoint: its partitions move to a new connection.
                 moved = dict(fetcher.partitions)
+                pending = adding.pop(fetcher, [])
                 fetcher.stop()
                 fetcher = None
             if fetcher is None:
@@ -538,10 +557,13 @@ class ReplicaFetcherManager:
                     self.config, key[1], self.throttle,
                 )
                 self.fetchers[key] = fetcher
-                for other, state in moved.items():
-                    fetcher.add(other, state.leader_epoch)
-            fetcher.add(tp, target.leader_epoch)
+                fetcher.add_all((other, state.leader_epoch) for other, state in moved.items())
+                if pending:
+                    adding[fetcher] = pending
+            adding.setdefault(fetcher, []).append((tp, target.leader_epoch))
             self._owner[tp] = key
+        for fetcher, items in adding.items():
+            fetcher.add_all(items)
         self._stop_idle()
 
     def remove_partitions(self, tps: Iterable[tuple[str, int]]) -> None:

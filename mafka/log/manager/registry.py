@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from mafka.errors import KafkaStorageError, UnknownTopicOrPartitionError
 from mafka.topics import TopicPartitionTuple
@@ -103,13 +103,14 @@ class LogsByPartition(dict[TopicPartitionTuple, Log]):
             self._forget(tp)
         return log
 
-    def setdefault(self, tp: TopicPartitionTuple, log: Log) -> Log:  # type: ignore[override]
+    def setdefault(self, tp: TopicPartitionTuple, log: Log) -> Log:
         if tp not in self:
             self[tp] = log
         return dict.__getitem__(self, tp)
 
-    def update(self, *args: object, **kwargs: object) -> None:  # type: ignore[override]
-        for tp, log in dict(*args, **kwargs).items():  # type: ignore[arg-type]
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        items: dict[TopicPartitionTuple, Log] = dict(*args, **kwargs)
+        for tp, log in items.items():
             self[tp] = log
 
     def popitem(self) -> tuple[TopicPartitionTuple, Log]:

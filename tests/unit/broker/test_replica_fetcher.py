@@ -463,3 +463,23 @@ def test_an_idle_partition_is_not_looked_up_again_but_its_log_start_is_sent_with
     # An append changes the fetch offset: listed at once.
     f.conn.last.d.callback(fetch_answer(batch(1, base=2, epoch=5), hw=2, session_id=77))
     assert f.conn.last.body["topics"][0]["partitions"][0]["fetch_offset"] == 3
+
+
+@pytest.mark.parametrize("limit, aborted", [(1000, 1), (1, 0)])
+def test_a_partition_added_mid_fetch_interrupts_it_only_while_the_fetcher_is_small(env, monkeypatch, limit, aborted):
+    # Interrupting costs a full fetch of every partition (the session starts over): a fetcher
+    # following more than INTERRUPT_MAX_PARTITIONS lets the long poll finish instead.
+    monkeypatch.setattr(rf, "INTERRUPT_MAX_PARTITIONS", limit)
+    env.follower([])
+    f = env.fetcher()
+    f.add(TP, 5)  # the loop wakes and fetches it at once: nothing to interrupt
+    assert f.conn.protocol.transport.aborted == 0
+    req = f.conn.last
+    req.d.callback(fetch_answer(hw=0, session_id=77))
+    in_flight = f.conn.last
+    assert in_flight.body["session_epoch"] == 1
+    f.add(("t", 1), 5)
+    assert f.conn.protocol.transport.aborted == aborted
+    if not aborted:
+        in_flight.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+        assert f.conn.last.body["session_epoch"] == 2  # the session goes on: no full fetch
