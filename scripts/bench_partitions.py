@@ -642,6 +642,33 @@ def failover_while_creating(cluster: Cluster, waiter: Waiter, plan: list[tuple[s
         f"{len(acked):,} topics acknowledged, {len(refused):,} refused"
         + (f" (e.g. {refused[0]})" if refused else ""))
     planned = dict(plan)
+
+    def whole_in_zookeeper(expected: list[str]) -> list[str]:
+        """The planned topics in ZooKeeper; PhaseFailed if one of *expected* is missing or one is partial."""
+        in_zk = [t for t in cluster.zk.get_children("/brokers/topics") if t in planned]
+        lost = sorted(set(expected) - set(in_zk))
+        if lost:
+            raise PhaseFailed(f"{len(lost)} acknowledged topic(s) are not in ZooKeeper, e.g. {lost[:3]}")
+        assignment = cluster.assignment()
+        partial = [t for t in in_zk if sorted(p for (tt, p) in assignment if tt == t) != list(range(planned[t]))]
+        if partial:
+            raise PhaseFailed(f"{len(partial)} topic(s) in ZooKeeper without their {planned[partial[0]]} partitions, "
+                              f"e.g. {partial[:3]}")
+        return in_zk
+
+    in_zk = whole_in_zookeeper(acked)
+    keys = [(t, p) for t in in_zk for p in range(planned[t])]
+    led = waiter.partitions(keys, lambda st: st is not None and st.get("leader", -1) in live, t_kill, timeout,
+                            f"every partition of the {len(in_zk):,} topics in ZooKeeper led by a live broker", live)
+    results["cc_topics"], results["cc_acked"], results["cc_refused"] = len(in_zk), len(acked), len(refused)
+    results["cc_led"], results["cc_timeout"], results["cc_broker"] = led, timeout, controller
+    if led is None:
+        raise PhaseFailed("a partition created around the controller's death has no live leader")
+    say(f"while creating: all {len(keys):,} partitions of the {len(in_zk):,} topics in ZooKeeper "
+        f"({len(acked):,} acknowledged) have a live leader {led:.2f} s after the SIGKILL; none is half-created")
+    waiter.until(lambda: not alive(cluster.pid(controller)), time.monotonic(), 30, f"broker {controller} to be reaped")
+    # Back to three brokers first: a topic of RF 3 cannot be created on two (Kafka refuses it too).
+    rejoin(cluster, waiter, controller, timeout, "cc", "while creating", results)
     if refused:
         # What an application does: create the refused ones again (TOPIC_ALREADY_EXISTS: the
         # controller had it), with a new client (librdkafka's admin client kept the dead
@@ -662,29 +689,10 @@ def failover_while_creating(cluster: Cluster, waiter: Waiter, plan: list[tuple[s
                         again += 1
                     else:
                         raise PhaseFailed(f"creating {topic} again failed: {e}") from e
+        whole_in_zookeeper(acked)
         say(f"while creating: the {len(names):,} refused topics created again ({again:,} acknowledged or "
-            f"already there) after {time.monotonic() - start:.1f} s")
+            f"already there) after {time.monotonic() - start:.1f} s; every topic in ZooKeeper whole")
         results["cc_retried"] = len(names)
-    in_zk = [t for t in cluster.zk.get_children("/brokers/topics") if t in planned]
-    lost = sorted(set(acked) - set(in_zk))
-    if lost:
-        raise PhaseFailed(f"{len(lost)} acknowledged topic(s) are not in ZooKeeper, e.g. {lost[:3]}")
-    assignment = cluster.assignment()
-    partial = [t for t in in_zk if sorted(p for (tt, p) in assignment if tt == t) != list(range(planned[t]))]
-    if partial:
-        raise PhaseFailed(f"{len(partial)} topic(s) in ZooKeeper without their {planned[partial[0]]} partitions, "
-                          f"e.g. {partial[:3]}")
-    keys = [(t, p) for t in in_zk for p in range(planned[t])]
-    led = waiter.partitions(keys, lambda st: st is not None and st.get("leader", -1) in live, t_kill, timeout,
-                            f"every partition of the {len(in_zk):,} topics in ZooKeeper led by a live broker", live)
-    results["cc_topics"], results["cc_acked"], results["cc_refused"] = len(in_zk), len(acked), len(refused)
-    results["cc_led"], results["cc_timeout"], results["cc_broker"] = led, timeout, controller
-    if led is None:
-        raise PhaseFailed("a partition created around the controller's death has no live leader")
-    say(f"while creating: all {len(keys):,} partitions of the {len(in_zk):,} topics in ZooKeeper "
-        f"({len(acked):,} acknowledged) have a live leader {led:.2f} s after the SIGKILL; none is half-created")
-    waiter.until(lambda: not alive(cluster.pid(controller)), time.monotonic(), 30, f"broker {controller} to be reaped")
-    rejoin(cluster, waiter, controller, timeout, "cc", "while creating", results)
 
 
 # ------------------------------------------------------------------ the report
