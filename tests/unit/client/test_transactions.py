@@ -358,8 +358,11 @@ def test_init_transactions_timeout_is_retriable_and_calling_again_resumes() -> N
         with pytest.raises(KafkaException) as exc, h.txn.api.call("begin_transaction"):
             pass
         assert raised(exc).code() == KafkaError._CONFLICT and raised(exc).retriable()
+        # The background InitProducerId goes on after the call's 50 ms: its retry (the second
+        # request, the one that hangs) may come after them on a busy machine.
+        await h.until(lambda: h.kernel.hung[INIT_PRODUCER_ID], "the second InitProducerId", 5.0)
         h.kernel.answer_hung(INIT_PRODUCER_ID)
-        await asyncio.sleep(0.01)
+        await h.until(lambda: h.state is TxnState.READY_NOT_ACKED, "its answer", 5.0)
         assert h.state is TxnState.READY_NOT_ACKED  # done, but the application has not been told
         with h.txn.api.call("init_transactions", resumable=True):
             await h.txn.init_transactions(1.0)
@@ -755,9 +758,9 @@ def test_commit_timeout_is_retriable_and_calling_again_finishes_it() -> None:
             await h.txn.commit_transaction(0.02)
         assert raised(exc).code() == KafkaError._TIMED_OUT and raised(exc).retriable()
         assert h.state is TxnState.COMMITTING_TRANSACTION
+        await h.until(lambda: h.kernel.hung[END_TXN], "EndTxn", 5.0)
         h.kernel.answer_hung(END_TXN)
-        await asyncio.sleep(0.01)
-        assert h.state is TxnState.COMMIT_NOT_ACKED
+        await h.until(lambda: h.state is TxnState.COMMIT_NOT_ACKED, "EndTxn's answer", 5.0)
         await h.txn.begin_commit()  # the face's second call goes through every phase again
         await h.txn.commit_transaction(1.0)
         assert h.state is TxnState.READY
