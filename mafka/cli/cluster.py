@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     base.mkdir(parents=True, exist_ok=True)
     extra = dict(parse_override(s) for s in args.set)
     zk = ZooKeeperServer(base / "zookeeper", client_port=args.zookeeper_port, tick_time_ms=args.tick_time_ms)
-    zk.start()
+    zk.start(timeout=max(30.0, args.timeout))  # a JVM on a loaded machine may take its time
     connect = f"{HOST}:{args.zookeeper_port}"
     brokers: list[dict[str, Any]] = []
     procs: list[subprocess.Popen] = []

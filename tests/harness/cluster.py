@@ -91,7 +91,8 @@ class LocalCluster:
         state = self.directory / "cluster.json"
         while not state.exists():
             if self.proc.poll() is not None:
-                raise RuntimeError(f"mafka cluster up exited with {self.proc.returncode}; see {self.log.name}")
+                raise RuntimeError(f"mafka cluster up exited with {self.proc.returncode}; see {self.log.name}; "
+                                   f"it ends:\n{self._start_failure_tail()}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError("the cluster did not come up")
@@ -134,6 +135,19 @@ class LocalCluster:
         if self.shared:
             raise RuntimeError(f"{what} on a shared cluster: a module whose tests kill, freeze, restart or stop "
                                "brokers declares CLUSTER = ClusterSpec(..., shared=False)")
+
+    def _start_failure_tail(self, lines: int = 30) -> str:
+        """The end of ``mafka cluster up``'s output and of each broker's server.log (pytest removes old
+        temporary dirs, so a failed start explains itself in the test's report)."""
+        parts = []
+        paths = [Path(self.log.name)] + sorted(self.directory.glob("broker-*/server.log"))
+        for path in paths:
+            try:
+                tail = path.read_text(errors="replace").splitlines()[-lines:]
+            except OSError as exc:
+                tail = [f"(unreadable: {exc})"]
+            parts.append(f"--- {path}\n" + "\n".join(tail))
+        return "\n".join(parts)
 
     def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> None:
         self.refuse_if_shared(f"signal {sig} to broker {broker_id}")
