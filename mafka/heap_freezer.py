@@ -1,8 +1,8 @@
 """Keeping Python's full garbage collections proportional to what changed, not to the whole heap.
 
 Why: a broker's heap grows with the partitions it hosts (logs, segments,
-indexes, partition and metadata state: ~100 objects a partition, ~10 million
-at 100,000 partitions).  CPython's cyclic collector runs a full collection
+indexes, partition and metadata state: ~35 tracked objects a replica, 3.4
+million at 100,000 partitions).  CPython's cyclic collector runs a full collection
 whenever the objects that survived into the oldest generation since the
 last one reach a quarter of those already there, and a full collection
 walks every tracked object while holding the GIL.  With 100,000 partitions
@@ -139,7 +139,6 @@ class HeapFreezer:
             self._whole = False
             gc.freeze()
         self._blocks_after_whole = sys.getallocatedblocks()
-
         self._last_whole_s = self._clock.seconds()
         self.whole_collections += 1
         self.whole_collected += collected
