@@ -160,6 +160,22 @@ class LocalCluster:
             proc = subprocess.Popen(b["argv"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         b["pid"] = proc.pid
 
+    def wait_serving(self, broker_id: int, timeout: float = 60.0) -> None:
+        """Waits until a (re)started broker serves: it answers Metadata itself and lists itself, and
+        every other broker that answers lists it too.  A test that restarts a broker last calls this,
+        so the next test's clients find no registered broker that refuses connections (kafka-python's
+        admin client gives up when the node it picks refuses)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            own = metadata_snapshot(self.broker(broker_id)["host"], self.broker(broker_id)["port"])
+            others = [metadata_snapshot(b["host"], b["port"]) for b in self.info["brokers"] if b["id"] != broker_id]
+            if own is not None and broker_id in own[0] and all(broker_id in s[0] for s in others if s is not None):
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"broker {broker_id} does not serve {timeout:.0f} s after its start: "
+                                   f"it lists {own}, the others {others}")
+            time.sleep(0.3)
+
     def stop(self) -> None:
         """Stops everything, fast: the brokers are SIGKILLed first, then ``cluster up`` stops ZooKeeper.
 

@@ -113,3 +113,4 @@ def test_the_monitor_reports_and_cluster_status_shows_them(cluster):
     assert "Under-replicated partitions: 0" not in text, text
     assert f"\n{victim} " not in text, "the killed broker's report went with its session"
     cluster.restart(victim)
+    cluster.wait_serving(victim)

@@ -511,6 +511,7 @@ def test_deleted_offsets_stay_deleted_after_the_coordinator_is_killed(cluster, t
         admin.close()
         if killed is not None:
             cluster.restart(killed)
+            cluster.wait_serving(killed)
 
 
 # -- commit fencing during rebalances (Kafka's GroupCoordinator.handleCommitOffsets) --------------

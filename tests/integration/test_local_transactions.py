@@ -189,6 +189,7 @@ def test_a_leader_killed_between_the_half_message_and_the_commit(cluster, tmp_pa
     finally:
         if killed.is_set():
             cluster.restart(leader)
+            cluster.wait_serving(leader)
     assert got == [b"o-30"]
 
 

@@ -124,6 +124,7 @@ def test_a_coordinator_killed_right_after_the_commit_answer_is_completed_by_the_
         cluster.kill(data_leader, signal.SIGCONT)
     time.sleep(2)
     cluster.restart(coordinator)
+    cluster.wait_serving(coordinator)
     assert healed(cluster, topic, 51) == [f"r-{i}".encode() for i in range(50)]
 
 
@@ -142,6 +143,7 @@ def test_a_leader_killed_before_its_marker_gets_it_on_the_new_leader(cluster):
     assert new_leader != data_leader
     assert healed(cluster, topic, 51) == [f"r-{i}".encode() for i in range(50)]
     cluster.restart(data_leader)
+    cluster.wait_serving(data_leader)
     # A marker retried after an append whose answer was lost is written twice (harmless, as in
     # Kafka): the log may end past 51, but read_committed still sees exactly the 50 records.
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "x"})
