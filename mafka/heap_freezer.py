@@ -34,21 +34,57 @@ during it.
 
 Process-wide (``gc`` is): the broker's entry point starts one
 (:mod:`mafka.cli.server_start`); brokers run inside a test process do not.
+:func:`freezing` says whether one runs (the controller's collector pause
+then stands aside: a full collection walks only the growth, and pausing
+the collector would only let young garbage pile up).
+
+A census of the garbage a whole collection finds (the types of the frozen
+objects that became cyclic garbage, the ones worth not making) is logged
+when ``MAFKA_GC_CENSUS=1`` is in the environment: it costs a second
+collection each time.
 """
 
 from __future__ import annotations
 
+import collections
 import gc
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CollectionPauses", "HeapFreezer"]
+__all__ = ["CollectionPauses", "HeapFreezer", "freezing", "garbage_census"]
 
 log = logging.getLogger("mafka.gc")
+
+#: HeapFreezers running in this process (0 or 1 in a broker)
+_running = 0
+
+
+def freezing() -> bool:
+    """True while a :class:`HeapFreezer` runs in this process."""
+    return _running > 0
+
+
+def garbage_census(top: int = 15) -> tuple[int, list[tuple[str, int]]]:
+    """Collects everything, counting the unreachable objects by type: (total, the *top* types).
+
+    The garbage is kept for counting (``gc.DEBUG_SAVEALL``) and freed by a second collection.
+    """
+    previous = gc.get_debug()
+    gc.set_debug(previous | gc.DEBUG_SAVEALL)
+    try:
+        gc.collect()
+        counts = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
+        total = len(gc.garbage)
+        gc.garbage.clear()
+    finally:
+        gc.set_debug(previous)
+    gc.collect()
+    return total, counts.most_common(top)
 
 
 @dataclass(slots=True)
@@ -75,16 +111,19 @@ class HeapFreezer:
         check_every_s: How often the reactor looks whether a whole collection is due.
         slow_pause_s: A collection pausing the process this long is logged as a warning.
         timer: Seconds, monotonic, for the pauses (tests inject one).
+        census: Log the types of what each whole collection frees (default: ``MAFKA_GC_CENSUS=1``).
     """
 
     def __init__(self, clock: Any, full_interval_s: float, growth: float = 0.5, check_every_s: float = 10.0,
-                 slow_pause_s: float = 1.0, timer: Callable[[], float] = time.perf_counter) -> None:
+                 slow_pause_s: float = 1.0, timer: Callable[[], float] = time.perf_counter,
+                 census: bool | None = None) -> None:
         self._clock = clock
         self._full_interval_s = full_interval_s
         self._growth = growth
         self._check_every_s = check_every_s
         self._slow_pause_s = slow_pause_s
         self._timer = timer
+        self._census = os.environ.get("MAFKA_GC_CENSUS") == "1" if census is None else census
         self._started_at = 0.0
         self._whole = False
         self._blocks_after_whole = 0
@@ -98,18 +137,22 @@ class HeapFreezer:
 
     def start(self) -> None:
         """Collects and freezes what is alive now (the loaded broker), then keeps it so."""
+        global _running
         if self.running:
             return
         self.running = True
+        _running += 1
         gc.callbacks.append(self._on_collection)
         self.collect_everything()
         self._call = self._clock.callLater(self._check_every_s, self._check)
 
     def stop(self) -> None:
         """Back to Python's own collector: the callback goes and the heap thaws."""
+        global _running
         if not self.running:
             return
         self.running = False
+        _running -= 1
         if self._call is not None and self._call.active():
             self._call.cancel()
         self._call = None
@@ -134,7 +177,13 @@ class HeapFreezer:
         self._whole = True
         try:
             gc.unfreeze()
-            collected = gc.collect()
+            if self._census:
+                started = self._timer()
+                collected, types = garbage_census()
+                log.info("whole collection: %d unreachable objects in %.2f s (census, collected twice): %s",
+                         collected, self._timer() - started, ", ".join(f"{n} {t}" for t, n in types))
+            else:
+                collected = gc.collect()
         finally:
             self._whole = False
             gc.freeze()

@@ -71,6 +71,27 @@ class FetchSessionHandler:
         self._last = data
         return data
 
+    @property
+    def incremental(self) -> bool:
+        """The next request is incremental: a session is open and its partitions are known."""
+        return self.epoch not in (INITIAL_EPOCH, FINAL_EPOCH) and self.session_id != INVALID_SESSION_ID
+
+    def build_update(self, changed: Mapping[TopicPartitionTuple, PartitionFetchState]) -> FetchRequestData:
+        """An incremental request for the session's partitions with only *changed* states moved.
+
+        For a fetcher that wants exactly the partitions of the last request again: the cost is that of
+        *changed*, not of the session (at 30,000 followed partitions, diffing every one on every idle
+        fetch was most of a follower's idle work).  Only while :attr:`incremental`.
+        """
+        if not self.incremental:
+            raise ValueError("build_update needs an open session")
+        known = self.partitions
+        to_send = {tp: s for tp, s in changed.items() if known.get(tp) != s}
+        known.update(to_send)
+        data = FetchRequestData(self.session_id, self.epoch, to_send, [])
+        self._last = data
+        return data
+
     def handle_response(self, error_code: int, session_id: int) -> bool:
         """Moves the session on after a response; False if the response's partitions are not to be used."""
         last = self._last

@@ -197,6 +197,10 @@ class ReplicaFetcher:
         self._fetch_states: dict[tuple[str, int], PartitionFetchState] = {}
         self._changed: set[tuple[str, int]] = set()
         self._rebuild_at = 0.0
+        # Every partition is ready to fetch (none truncating, fenced or delayed) and the session holds
+        # exactly them: a fetch then costs what changed (_fetch_settled), not a pass over every
+        # partition.  Anything that makes a partition unready, or adds or removes one, clears it.
+        self._settled = False
         self._loop = defer.ensureDeferred(self._run())
         self._loop.addErrback(lambda f: log.error("%s stopped: %s", self.name, f.getTraceback()))
 
@@ -209,6 +213,7 @@ class ReplicaFetcher:
         """Follows each (partition, leader epoch); one wake-up for all (a LeaderAndIsr's are one fetch)."""
         # In flight before the wake-up: a sleeping loop woken here sends a fetch naming them at once.
         in_flight = self._fetch_in_flight
+        self._settled = False
         for tp, leader_epoch in items:
             self.partitions[tp] = _PartitionFetch(leader_epoch)
         self._wake()
@@ -226,10 +231,12 @@ class ReplicaFetcher:
                 tcp_transport(proto).abortConnection()
 
     def remove(self, tp: tuple[str, int]) -> None:
+        self._settled = False
         self.partitions.pop(tp, None)
         self._fetch_states.pop(tp, None)
 
     def stop(self) -> None:
+        self._settled = False
         self.running = False
         self.partitions.clear()
         self.conn.close()
@@ -252,6 +259,18 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         while self.running:
+            if self._settled:
+                try:
+                    if await self._fetch_settled():
+                        continue
+                except Exception as exc:  # noqa: BLE001 - as below
+                    if self._interrupted:
+                        self._interrupted = False
+                        continue
+                    if self.running:
+                        log.info("%s: %s: %s; backing off", self.name, type(exc).__name__, exc)
+                        await self._sleep(self.config.backoff_ms / 1000)
+                    continue
             now = self.reactor.seconds()
             ready = {tp: s for tp, s in self.partitions.items() if not s.fenced and s.delayed_until <= now}
             if not ready:
@@ -263,7 +282,7 @@ class ReplicaFetcher:
                 if truncating:
                     await self._truncate(truncating)
                     continue
-                await self._fetch(ready)
+                await self._fetch(ready, every=len(ready) == len(self.partitions))
             except Exception as exc:  # noqa: BLE001 - any failure: back off, reconnect, go on
                 if self._interrupted:
                     self._interrupted = False
@@ -293,6 +312,7 @@ class ReplicaFetcher:
                 call.cancel()
 
     def _delay(self, tp: tuple[str, int], state: _PartitionFetch) -> None:
+        self._settled = False
         self._changed.add(tp)
         state.delayed_until = self.reactor.seconds() + self.config.backoff_ms / 1000
 
@@ -361,7 +381,35 @@ class ReplicaFetcher:
 
     # ------------------------------------------------------------------ fetching
 
-    async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch]) -> None:
+    async def _fetch_settled(self) -> bool:
+        """A fetch while settled: only the partitions this fetcher changed are looked up and sent.
+
+        False (nothing sent) when the slow path must look at every partition: the periodic rebuild
+        is due, replication is throttled, the session is not open, or a changed partition is no
+        longer followed here.
+        """
+        now = self.reactor.seconds()
+        if now >= self._rebuild_at or not self.session.incremental or (
+            self.throttle is not None and self.throttle.active()
+        ):
+            self._settled = False
+            return False
+        updates: dict[tuple[str, int], PartitionFetchState] = {}
+        for tp in self._changed:
+            state = self.partitions.get(tp)
+            partition = None if state is None else self.rm.follower_partition(tp, state.leader_epoch)
+            if state is None or partition is None or tp not in self.session.partitions:
+                self._settled = False
+                return False
+            updates[tp] = self._fetch_states[tp] = PartitionFetchState(
+                partition.log.next_offset, partition.log.log_start_offset, self.config.partition_max_bytes, state.leader_epoch
+            )
+        self._changed.clear()
+        await self._send_fetch(self.session.build_update(updates), self.session.partitions, set())
+        return True
+
+    async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch], every: bool = False) -> None:
+        """A fetch of the *ready* partitions (*every*: they are all the partitions this fetcher follows)."""
         wanted: dict[tuple[str, int], PartitionFetchState] = {}
         throttled = set()
         throttling = self.throttle is not None and self.throttle.active()
@@ -394,7 +442,14 @@ class ReplicaFetcher:
             if over_quota:  # everything ready is throttled: wait for the quota to recover
                 await self._sleep(self.config.backoff_ms / 1000)
             return
-        request = self.session.build(wanted)
+        # Settled from the next fetch on if this one asks for every partition, unthrottled, and
+        # nothing became unready on the way (_delay clears it).
+        self._settled = every and not throttling and len(wanted) == len(self.partitions)
+        await self._send_fetch(self.session.build(wanted), wanted, throttled)
+
+    async def _send_fetch(self, request: Any, wanted: dict[tuple[str, int], PartitionFetchState],
+                          throttled: set[tuple[str, int]]) -> None:
+        """Sends *request* (built from *wanted*) and applies the answer."""
         body = {
             "replica_id": self.broker_id,
             "max_wait_ms": self.config.max_wait_ms,
@@ -493,6 +548,7 @@ class ReplicaFetcher:
         return None
 
     def _partition_error(self, tp: tuple[str, int], state: _PartitionFetch, error: ErrorCode) -> None:
+        self._settled = False
         if error == ErrorCode.FENCED_LEADER_EPOCH:
             log.info("%s: %s-%d fenced at leader epoch %d; waiting for a LeaderAndIsr", self.name, tp[0], tp[1], state.leader_epoch)
             state.fenced = True

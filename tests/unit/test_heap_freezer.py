@@ -105,3 +105,38 @@ def test_a_long_pause_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     assert "paused the process for 3.0 s" in caplog.text
     assert f.pauses.longest[2] == 3.0
     assert not f.whole_collection_due  # interval 0: only growth makes one due
+
+
+class Dropped:
+    """A type only the census test makes: the census must name it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_census_names_the_types_of_frozen_garbage(caplog: pytest.LogCaptureFixture) -> None:
+    f = HeapFreezer(task.Clock(), full_interval_s=600, census=True)
+    try:
+        f.start()
+        garbage = [Dropped() for _ in range(500)]
+        alive = weakref.ref(garbage[0])
+        gc.collect()  # survivors: frozen
+        del garbage  # 500 frozen cycles
+        with caplog.at_level(logging.INFO, logger="mafka.gc"):
+            collected = f.collect_everything()
+    finally:
+        f.stop()
+    assert alive() is None, "the census frees what it counted"
+    assert collected >= 500
+    assert "500 tests.unit.test_heap_freezer.Dropped" in caplog.text, caplog.text
+
+
+def test_freezing_says_whether_one_runs(freezer: tuple[HeapFreezer, task.Clock]) -> None:
+    from mafka.heap_freezer import freezing
+
+    f, _ = freezer
+    assert not freezing()
+    f.start()
+    assert freezing()
+    f.stop()
+    assert not freezing()

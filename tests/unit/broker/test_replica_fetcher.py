@@ -483,3 +483,32 @@ def test_a_partition_added_mid_fetch_interrupts_it_only_while_the_fetcher_is_sma
     if not aborted:
         in_flight.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
         assert f.conn.last.body["session_epoch"] == 2  # the session goes on: no full fetch
+
+
+def test_a_settled_fetcher_builds_from_what_changed_and_an_unready_partition_takes_the_full_pass(env, monkeypatch):
+    # Every partition ready and the session holding them: a fetch costs what changed (build_update),
+    # not a diff of every followed partition (build): at 30,000 partitions that was an idle follower's work.
+    p = env.follower([])
+    f = env.fetcher()
+    calls: list[str] = []
+    for name in ("build", "build_update"):
+        real = getattr(f.session, name)
+        monkeypatch.setattr(f.session, name, lambda arg, real=real, name=name: (calls.append(name), real(arg))[1])
+    f.add(TP, 5)
+    assert calls == ["build"]  # the full fetch that opens the session
+    f.conn.last.d.callback(fetch_answer(batch(2, base=0, epoch=5), hw=0, session_id=77))
+    assert p.log.next_offset == 2 and calls == ["build", "build_update"]
+    assert f.conn.last.body["topics"][0]["partitions"][0]["fetch_offset"] == 2  # the append moved it
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    assert calls[-1] == "build_update" and f.conn.last.body["topics"] == []
+    assert (f.conn.last.body["session_id"], f.conn.last.body["session_epoch"]) == (77, 2)
+    # The leader is not ready: the partition waits (50 ms), then the full pass finds it ready again.
+    f.conn.last.d.callback(fetch_answer(error=ErrorCode.NOT_LEADER_OR_FOLLOWER, session_id=77))
+    requests = len(f.conn.requests)
+    env.clock.advance(0.05)
+    assert len(f.conn.requests) == requests + 1 and calls[-1] == "build"
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    assert calls[-1] == "build_update", "settled again"
+    # A lost session: the full fetch is built by the full pass.
+    f.conn.last.d.callback(fetch_answer(top_error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND))
+    assert calls[-1] == "build" and f.conn.last.body["session_epoch"] == 0

@@ -57,3 +57,17 @@ def test_the_pause_ends_after_max_pause_s_even_inside_a_block() -> None:
         assert gc.isenabled() and not pause.active
     assert gc.isenabled()
     assert not clock.getDelayedCalls()
+
+
+def test_it_stands_aside_while_the_heap_is_frozen() -> None:
+    from mafka.heap_freezer import HeapFreezer
+
+    freezer = HeapFreezer(Clock(), full_interval_s=0)
+    freezer.start()
+    try:
+        with CollectorPause(Clock()).paused():
+            assert gc.isenabled(), "a frozen heap's full collections walk only its growth"
+    finally:
+        freezer.stop()
+    with CollectorPause(Clock()).paused():
+        assert not gc.isenabled()
