@@ -165,6 +165,9 @@ class WaitingRooms:
         delayed.done = True
         if delayed.timer is not None and delayed.timer.active():
             delayed.timer.cancel()
+        # A timer that fired keeps its arguments, this object among them: a reference cycle
+        # (with every partition of the fetch) that only a full collection would free.
+        delayed.timer = None
         for tp in delayed.keys:
             self._produce_waiters[tp].discard(delayed)
         delayed.deferred.callback(delayed.results)
@@ -251,6 +254,9 @@ class WaitingRooms:
         delayed.done = True
         if delayed.timer is not None and delayed.timer.active():
             delayed.timer.cancel()
+        # A timer that fired keeps its arguments, this object among them: a reference cycle
+        # (with every partition of the fetch) that only a full collection would free.
+        delayed.timer = None
         for p in delayed.partitions:
             self._fetch_waiters[(p.topic, p.partition)].discard(delayed)
         delayed.deferred.callback(

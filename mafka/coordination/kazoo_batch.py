@@ -66,6 +66,7 @@ __all__ = [
     "get_async",
     "independent",
     "multi_read_async",
+    "outcome_of",
     "transaction_groups",
 ]
 
@@ -268,6 +269,22 @@ def transaction_groups(op_lists: Sequence[Sequence[Op]]) -> list[range]:
 # --------------------------------------------------------------------------- answers
 
 
+def outcome_of(result: Any) -> tuple[Any, BaseException | None]:
+    """A completed kazoo async result's (value, None) or (None, error), without raising the error.
+
+    Why not ``get_nowait()``: it raises the stored exception, which gives it a traceback holding
+    the frames that raised it -- ``get_nowait``'s own, whose ``self`` is the async result holding
+    the exception: a reference cycle, with whatever those frames hold (a batch's outcomes: tens
+    of thousands of znodes' data for a controller's multiRead).  Only Python's full collections
+    free such cycles; a broker's heap freezer (:mod:`mafka.heap_freezer`) keeps them until a whole
+    collection.
+    """
+    error = result.exception
+    if error is not None:
+        return None, error
+    return result.value, None
+
+
 class Batch:
     """The answers of one batch of kazoo requests, gathered off the reactor.
 
@@ -296,12 +313,7 @@ class Batch:
         self.answered = 0
 
     def collect(self, index: int, result: Any) -> None:
-        try:
-            value = result.get_nowait()
-        except Exception as exc:  # noqa: BLE001 - the request's error is its outcome
-            self.answer(index, None, exc)
-        else:
-            self.answer(index, value, None)
+        self.answer(index, *outcome_of(result))
 
     def answer(self, index: int, value: Any, error: BaseException | None) -> None:
         with self._lock:

@@ -55,6 +55,7 @@ from mafka.coordination.kazoo_batch import (
     get_async,
     independent,
     multi_read_async,
+    outcome_of,
     transaction_groups,
 )
 from mafka.coordination.store import (
@@ -233,12 +234,7 @@ _CONNECTION_ERRORS = (kz.ConnectionLoss, kz.SessionExpiredError, kz.ConnectionDr
 
 
 def _deliver_raw(result: Any, done: Callable[[Any, BaseException | None], None]) -> None:
-    try:
-        value = result.get_nowait()
-    except Exception as exc:  # noqa: BLE001
-        done(None, exc)
-    else:
-        done(value, None)
+    done(*outcome_of(result))  # not get_nowait(): raising the error makes a reference cycle
 
 
 class KazooStore:

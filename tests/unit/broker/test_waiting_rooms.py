@@ -98,3 +98,18 @@ def test_an_extended_fetch_is_woken_by_its_new_partition() -> None:
     parts[("t", 2)].bytes = 5
     rooms.wake(("t", 2))
     assert d.called and reads[-1] == [("t", 0), ("t", 2)]
+
+
+def test_a_fetch_answered_at_max_wait_leaves_no_reference_cycle() -> None:
+    # A fired timer keeps its arguments: the parked fetch held its timer, which held the fetch, and
+    # that cycle (with every partition of the fetch) waited for a full collection -- at 100,000
+    # partitions, for the heap freezer's whole collection.
+    from tests.cyclic_garbage import cyclic_garbage
+
+    def park_and_expire() -> None:
+        clock, rooms, parts, reads = make(50)
+        d = park(rooms, 50)
+        clock.advance(0.5)
+        assert d.called and len(reads) == 1
+
+    assert cyclic_garbage(park_and_expire)["FetchPartition"] == 0
