@@ -55,6 +55,7 @@ from .delayed_delivery import DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
 from .group_service import GroupService
+from .isr_writes import IsrWriteBatcher
 from .listener_security import interbroker_security, listener_security
 from .log_dir_mover import LogDirMover
 from .metadata_cache import MetadataCache
@@ -298,7 +299,7 @@ class KafkaServer:
             min_insync_replicas=self.min_insync_replicas,
             replica_lag_time_max_ms=config.replica_lag_time_max_ms,
             high_watermarks=high_watermarks,
-            isr_writer=lambda tp, state, version: zk.conditional_update_partition_state_as_leader(tp, state, version),
+            isr_writer=IsrWriteBatcher(self.reactor, zk.conditional_update_partition_states_as_leader).write,
             run_blocking=self.run_blocking,
             replica_selector=replica_selector_for(config.replica_selector_class),
             replica_racks=self.metadata_cache.racks,

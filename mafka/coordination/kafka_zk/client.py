@@ -320,6 +320,13 @@ class KafkaZkClient:
             partition, state, expected_version
         )
 
+    def conditional_update_partition_states_as_leader(
+        self,
+        writes: Mapping[TopicPartitionTuple, tuple[LeaderIsrAndControllerEpoch, int]],
+    ) -> Deferred[dict[TopicPartitionTuple, tuple[bool, int]]]:
+        """Many leader ISR writes in one batch: per partition, (written, new zkVersion or -1)."""
+        return self._partition_states.conditional_update_partition_states_as_leader(writes)
+
     # ------------------------------------------------------------------ topic deletion and admin requests
 
     def mark_topic_for_deletion(self, topic: str) -> Deferred[bool]:

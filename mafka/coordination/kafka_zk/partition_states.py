@@ -188,16 +188,47 @@ class PartitionStateZk(ZkFamily):
         except NoNodeError:
             return False, -1
         except BadVersionError:
-            got = await self._core.get_or_none(path)
-            if got is None:
-                return False, -1
-            try:
-                written = LeaderIsrAndControllerEpoch.decode(got[0], got[1].version)
-            except ValueError:
-                return False, -1
-            if written == state:
-                return True, got[1].version
+            return await self._written_already(path, state)
+
+    @_deferred
+    async def conditional_update_partition_states_as_leader(
+        self,
+        writes: Mapping[TopicPartitionTuple, tuple[LeaderIsrAndControllerEpoch, int]],
+    ) -> dict[TopicPartitionTuple, tuple[bool, int]]:
+        """Many leader ISR writes at once: per partition, the outcome of
+        :meth:`conditional_update_partition_state_as_leader` for its (state, expected version).
+
+        Each partition's ``setData`` is a transaction of its own (independent compare-and-sets, which
+        the store sends as few multis); a BadVersion is read back as the single write does.  A
+        connection loss fails the whole call (as it fails each single write).
+        """
+        items = list(writes.items())
+        outcomes = await self._store.transactions(
+            [[SetOp(partition_state_path(*tp), state.encode(), version)] for tp, (state, version) in items]
+        )
+        results: dict[TopicPartitionTuple, tuple[bool, int]] = {}
+        for (tp, (state, _version)), outcome in zip(items, outcomes, strict=True):
+            if isinstance(outcome, NoNodeError):
+                results[tp] = (False, -1)
+            elif isinstance(outcome, BadVersionError):
+                results[tp] = await self._written_already(partition_state_path(*tp), state)
+            elif isinstance(outcome, StoreError):
+                raise outcome
+            else:
+                stat = outcome[0]
+                assert isinstance(stat, Stat)
+                results[tp] = (True, stat.version)
+        return results
+
+    async def _written_already(self, path: str, state: LeaderIsrAndControllerEpoch) -> tuple[bool, int]:
+        got = await self._core.get_or_none(path)
+        if got is None:
             return False, -1
+        try:
+            written = LeaderIsrAndControllerEpoch.decode(got[0], got[1].version)
+        except ValueError:
+            return False, -1
+        return (True, got[1].version) if written == state else (False, -1)
 
     def watch_partition_state(
         self, topic: str, partition: int, callback: WatchCallback

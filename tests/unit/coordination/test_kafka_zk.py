@@ -542,6 +542,32 @@ def test_leader_isr_write_treats_an_identical_value_as_success(
     assert result(zk.get_partition_state("t", 0)) == (expanded, 2)
 
 
+def test_leader_isr_writes_in_one_batch_have_each_partitions_single_write_outcome(
+    zk: KafkaZkClient, controller: ControllerElection
+) -> None:
+    result(
+        zk.create_partition_states(
+            {("t", p): LeaderIsrAndControllerEpoch(1, 0, (1, 2), 0) for p in range(4)}, 1, controller.epoch_zk_version
+        )
+    )
+    shrunk = LeaderIsrAndControllerEpoch(1, 0, (1,), 1)
+    assert result(zk.conditional_update_partition_state_as_leader(("t", 1), shrunk, 0)) == (True, 1)
+    other = LeaderIsrAndControllerEpoch(1, 0, (2,), 1)
+    assert result(zk.conditional_update_partition_state_as_leader(("t", 2), other, 0)) == (True, 1)
+    got = result(zk.conditional_update_partition_states_as_leader({
+        ("t", 0): (shrunk, 0),  # written
+        ("t", 1): (shrunk, 0),  # stale version, same value (a retried write): success
+        ("t", 2): (shrunk, 0),  # stale version, another value: refused
+        ("t", 3): (shrunk, 0),  # written: the refusal beside it undoes nothing
+        ("t", 9): (shrunk, 0),  # no such partition
+    }))
+    assert got == {("t", 0): (True, 1), ("t", 1): (True, 1), ("t", 2): (False, -1), ("t", 3): (True, 1),
+                   ("t", 9): (False, -1)}
+    assert result(zk.get_partition_state("t", 3)) == (shrunk, 1)
+    assert result(zk.get_partition_state("t", 2)) == (other, 1)
+    assert result(zk.conditional_update_partition_states_as_leader({})) == {}
+
+
 # --------------------------------------------------------------------------- deletion
 
 
