@@ -422,26 +422,32 @@ def metadata(cluster: Cluster, results: dict[str, Any]) -> None:
 
 class ReactorProbe:
     """Measures how long a broker's reactor is blocked: ApiVersions v0 every 20 ms to each broker, on
-    its own connection and thread; the longest round trip bounds the longest block while it ran."""
+    its own connection and thread; the longest round trip bounds the longest block while it ran.
+
+    The probes run in a process of their own: in this one, the client under test (confluent-kafka
+    building Python objects for 100,000 partitions) holds the GIL for most of a second, and a probe
+    thread here measured that, not the broker."""
 
     def __init__(self, addresses: list[tuple[str, int]], every_s: float = 0.02) -> None:
-        import threading
+        import multiprocessing
 
         self._addresses = addresses
-        self._every_s = every_s
-        self._stop = threading.Event()
-        self._threads = [threading.Thread(target=self._run, args=(a,), daemon=True) for a in addresses]
+        ctx = multiprocessing.get_context("spawn")  # no fork of a process running librdkafka's threads
+        self._conn, child = ctx.Pipe()
+        self._process = ctx.Process(target=_probe_process, args=(addresses, every_s, child), daemon=True)
         self.worst: dict[tuple[str, int], float] = {a: 0.0 for a in addresses}
 
     def __enter__(self) -> ReactorProbe:
-        for t in self._threads:
-            t.start()
+        self._process.start()
+        if not self._conn.poll(60) or self._conn.recv() != "ready":
+            raise RuntimeError("the reactor probe did not start")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=30)
+        self._conn.send("stop")
+        if self._conn.poll(60):
+            self.worst.update(self._conn.recv())
+        self._process.join(timeout=30)
 
     def worst_ms(self) -> float:
         return max(self.worst.values()) * 1000
@@ -449,22 +455,43 @@ class ReactorProbe:
     def describe(self) -> str:
         return ", ".join(f"{port}: {w * 1000:.0f} ms" for (_, port), w in self.worst.items())
 
-    def _run(self, address: tuple[str, int]) -> None:
+
+def _probe_process(addresses: list[tuple[str, int]], every_s: float, conn: Any) -> None:
+    """The probe process: a thread per broker until told to stop; sends back the worst round trips."""
+    import threading
+
+    stop = threading.Event()
+    worst: dict[tuple[str, int], float] = {tuple(a): 0.0 for a in addresses}  # type: ignore[misc]
+    connected = threading.Barrier(len(addresses) + 1)
+
+    def run(address: tuple[str, int]) -> None:
         import socket
         import struct
 
         client_id = b"reactor-probe"
         with socket.create_connection(address, timeout=60) as sock:
+            connected.wait()
             correlation = 0
-            while not self._stop.is_set():
+            while not stop.is_set():
                 correlation += 1
                 body = struct.pack(">hhih", 18, 0, correlation, len(client_id)) + client_id
                 t0 = time.monotonic()
                 sock.sendall(struct.pack(">i", len(body)) + body)
                 size = struct.unpack(">i", _read_exactly(sock, 4))[0]
                 _read_exactly(sock, size)
-                self.worst[address] = max(self.worst[address], time.monotonic() - t0)
-                self._stop.wait(self._every_s)
+                worst[address] = max(worst[address], time.monotonic() - t0)
+                stop.wait(every_s)
+
+    threads = [threading.Thread(target=run, args=(tuple(a),), daemon=True) for a in addresses]
+    for t in threads:
+        t.start()
+    connected.wait(timeout=60)
+    conn.send("ready")
+    conn.recv()
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    conn.send(worst)
 
 
 def _read_exactly(sock: Any, n: int) -> bytes:
