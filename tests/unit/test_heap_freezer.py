@@ -77,7 +77,8 @@ def test_a_heap_grown_by_half_is_collected_whole_at_the_next_check(freezer: tupl
     gc.collect()  # the cycle survives a full collection: frozen
     del node
     assert not f.whole_collection_due
-    growth = [Node() for _ in range(sys.getallocatedblocks() // 2 + 1000)]  # the heap half as large again
+    # the heap larger by the due growth (it adapted after start()'s whole collection, see below)
+    growth = [Node() for _ in range(int(sys.getallocatedblocks() * f.growth) + 1000)]
     assert f.whole_collection_due and alive() is not None
     clock.advance(10)
     assert alive() is None and f.whole_collections == 2 and not f.whole_collection_due
@@ -140,3 +141,22 @@ def test_freezing_says_whether_one_runs(freezer: tuple[HeapFreezer, task.Clock])
     assert freezing()
     f.stop()
     assert not freezing()
+
+
+def test_the_due_growth_doubles_while_whole_collections_find_nothing_and_resets_when_one_finds_much(
+    freezer: tuple[HeapFreezer, task.Clock],
+) -> None:
+    from mafka.heap_freezer import MAX_GROWTH
+
+    f, _ = freezer
+    gc.collect()
+    f.start()  # finds next to nothing: the next whole collection waits for twice the growth
+    assert f.growth == 1.0
+    for expected in (2.0, 4.0, MAX_GROWTH, MAX_GROWTH):
+        f.collect_everything()
+        assert f.growth == expected
+    garbage = [Dropped() for _ in range(gc.get_freeze_count() // 4)]
+    gc.collect()  # survivors: frozen
+    del garbage  # a fifth of the heap is frozen garbage now
+    assert f.collect_everything() >= gc.get_freeze_count() // 8
+    assert f.growth == 0.5, "back to the initial growth"
