@@ -465,9 +465,17 @@ class MemoryZooKeeper:
             watch.store._notify_watch(watch)
 
 
+#: ZooKeeper's ``jute.maxbuffer`` (1 MiB by default): a server refuses a packet larger than this by
+#: closing the connection, which the client sees as ConnectionLoss (a znode's data must fit in less).
+JUTE_MAX_BUFFER = 1024 * 1024
+
+
 def _check_bytes(data: Any) -> None:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
+    if len(data) >= JUTE_MAX_BUFFER:
+        # As ZooKeeper answers it: the connection is closed (the in-memory store keeps its session).
+        raise ConnectionLossError(f"znode data of {len(data)} bytes: over jute.maxbuffer ({JUTE_MAX_BUFFER})")
 
 
 def _validate_txn(ops: Sequence[Op]) -> None:

@@ -18,7 +18,27 @@ from mafka.coordination.znodes.notifications import (
 )
 from mafka.topics import TopicPartitionTuple
 
-__all__ = ["NotificationZk"]
+__all__ = ["MAX_NOTIFICATION_BYTES", "NotificationZk"]
+
+#: The most an ISR change notification holds (well under ZooKeeper's 1 MiB ``jute.maxbuffer``).
+MAX_NOTIFICATION_BYTES = 256 * 1024
+
+#: What one entry adds to a notification besides its topic's name: ``{"topic":"","partition":N},``.
+_ENTRY_BYTES = 40
+
+
+def _chunks(partitions: list[TopicPartitionTuple], max_bytes: int) -> list[list[TopicPartitionTuple]]:
+    """*partitions* in order, split so that each chunk encodes within *max_bytes* (at least one each)."""
+    chunks: list[list[TopicPartitionTuple]] = [[]]
+    size = 0
+    for tp in partitions:
+        entry = len(tp[0].encode()) + _ENTRY_BYTES
+        if chunks[-1] and size + entry > max_bytes:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(tp)
+        size += entry
+    return chunks
 
 
 class NotificationZk(ZkFamily):
@@ -28,13 +48,23 @@ class NotificationZk(ZkFamily):
 
     @_deferred
     async def post_isr_change_notification(self, partitions: Iterable[TopicPartitionTuple]) -> str:
-        """Creates ``/isr_change_notification/isr_change_N`` listing *partitions*; returns its path."""
-        return await self._store.create(
-            IsrChangeNotificationZNode.CREATE_PATH,
-            IsrChangeNotificationZNode.encode(partitions),
-            sequential=True,
-            makepath=True,
-        )
+        """Creates ``/isr_change_notification/isr_change_N`` listing *partitions*; returns its path.
+
+        More partitions than fit in :data:`MAX_NOTIFICATION_BYTES` go in several notifications, one
+        after the other (the path returned is the last one's).  Kafka writes one, whatever its size:
+        a broker whose 100,000 partitions' ISRs changed wrote 3.5 MB, which ZooKeeper refuses
+        (``jute.maxbuffer``, 1 MiB) by closing the connection -- failing every request in flight on
+        it, every 2.5 s, while the changes that were to be announced piled up.
+        """
+        path = ""
+        for chunk in _chunks(list(partitions), MAX_NOTIFICATION_BYTES):
+            path = await self._store.create(
+                IsrChangeNotificationZNode.CREATE_PATH,
+                IsrChangeNotificationZNode.encode(chunk),
+                sequential=True,
+                makepath=True,
+            )
+        return path
 
     @_deferred
     async def get_isr_change_notifications(self) -> list[str]:

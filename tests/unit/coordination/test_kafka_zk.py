@@ -606,6 +606,24 @@ def test_topic_deletion_cleans_all_three_znodes(
 # --------------------------------------------------------------------------- notifications
 
 
+def test_isr_changes_of_100000_partitions_go_in_notifications_zookeeper_accepts(
+    tree: MemoryZooKeeper, zk: KafkaZkClient
+) -> None:
+    from mafka.coordination.kafka_zk.notifications import MAX_NOTIFICATION_BYTES
+    from mafka.coordination.memory_store import JUTE_MAX_BUFFER
+    from mafka.coordination.store import ConnectionLossError
+
+    changed = [(f"bench-{t:05d}", p) for t in range(10_000) for p in range(10)]
+    result(zk.post_isr_change_notification(changed))
+    seqs = result(zk.get_isr_change_notifications())
+    assert len(seqs) > 1
+    assert all(len(tree.dump()[f"/isr_change_notification/isr_change_{s}"]) <= MAX_NOTIFICATION_BYTES for s in seqs)
+    assert result(zk.get_partitions_from_isr_change_notifications(seqs)) == changed
+    # what one notification of them all would have met (as ZooKeeper: the connection closes)
+    with pytest.raises(ConnectionLossError, match="jute.maxbuffer"):
+        result(zk.store.create("/too-big", b"x" * JUTE_MAX_BUFFER))
+
+
 def test_isr_change_notifications(tree: MemoryZooKeeper, zk: KafkaZkClient) -> None:
     first = result(zk.post_isr_change_notification([("topic-a", 0), ("topic-b", 0)]))
     second = result(zk.post_isr_change_notification([("topic-b", 0)]))
