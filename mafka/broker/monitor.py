@@ -161,7 +161,7 @@ class Monitor:
         offline = set(lm.offline_dirs)
         samples = []
         empty_idle = 0
-        for (topic, index), p in list(rm.partitions.items()):
+        for (topic, index), p in rm.partitions.items():  # no copy: nothing changes it during the loop
             log_ = p.log
             if not (p.bytes_in or p.bytes_out) and log_.next_offset <= log_.log_start_offset:
                 # Empty and never written or read here: never reported, so not sampled either (with

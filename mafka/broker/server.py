@@ -431,9 +431,11 @@ class KafkaServer:
         assert lm is not None and rm is not None and mover is not None and groups is not None and txns is not None
         bg = self.background
 
-        # Taken on the reactor before each pass: the worker thread never reads the partitions.
+        # Taken on the reactor before each pass: the worker thread never reads the partitions.  (No
+        # list() copy: nothing changes the dict during a comprehension on the reactor, and 100,000
+        # (tp, partition) tuples every 5 s set off collections that cost more than the pass.)
         def high_watermarks() -> tuple[dict[tuple[str, int], int]]:
-            return ({tp: p.high_watermark for tp, p in list(rm.partitions.items())},)
+            return ({tp: p.high_watermark for tp, p in rm.partitions.items()},)
 
         def retention_bounds() -> tuple[dict[tuple[str, int], int]]:
             return ({tp: retention_bound(p) for tp, p in list(rm.partitions.items())},)
