@@ -259,30 +259,8 @@ class ReplicaFetcher:
 
     async def _run(self) -> None:
         while self.running:
-            if self._settled:
-                try:
-                    if await self._fetch_settled():
-                        continue
-                except Exception as exc:  # noqa: BLE001 - as below
-                    if self._interrupted:
-                        self._interrupted = False
-                        continue
-                    if self.running:
-                        log.info("%s: %s: %s; backing off", self.name, type(exc).__name__, exc)
-                        await self._sleep(self.config.backoff_ms / 1000)
-                    continue
-            now = self.reactor.seconds()
-            ready = {tp: s for tp, s in self.partitions.items() if not s.fenced and s.delayed_until <= now}
-            if not ready:
-                waits = [s.delayed_until - now for s in self.partitions.values() if not s.fenced]
-                await self._sleep(min(waits) if waits else 3600.0)
-                continue
             try:
-                truncating = [tp for tp, s in ready.items() if s.truncating]
-                if truncating:
-                    await self._truncate(truncating)
-                    continue
-                await self._fetch(ready, every=len(ready) == len(self.partitions))
+                await self._step()
             except Exception as exc:  # noqa: BLE001 - any failure: back off, reconnect, go on
                 if self._interrupted:
                     self._interrupted = False
@@ -290,6 +268,24 @@ class ReplicaFetcher:
                 if self.running:
                     log.info("%s: %s: %s; backing off", self.name, type(exc).__name__, exc)
                     await self._sleep(self.config.backoff_ms / 1000)
+
+    async def _step(self) -> None:
+        """One round: a fetch of what changed while settled, else truncation or a fetch of every ready partition."""
+        if self._settled and await self._fetch_settled():
+            return
+        now = self.reactor.seconds()
+        ready = {tp: s for tp, s in self.partitions.items() if not s.fenced and s.delayed_until <= now}
+        if not ready:
+            waits = [s.delayed_until - now for s in self.partitions.values() if not s.fenced]
+            await self._sleep(min(waits) if waits else 3600.0)
+            return
+        truncating = [tp for tp, s in ready.items() if s.truncating]
+        if truncating:
+            await self._truncate(truncating)
+            return
+        # Fenced partitions wait for a LeaderAndIsr (which unsettles): the others can settle.
+        fenced = sum(1 for s in self.partitions.values() if s.fenced) if len(ready) < len(self.partitions) else 0
+        await self._fetch(ready, every=len(ready) + fenced == len(self.partitions))
 
     async def _request(self, api_key: int, version: int, body: dict[str, Any], timeout_ms: int) -> Any:
         d = self.conn.request(api_key, version, body)
@@ -418,6 +414,8 @@ class ReplicaFetcher:
         self._rebuild_at = now + _REBUILD_S
         states, changed = self._fetch_states, self._changed
         for tp, state in self.partitions.items():
+            if state.fenced:
+                continue  # not fetched until a LeaderAndIsr re-adds it
             known = states.get(tp)
             partition = self.rm.follower_partition(tp, state.leader_epoch)
             if partition is None or known is None or known.current_leader_epoch != state.leader_epoch:
@@ -429,7 +427,8 @@ class ReplicaFetcher:
         return True
 
     async def _fetch(self, ready: dict[tuple[str, int], _PartitionFetch], every: bool = False) -> None:
-        """A fetch of the *ready* partitions (*every*: they are all the partitions this fetcher follows)."""
+        """A fetch of the *ready* partitions (*every*: they are all the partitions this fetcher follows
+        but fenced ones)."""
         wanted: dict[tuple[str, int], PartitionFetchState] = {}
         throttled = set()
         throttling = self.throttle is not None and self.throttle.active()
@@ -462,9 +461,9 @@ class ReplicaFetcher:
             if over_quota:  # everything ready is throttled: wait for the quota to recover
                 await self._sleep(self.config.backoff_ms / 1000)
             return
-        # Settled from the next fetch on if this one asks for every partition, unthrottled, and
-        # nothing became unready on the way (_delay clears it).
-        self._settled = every and not throttling and len(wanted) == len(self.partitions)
+        # Settled from the next fetch on if this one asks for every partition (fenced ones aside),
+        # unthrottled, and nothing became unready on the way (_delay clears it).
+        self._settled = every and not throttling and len(wanted) == len(ready)
         await self._send_fetch(self.session.build(wanted), wanted, throttled)
 
     async def _send_fetch(self, request: Any, wanted: dict[tuple[str, int], PartitionFetchState],

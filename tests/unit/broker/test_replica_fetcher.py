@@ -513,3 +513,29 @@ def test_a_settled_fetcher_builds_from_what_changed_and_an_unready_partition_tak
     # A lost session: the full fetch is built by the full pass.
     f.conn.last.d.callback(fetch_answer(top_error=ErrorCode.FETCH_SESSION_ID_NOT_FOUND))
     assert calls[-1] == "build" and f.conn.last.body["session_epoch"] == 0
+
+
+def test_a_fenced_partition_leaves_the_others_settled(env, monkeypatch):
+    body = lai()
+    second = decode_request(encode_request(4, 2, 1, "controller", {
+        "controller_id": 1, "controller_epoch": 1, "broker_epoch": -1,
+        "topic_states": [{"topic_name": "t", "partition_states": [
+            {"partition_index": 1, "controller_epoch": 1, "leader": 1, "leader_epoch": 5, "isr": [1, 2],
+             "zk_version": 0, "replicas": [1, 2], "is_new": True}]}],
+        "live_leaders": [{"broker_id": 1, "host_name": "h1", "port": 9092}],
+    })[4:]).body
+    env.rm.become_leader_or_follower(body)
+    env.rm.become_leader_or_follower(second)
+    f = env.fetcher()
+    calls: list[str] = []
+    for name in ("build", "build_update"):
+        real = getattr(f.session, name)
+        monkeypatch.setattr(f.session, name, lambda arg, real=real, name=name: (calls.append(name), real(arg))[1])
+    f.add_all([(TP, 5), (("t", 1), 5)])
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    assert calls == ["build", "build_update"]
+    f.conn.last.d.callback(fetch_answer(error=ErrorCode.FENCED_LEADER_EPOCH, session_id=77, partition=1))
+    assert f.partitions[("t", 1)].fenced and calls[-1] == "build"  # the full pass: the session forgets it
+    assert f.conn.last.body["forgotten_topics_data"] == [{"topic": "t", "partitions": [1]}]
+    f.conn.last.d.callback(SimpleNamespace(error_code=0, session_id=77, responses=[]))
+    assert calls[-1] == "build_update", "settled without the fenced partition"
