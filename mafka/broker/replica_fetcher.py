@@ -380,9 +380,10 @@ class ReplicaFetcher:
     async def _fetch_settled(self) -> bool:
         """A fetch while settled: only the partitions this fetcher changed are looked up and sent.
 
-        False (nothing sent) when the slow path must look at every partition: the periodic rebuild
-        is due, replication is throttled, the session is not open, or a changed partition is no
-        longer followed here.
+        Every ``_REBUILD_S`` it first sweeps every partition's log start and end
+        (:meth:`_sweep_log_starts`).  False (nothing sent) when the full pass must look at every
+        partition: replication is throttled, the session is not open, or a partition is no longer
+        followed as known.
         """
         now = self.reactor.seconds()
         if not self.session.incremental or (self.throttle is not None and self.throttle.active()):
