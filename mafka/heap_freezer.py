@@ -79,8 +79,8 @@ def freezing() -> bool:
     return _running > 0
 
 
-def garbage_census(top: int = 15) -> tuple[int, list[tuple[str, int]]]:
-    """Collects everything, counting the unreachable objects by type: (total, the *top* types).
+def garbage_census() -> collections.Counter[str]:
+    """Collects everything, counting the unreachable objects by type (``module.qualname``).
 
     The garbage is kept for counting (``gc.DEBUG_SAVEALL``) and freed by a second collection.
     """
@@ -89,12 +89,11 @@ def garbage_census(top: int = 15) -> tuple[int, list[tuple[str, int]]]:
     try:
         gc.collect()
         counts = collections.Counter(f"{type(o).__module__}.{type(o).__qualname__}" for o in gc.garbage)
-        total = len(gc.garbage)
         gc.garbage.clear()
     finally:
         gc.set_debug(previous)
     gc.collect()
-    return total, counts.most_common(top)
+    return counts
 
 
 @dataclass(slots=True)
@@ -191,9 +190,11 @@ class HeapFreezer:
             gc.unfreeze()
             if self._census:
                 started = self._timer()
-                collected, types = garbage_census()
+                counts = garbage_census()
+                collected = counts.total()
                 log.info("whole collection: %d unreachable objects in %.2f s (census, collected twice): %s",
-                         collected, self._timer() - started, ", ".join(f"{n} {t}" for t, n in types))
+                         collected, self._timer() - started,
+                         ", ".join(f"{n} {t}" for t, n in counts.most_common(15)))
             else:
                 collected = gc.collect()
         finally:

@@ -14,11 +14,14 @@ import gc
 from collections.abc import Callable
 from typing import Any
 
+from mafka.heap_freezer import garbage_census
+
 __all__ = ["cyclic_garbage"]
 
 
 def cyclic_garbage(fn: Callable[[], Any]) -> collections.Counter[str]:
-    """Runs *fn* with the collector off; the objects it left in unreachable cycles, by type name.
+    """Runs *fn* with the collector off; the objects it left in unreachable cycles, by type
+    (``module.qualname``, :func:`mafka.heap_freezer.garbage_census`).
 
     Everything *fn* returns is dropped first.  Garbage made before is collected before.
     """
@@ -27,16 +30,7 @@ def cyclic_garbage(fn: Callable[[], Any]) -> collections.Counter[str]:
     gc.disable()
     try:
         fn()
-        previous = gc.get_debug()
-        gc.set_debug(previous | gc.DEBUG_SAVEALL)
-        try:
-            gc.collect()
-            found = collections.Counter(type(o).__qualname__ for o in gc.garbage)
-            gc.garbage.clear()
-        finally:
-            gc.set_debug(previous)
-        gc.collect()
+        return garbage_census()
     finally:
         if was:
             gc.enable()
-    return found

@@ -259,14 +259,7 @@ def test_controller_failover_after_sigkill(cluster):
         # serving: the restarted broker answers Metadata itself (survivors list a broker the
         # fast path fenced until its old session expires, so their lists alone prove nothing).
         cluster.restart(old)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            own = _metadata(cluster, old)  # None while it does not listen yet
-            snap = _metadata(cluster, survivors[0])
-            if own is not None and old in own and snap is not None and old in snap:
-                break
-            time.sleep(0.3)
-    assert old in (_metadata(cluster, old) or []) and old in (_metadata(cluster, survivors[0]) or [])
+        cluster.wait_serving(old)
 
 
 def _metadata(cluster, via: int):

@@ -112,4 +112,4 @@ def test_a_fetch_answered_at_max_wait_leaves_no_reference_cycle() -> None:
         clock.advance(0.5)
         assert d.called and len(reads) == 1
 
-    assert cyclic_garbage(park_and_expire)["FetchPartition"] == 0
+    assert cyclic_garbage(park_and_expire)["mafka.broker.replica_records.FetchPartition"] == 0

@@ -178,7 +178,7 @@ def test_a_failed_answer_leaves_no_reference_cycle() -> None:
             batch.answer(index, None, exc)
 
     assert cyclic_garbage(lambda: fail_one(lambda b, i, r: b.collect(i, r))) == {}
-    assert cyclic_garbage(lambda: fail_one(by_raising))["ZnodeStat"] == 1, "the check sees the old cycle"
+    assert cyclic_garbage(lambda: fail_one(by_raising))["kazoo.protocol.states.ZnodeStat"] == 1, "the check sees the old cycle"
 
 
 def test_batch_give_up_fills_the_unanswered() -> None:
