@@ -7,13 +7,18 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.mafka-installed
 
-.PHONY: run selfcheck test lint unit chaos demo bench-wire bench-log bench-replication bench-partitions bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node bench-security conformance system-deps clean docker-build docker-up docker-down chaos-docker
+.PHONY: run selfcheck docs test lint unit chaos demo bench-wire bench-log bench-replication bench-partitions bench-groups bench-client bench-spark bench-consume bench-scale bench-txn bench-delay bench-slow-node bench-security conformance system-deps clean docker-build docker-up docker-down chaos-docker
 
 run: system-deps $(STAMP)
 	$(BIN)/mafka cluster up --brokers 3 --dir .mafka/cluster
 
 selfcheck: $(STAMP)
 	$(BIN)/mafka selfcheck
+
+# The documentation site (docs/, mkdocs.yml) into build/site.  --strict with mkdocs.yml's validation
+# settings: a broken link or anchor between the pages fails the build (tests/unit/test_docs.py runs it too).
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 # ruff first (a second); then four lanes, each a pytest process: the main integration lane in the
 # foreground; beside it, in the background, mypy (half a minute from a cold cache: the same check as
@@ -35,7 +40,8 @@ SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_off
 THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_tls.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
-	tests/integration/test_acls_cli.py
+	tests/integration/test_acls_cli.py tests/integration/test_dump_log.py tests/integration/test_kafka_tools.py \
+	tests/integration/test_console.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)

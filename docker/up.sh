@@ -61,6 +61,10 @@ done
 echo "docker-up: 3 ZooKeeper members and 3 brokers are healthy (project $COMPOSE_PROJECT_NAME)"
 echo "  from the host:       bootstrap.servers=localhost:$MAFKA_PORT_1,localhost:$MAFKA_PORT_2,localhost:$MAFKA_PORT_3"
 echo "  inside the network:  bootstrap.servers=kafka1:19092,kafka2:19092,kafka3:19092 (network ${COMPOSE_PROJECT_NAME}_mafka)"
+for n in 1 2 3; do
+  echo "  broker $n metrics:     http://$(compose port kafka$n 9404 | sed 's/^0\.0\.0\.0/127.0.0.1/')/metrics (kafka$n:9404 inside)"
+done
+echo "  console:             http://$(compose port console 9021 | sed 's/^0\.0\.0\.0/127.0.0.1/')/"
 if [ $secure -eq 1 ]; then
   echo "  security:            SASL_SSL with SCRAM-SHA-512 on every listener, ACLs on (super users admin, broker)"
   echo "  CA certificate:      $MAFKA_SECRETS_DIR/pki/ca.pem"

@@ -9,7 +9,7 @@ then consume them all back from the beginning (manual assignment, no group).  Ea
 run is a separate process, so its CPU seconds (user + system, from ``wait4``) are its
 own; rounds are interleaved across clients.  Prints every run, then the medians,
 records/s, client CPU-seconds per million records, and the ratios of mafka.client
-to each other client.  Usage::
+to each other client (``--chart PATH.png`` also draws the medians as bars).  Usage::
 
     python scripts/bench_client.py [--records 1000000] [--rounds 3] [--clients mafka,kafka-python,...]
     python scripts/bench_client.py --bootstrap HOST:PORT ...   # an already running cluster
@@ -32,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 
 CLIENTS = ["mafka", "mafka-aio", "kafka-python", "aiokafka", "aiokafka-pure", "confluent-kafka"]
 PARTITIONS = 6
@@ -188,6 +190,23 @@ def create_topic(bootstrap: str, rf: int) -> str:
     return name
 
 
+def chart(path: Path, title: str, med: dict[tuple[str, str, str], tuple[float, float]]) -> Path:
+    """The medians as bars, clients side by side per setting: (setting, client, mode) → (rec/s, CPU-s/M)."""
+    settings = list(dict.fromkeys(label for label, _, _ in med))
+    clients = list(dict.fromkeys(client for _, client, _ in med))
+
+    def panel(title: str, mode: str, i: int) -> Panel:
+        return Panel(title, settings, {c: [med[(s, c, mode)][i] if (s, c, mode) in med else None for s in settings]
+                                       for c in clients})
+
+    return draw(path, title, [
+        panel("produce records/s", "produce", 0),
+        panel("consume records/s", "consume", 0),
+        panel("produce: client CPU-seconds per million records", "produce", 1),
+        panel("consume: client CPU-seconds per million records", "consume", 1),
+    ])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
@@ -195,6 +214,7 @@ def main() -> int:
     parser.add_argument("--clients", default=",".join(CLIENTS))
     parser.add_argument("--bootstrap", help="an already running cluster (default: start one)")
     parser.add_argument("--worker", nargs=argparse.REMAINDER)
+    add_chart_argument(parser)
     args = parser.parse_args()
     if args.worker:
         mode, client, bootstrap, topic, n, *rest = args.worker
@@ -234,7 +254,8 @@ def main() -> int:
         if cluster is not None:
             cluster.stop()
     n = args.records
-    print(f"\n{n:,} × 100-byte records, {PARTITIONS} partitions, medians of {args.rounds} interleaved rounds\n")
+    title = f"{n:,} × 100-byte records, {PARTITIONS} partitions, medians of {args.rounds} interleaved rounds"
+    print(f"\n{title}\n")
     print("| setting | client | produce rec/s | produce CPU-s/M | consume rec/s | consume CPU-s/M |")
     print("|---|---|---|---|---|---|")
     med: dict[tuple[str, str, str], tuple[float, float]] = {}
@@ -262,6 +283,8 @@ def main() -> int:
                         row.append("-")
             row = row[:2] + [row[2], row[3], row[4], row[5]] if len(row) == 6 else row
             print("| " + " | ".join(row) + " |")
+    if args.chart:
+        print(f"chart: {chart(args.chart, title, med)}", file=sys.stderr)
     return 0
 
 

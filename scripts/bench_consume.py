@@ -12,7 +12,8 @@ wheel for both brokers (Debian's older one cannot talk to Tansu).  The
 broker's CPU is read from ``/proc/PID/stat`` around each read.
 
 Prints, per broker and fetch size, the median records/s and broker
-CPU-seconds per million records, and Mafka ÷ Tansu.
+CPU-seconds per million records, and Mafka ÷ Tansu; ``--chart PATH.png`` also
+draws that table (bars side by side, the ratio over each pair).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_chart import Panel, add_chart_argument, draw
 from bench_peers import Mafka, Tansu, cpu_s, create_topic, kcat_env, write_records
 
 MiB = 1 << 20
@@ -62,6 +64,17 @@ def measure(broker, env, work: Path, data: Path, n: int, reps: int, results: dic
             results.setdefault((type(broker).__name__, label), []).append((n / elapsed, cpu * 1e6 / n))
 
 
+def chart(path: Path, title: str, rows: list[tuple[str, float | None, float | None, float | None, float | None]]) -> Path:
+    """The table as bars: rows of (fetch size, Mafka rec/s, Tansu rec/s, Mafka CPU-s/M, Tansu CPU-s/M)."""
+    labels = [r[0] for r in rows]
+    return draw(path, title, [
+        Panel("consume records/s (median)", labels, {"Mafka": [r[1] for r in rows], "Tansu": [r[2] for r in rows]},
+              ratio=("Mafka", "Tansu")),
+        Panel("broker CPU-seconds per million records", labels,
+              {"Mafka": [r[3] for r in rows], "Tansu": [r[4] for r in rows]}, ratio=("Mafka", "Tansu")),
+    ], note="Mafka ÷ Tansu over each pair")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -70,6 +83,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=39092)
     ap.add_argument("--zookeeper-port", type=int, default=32181)
     ap.add_argument("--tansu-port", type=int, default=29092)
+    add_chart_argument(ap)
     args = ap.parse_args()
     if shutil.which("kcat") is None:
         sys.exit("kcat is not installed (make system-deps)")
@@ -88,21 +102,27 @@ def main() -> None:
             finally:
                 broker.stop()
             time.sleep(1.0)
-    print(f"\nkcat -C of {args.records:,} x 100 B, 1 partition, medians of {args.rounds} rounds x {args.reps} reads\n")
+    title = f"kcat -C of {args.records:,} x 100 B, 1 partition, medians of {args.rounds} rounds x {args.reps} reads"
+    print(f"\n{title}\n")
     print("| fetch size | Mafka rec/s | Tansu rec/s | Mafka ÷ Tansu | Mafka broker CPU-s / M | Tansu broker CPU-s / M |")
     print("|---|---|---|---|---|---|")
+    rows: list[tuple[str, float | None, float | None, float | None, float | None]] = []
     for label, _ in SETTINGS:
         m = results.get(("Mafka", label), [])
         t = results.get(("Tansu", label), [])
         if not m or not t:
             print(f"| {label} | {len(m)} runs | {len(t)} runs | – | – | – |")
+            rows.append((label, None, None, None, None))
             continue
         mr, tr = statistics.median(x for x, _ in m), statistics.median(x for x, _ in t)
         mc, tc = statistics.median(c for _, c in m), statistics.median(c for _, c in t)
         print(f"| {label} | {mr:,.0f} | {tr:,.0f} | {mr / tr:.2f}× | {mc:.3f} | {tc:.3f} |")
+        rows.append((label, mr, tr, mc, tc))
     print("\nall runs (rec/s):")
     for (name, label), runs in sorted(results.items()):
         print(f"  {name:5} {label:32} " + " ".join(f"{x:,.0f}" for x, _ in runs))
+    if args.chart:
+        print(f"chart: {chart(args.chart, title, rows)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ then the medians and the Mafka/peer ratios.  Usage::
     python scripts/bench_groups.py [--rounds 3] [--initial-delay-ms 3000] [--peer 127.0.0.1:29092]
 
 The peer (e.g. Tansu from ``../shared/bench/peer-tansu.sh``) must already be
-running; without ``--peer`` only Mafka is measured.
+running; without ``--peer`` only Mafka is measured.  ``--chart PATH.png`` also
+draws the medians (Mafka beside the peer, the ratio above each pair).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
@@ -84,11 +86,22 @@ def rebalance_after_kill(bootstrap: str, rf: int, log_dir: Path) -> float:
         group.close()
 
 
+def chart(path: Path, title: str, medians: dict[tuple[str, str], float]) -> Path:
+    """The medians as bars, per timing: (broker, timing) → seconds; mafka ÷ peer above a pair."""
+    timings = list(dict.fromkeys(what for _, what in medians))
+    brokers = list(dict.fromkeys(name for name, _ in medians))
+    return draw(path, title, [
+        Panel("seconds (median)", timings, {b: [medians.get((b, w)) for w in timings] for b in brokers},
+              ratio=("mafka", "peer") if "peer" in brokers else None),
+    ])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer", help="bootstrap of an already running peer broker (e.g. Tansu)")
     parser.add_argument("--initial-delay-ms", type=int, default=3000, help="Mafka's group.initial.rebalance.delay.ms")
+    add_chart_argument(parser)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-groups-"))
     cluster = LocalCluster(work / "cluster", brokers=3, settings={
@@ -108,15 +121,19 @@ def main() -> int:
     finally:
         cluster.stop()
     print()
+    every: dict[tuple[str, str], float] = {}
     for what in ("join-to-first-message", "rebalance-after-kill"):
         line = f"{what:22}"
         medians = {}
         for name, _, _ in targets:
-            medians[name] = statistics.median(results[(name, what)])
+            medians[name] = every[(name, what)] = statistics.median(results[(name, what)])
             line += f"  {name} median {medians[name]:.2f} s"
         if "peer" in medians and medians["peer"] > 0:
             line += f"  ratio mafka/peer {medians['mafka'] / medians['peer']:.2f}"
         print(line)
+    if args.chart:
+        title = f"consumer-group timings, medians of {args.rounds} rounds"
+        print(f"chart: {chart(args.chart, title, every)}", file=sys.stderr)
     return 0
 
 

@@ -23,7 +23,8 @@ sends that batch's head again with the next fetch, as Kafka does).
 
 Targets: append >= 0.7 x raw write, read >= 0.9 x raw sendfile.
 
-Usage: ``.venv/bin/python scripts/bench_log.py [--mb 320] [--rounds 5] [--dir DIR]``
+Usage: ``.venv/bin/python scripts/bench_log.py [--mb 320] [--rounds 5] [--dir DIR] [--chart PATH.png]``
+(``--chart`` also draws the medians: the log beside the raw call, the ratio above).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from bench_chart import Panel, add_chart_argument, draw
 
 from mafka.log.config import LogConfig
 from mafka.log.log import Log
@@ -226,12 +229,22 @@ def mbps(nbytes: int, seconds: float) -> float:
     return nbytes / seconds / 1e6
 
 
+def chart(path: Path, title: str, append: tuple[float, float], read: tuple[float, float]) -> Path:
+    """The medians side by side: (Mafka, raw) MB/s of the appends and of the reads."""
+    return draw(path, title, [
+        Panel("median MB/s", ["append (16 KiB batches)", "read (1 MiB fetches)"],
+              {"Mafka log": [append[0], read[0]], "raw system call": [append[1], read[1]]},
+              ratio=("Mafka log", "raw system call")),
+    ], note="Log.append_as_leader ÷ os.write and Log.read + os.sendfile ÷ os.sendfile above each pair")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=320, help="MiB appended per round (default 320)")
     parser.add_argument("--rounds", type=int, default=5, help="timing rounds per figure (default 5)")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (default: a temp dir)")
     parser.add_argument("--batch-kib", type=int, default=16, help="record batch size in KiB (default 16, the issue's figure)")
+    add_chart_argument(parser)
     args = parser.parse_args(argv)
 
     batch = make_batch(args.batch_kib * KiB)
@@ -314,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
         f"per 1 MiB fetch: Log.read {read_us:.1f} us, offset walk {walk_us:.1f} us, "
         f"raw sendfile {FETCH_BYTES / read_raw_mb:.1f} us"
     )
+    if args.chart:
+        title = f"log append and read, {total / MiB:.0f} MiB, medians of {args.rounds} rounds"
+        path = chart(args.chart, title, (append_mafka_mb, append_raw_mb), (read_mafka_mb, read_raw_mb))
+        print(f"chart: {path}", file=sys.stderr)
     return 0
 
 

@@ -38,7 +38,8 @@ A broker may hold 3 file descriptors per partition replica: this process raises 
 RLIMIT_NOFILE soft limit to the hard limit before starting the cluster (the brokers inherit it)
 and warns when N plainly needs more.  The cluster runs in a fresh directory under /tmp, removed at
 the end unless ``--keep`` (or a phase failed or timed out: then the exit status is 1), and is
-always stopped.
+always stopped.  ``--chart PATH.png`` also draws the summary's figures: the durations as lying
+bars, and each broker's idle CPU, RSS and open files.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
+
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 
 from tests.harness.cluster import LocalCluster  # noqa: E402
 from tests.harness.waits import process_state  # noqa: E402
@@ -392,6 +395,40 @@ def idle(cluster: Cluster, fd_limit: int, results: dict[str, Any]) -> None:
         fds = "?" if row["fds"] is None else f"{row['fds']:,} open fds ({row['fds'] / fd_limit:.0%} of the limit)"
         say(f"idle {name}: CPU {cpu_s}, RSS {rss_s}, {fds}")
     results["idle"] = per_broker
+
+
+def scrapes(cluster: Cluster, results: dict[str, Any]) -> None:
+    """Phase 3b: each broker's /metrics, scraped METADATA_CALLS times one after another, under the reactor probe."""
+    import urllib.request
+
+    urls = [b["metrics"] for b in cluster.info["brokers"] if "metrics" in b]
+    if not urls:
+        return
+    say(f"== 3b. /metrics: {METADATA_CALLS} scrapes of each broker, one at a time")
+    addresses = [(b["host"], b["port"]) for b in cluster.info["brokers"]]
+    times, sizes, steps = [], [], []
+    started = time.monotonic()
+    with ReactorProbe(addresses) as probe:
+        for _ in range(METADATA_CALLS):
+            for url in urls:
+                t0 = time.monotonic()
+                body = urllib.request.urlopen(url, timeout=60).read()
+                times.append(time.monotonic() - t0)
+                sizes.append(len(body))
+                found = re.search(rb"^mafka_metrics_snapshot_longest_step_ms (\S+)$", body, re.M)
+                if found:
+                    steps.append(float(found.group(1)))
+    took = time.monotonic() - started
+    # The same length of time without scrapes: the broker's own periodic passes block the reactor too
+    with ReactorProbe(addresses) as quiet:
+        time.sleep(took)
+    med = statistics.median(times)
+    results["scrape"] = (med, max(times), statistics.median(sizes), probe.worst_ms(), quiet.worst_ms(),
+                         max(steps, default=0.0))
+    say(f"scrape: median {med * 1000:.0f} ms, longest {max(times) * 1000:.0f} ms, {statistics.median(sizes) / 1e6:.1f} MB "
+        f"of text; the longest ApiVersions round trip on any broker meanwhile {probe.worst_ms():.0f} ms "
+        f"(per broker {probe.describe()}); over as long without scrapes {quiet.worst_ms():.0f} ms; the longest "
+        f"reactor turn of a scrape's snapshot (the broker's own measure) {max(steps, default=0.0):.1f} ms")
 
 
 def metadata(cluster: Cluster, results: dict[str, Any]) -> None:
@@ -759,6 +796,12 @@ def summary(args: argparse.Namespace, plan: list[tuple[str, int]], fd_limit: int
         rows.append(("Metadata, all topics (median of 5)", f"{med * 1000:.0f} ms ({topics:,} topics, {parts:,} partitions)"))
         during, before = results["metadata_blocking"]
         rows.append(("longest ApiVersions round trip during them (3 s before them)", f"{during:.0f} ms ({before:.0f} ms)"))
+    if "scrape" in results:
+        med, longest, size, during, quiet, step = results["scrape"]
+        rows.append(("/metrics scrape: median / longest / size", f"{med * 1000:.0f} ms / {longest * 1000:.0f} ms / "
+                                                                 f"{size / 1e6:.1f} MB"))
+        rows.append(("longest ApiVersions round trip during scrapes (as long without)", f"{during:.0f} ms ({quiet:.0f} ms)"))
+        rows.append(("longest reactor turn of a scrape (the broker's own measure)", f"{step:.1f} ms"))
     if "cs_moved" in results:
         rows.append((f"controlled shutdown: leaders off ({results['cs_led']:,} partitions)",
                      fmt_s(results["cs_moved"], results["cs_timeout"])))
@@ -787,6 +830,37 @@ def summary(args: argparse.Namespace, plan: list[tuple[str, int]], fd_limit: int
     say("|---|---|")
     for name, value in rows:
         say(f"| {name} | {value} |")
+
+
+#: The summary's durations, in its order: results key → what it measures.
+DURATIONS = [
+    ("create_acked", "create: all CreateTopics answered"),
+    ("create_ready", "create: every leader + full ISR"),
+    ("create_visible", "create: every broker's Metadata lists every partition"),
+    ("cs_moved", "controlled shutdown: leaders off"),
+    ("cs_isr", "controlled shutdown: out of every ISR"),
+    ("cs_exited", "controlled shutdown: process exited"),
+    ("cs_rejoin", "controlled shutdown: restarted broker back in every ISR"),
+    ("fo_elected", "controller SIGKILL: new /controller"),
+    ("fo_leaders", "controller SIGKILL: every partition led by a live broker"),
+    ("cc_led", "controller SIGKILL while creating: every partition led"),
+    ("fo_rejoin", "controller SIGKILL: restarted broker back in every ISR"),
+]
+
+
+def chart(path: Path, title: str, results: dict[str, Any]) -> Path:
+    """The summary's figures as bars: the durations measured (a timed-out one has no bar), idle cost per process."""
+    measured = [(key, label) for key, label in DURATIONS if key in results]
+    panels = []
+    if measured:
+        panels.append(Panel("seconds", [label for _, label in measured],
+                            {"seconds": [results[key] for key, _ in measured]}, kind="hbars"))
+    idle_rows = results.get("idle", {})
+    if idle_rows:
+        names = [f"broker {k}" if k != "zookeeper" else "ZooKeeper" for k in idle_rows]
+        for metric, what in (("cpu", "idle CPU, % of a core"), ("rss", "idle RSS, MB"), ("fds", "open file descriptors")):
+            panels.append(Panel(what, names, {what: [row.get(metric) for row in idle_rows.values()]}))
+    return draw(path, title, panels)
 
 
 def log_problems(cluster: Cluster) -> None:
@@ -821,6 +895,7 @@ def main() -> int:
     ap.add_argument("--skip-failover", action="store_true", help="skip the two controller failover phases")
     ap.add_argument("--create-failover-partitions", type=int, default=10_000,
                     help="partitions created in phase 6, around the controller's SIGKILL (default 10000)")
+    add_chart_argument(ap)
     args = ap.parse_args()
     if args.partitions < 1 or args.partitions_per_topic < 1:
         ap.error("--partitions and --partitions-per-topic must be positive")
@@ -855,6 +930,7 @@ def main() -> int:
             say("(creation did not complete: the following figures are of a cluster still creating)")
         idle(cluster, fd_limit, results)
         metadata(cluster, results)
+        scrapes(cluster, results)
         controlled_shutdown(cluster, waiter, timeout, results)
         if args.skip_failover:
             say("== 5. controller failover: skipped (--skip-failover)")
@@ -884,6 +960,9 @@ def main() -> int:
         finally:
             cluster.stop()
     summary(args, plan, fd_limit, results)
+    if args.chart and (any(key in results for key, _ in DURATIONS) or results.get("idle")):
+        title = f"Partition scale: {sum(p for _, p in plan):,} partitions, RF 3, 3 brokers ({os.cpu_count()} cores)"
+        print(f"chart: {chart(args.chart, title, results)}", file=sys.stderr)
     timed_out = [k for k, v in results.items() if v is None]
     if timed_out:
         say(f"\n{len(timed_out)} figure(s) timed out: {', '.join(timed_out)}")

@@ -9,7 +9,8 @@ partitions on broker 1 of 0.25, 0.5, 1 and 2 MB in turn (broker 1 at about
 50 %, ``--max-concurrent`` moves at once) either pipelined or ``--batches``.  The
 time is from the plan's start to its last move's end, as the controller
 recorded them in ``/mafka/rebalancer/state``; runs of the two modes
-alternate.  Prints each run and the medians.
+alternate.  Prints each run and the medians (``--chart PATH.png`` also draws
+them side by side, pipelined ÷ batches above).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 from bench_peers import Mafka  # noqa: E402
 
 from mafka.coordination.zookeeper import free_loopback_ports  # noqa: E402
@@ -96,11 +98,20 @@ def one_run(work: Path, tag: str, pipelined: bool, args: argparse.Namespace) -> 
         m.stop()
 
 
+def chart(path: Path, title: str, pipelined: float, batches: float) -> Path:
+    """The two medians side by side (seconds), pipelined ÷ batches above them."""
+    return draw(path, title, [
+        Panel("seconds until broker 1 is under the threshold", ["rebalance"],
+              {"pipelined": [pipelined], "batches": [batches]}, ratio=("pipelined", "batches")),
+    ])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--max-concurrent", type=int, default=2)
     ap.add_argument("--partitions", type=int, default=24)
+    add_chart_argument(ap)
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-rebalance-"))
     times: dict[str, list[float]] = {"pipelined": [], "batches": []}
@@ -111,13 +122,16 @@ def main() -> int:
             print(f"round {r + 1} {mode}: {moves} moves, broker 1 under 50 % after {seconds:.1f} s", flush=True)
     p, b = statistics.median(times["pipelined"]), statistics.median(times["batches"])
     print()
-    print(f"rebalancing a 90 %-full broker to under 50 %, {args.max_concurrent} moves at once, "
-          f"medians of {args.rounds} runs")
+    title = (f"rebalancing a 90 %-full broker to under 50 %, {args.max_concurrent} moves at once, "
+             f"medians of {args.rounds} runs")
+    print(title)
     print("| mode | seconds |")
     print("|---|---|")
     print(f"| pipelined | {p:.1f} |")
     print(f"| batches | {b:.1f} |")
     print(f"pipelined / batches = {p / b:.2f}")
+    if args.chart:
+        print(f"chart: {chart(args.chart, title, p, b)}", file=sys.stderr)
     return 0
 
 

@@ -16,7 +16,8 @@ concurrent consumers (confluent-kafka with ``fetch.queue.backoff.ms=10``, each
 ``assign()``-ed an equal share of the 12 partitions) read them all back.  Aggregate records/s is records ÷
 the wall time of the slowest client (for consumers: to its last record; the
 broker CPU of a consume phase includes 2 s of idle long polls at the end); broker CPU is summed over every broker
-process from ``/proc``.  Medians over the rounds are printed.
+process from ``/proc``.  Medians over the rounds are printed; ``--chart PATH.png`` also draws
+them (one line per setup over the client count).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_chart import Panel, add_chart_argument, draw
 from bench_peers import Mafka, Tansu, cpu_total, create_topic, kcat_env, write_records
 
 PARTITIONS = 12
@@ -107,6 +109,25 @@ def one_setup(setup: str, broker, work: Path, env: dict[str, str], args, results
         results.setdefault((setup, "consume", n), []).append((total / wall, cpu * 1e6 / total))
 
 
+def chart(path: Path, title: str, clients: list[int],
+          medians: dict[tuple[str, str, int], tuple[float, float]]) -> Path:
+    """The table as lines over the client count, one per setup: (setup, phase, clients) → (rec/s, CPU-s/M)."""
+    setups = list(dict.fromkeys(setup for setup, _, _ in medians))
+
+    def series(phase: str, i: int) -> dict[str, list[float | None]]:
+        return {setup: [medians[(setup, phase, n)][i] if (setup, phase, n) in medians else None for n in clients]
+                for setup in setups}
+
+    return draw(path, title, [
+        Panel("produce records/s (aggregate)", clients, series("produce", 0), kind="lines", xlabel="clients"),
+        Panel("consume records/s (aggregate)", clients, series("consume", 0), kind="lines", xlabel="clients"),
+        Panel("broker CPU-seconds per million produced", clients, series("produce", 1), kind="lines",
+              xlabel="clients"),
+        Panel("broker CPU-seconds per million consumed", clients, series("consume", 1), kind="lines",
+              xlabel="clients"),
+    ])
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         consume_worker(sys.argv[2], sys.argv[3], [int(p) for p in sys.argv[4].split(",")], timeout=300)
@@ -119,6 +140,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=39092)
     ap.add_argument("--zookeeper-port", type=int, default=32181)
     ap.add_argument("--tansu-port", type=int, default=29092)
+    add_chart_argument(ap)
     args = ap.parse_args()
     args.clients = [int(c) for c in args.clients.split(",")]
     setups = [s for s in SETUPS if s in args.setups.split(",")]
@@ -139,23 +161,29 @@ def main() -> None:
             finally:
                 broker.stop()
             time.sleep(1.0)
-    print(f"\n{args.records:,} x 100 B over {PARTITIONS} partitions, medians of {args.rounds} rounds\n")
+    title = f"{args.records:,} x 100 B over {PARTITIONS} partitions, medians of {args.rounds} rounds"
+    print(f"\n{title}\n")
     print("| setup | clients | produce rec/s | broker CPU-s / M produced | consume rec/s | broker CPU-s / M consumed |")
     print("|---|---|---|---|---|---|")
+    medians: dict[tuple[str, str, int], tuple[float, float]] = {}
     for setup in setups:
         for n in args.clients:
             p = results.get((setup, "produce", n), [])
             c = results.get((setup, "consume", n), [])
             cells = []
-            for runs in (p, c):
+            for phase, runs in (("produce", p), ("consume", c)):
                 if runs:
-                    cells += [f"{statistics.median(x for x, _ in runs):,.0f}", f"{statistics.median(y for _, y in runs):.2f}"]
+                    medians[(setup, phase, n)] = (statistics.median(x for x, _ in runs),
+                                                  statistics.median(y for _, y in runs))
+                    cells += [f"{medians[(setup, phase, n)][0]:,.0f}", f"{medians[(setup, phase, n)][1]:.2f}"]
                 else:
                     cells += ["–", "–"]
             print(f"| {setup} | {n} | " + " | ".join(cells) + " |")
     print("\nall runs (rec/s, CPU-s/M):")
     for key, runs in sorted(results.items()):
         print(f"  {key}: " + "; ".join(f"{x:,.0f} {y:.2f}" for x, y in runs))
+    if args.chart and medians:
+        print(f"chart: {chart(args.chart, title, args.clients, medians)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

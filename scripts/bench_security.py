@@ -19,9 +19,10 @@ connect + SaslHandshake + SaslAuthenticate exchanges per second (client
 PBKDF2 included, 4096 iterations), and the same from 4 processes at once.
 Usage::
 
-    python scripts/bench_security.py [--records 1000000] [--rounds 3] [--logins 200]
+    python scripts/bench_security.py [--records 1000000] [--rounds 3] [--logins 200] [--chart security.png]
 
-``make bench-security`` runs it with the defaults.
+``make bench-security`` runs it with the defaults.  ``--chart PATH.png`` also draws the
+medians table (bars per listener, each annotated ÷ PLAINTEXT).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 
 from tests.harness.certs import generate_pki  # noqa: E402
 from tests.harness.cluster import LocalCluster  # noqa: E402
@@ -173,12 +176,25 @@ def parallel_logins_per_second(address: tuple[str, int], count: int, processes: 
         return (count // processes * processes) / (time.perf_counter() - start)
 
 
+def chart(path: Path, title: str, medians: dict[str, tuple[float, float, float]]) -> Path:
+    """The medians as bars per case, each ÷ PLAINTEXT: case → (produce rec/s, consume rec/s, broker CPU-s/M)."""
+    cases = list(medians)
+
+    def panel(title: str, i: int) -> Panel:
+        return Panel(title, cases, {title: [medians[c][i] for c in cases]}, baseline=(title, "PLAINTEXT"))
+
+    return draw(path, title, [panel("produce records/s", 0), panel("consume records/s", 1),
+                              panel("broker CPU-seconds per million records", 2)],
+                note="each bar ÷ PLAINTEXT above it")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--logins", type=int, default=200)
     parser.add_argument("--worker")
+    add_chart_argument(parser)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker)
@@ -229,7 +245,8 @@ def main() -> int:
                       f"consume {args.records / r['consume']:>9,.0f} rec/s, "
                       f"broker {r['broker_cpu'] / args.records * 1e6:.2f} CPU-s/M", flush=True)
         print()
-        print(f"medians of {args.rounds} rounds, {args.records:,} x 100-byte records, acks=1, 1 partition")
+        title = f"medians of {args.rounds} rounds, {args.records:,} x 100-byte records, acks=1, 1 partition"
+        print(title)
         print(f"{'case':>30} {'produce rec/s':>14} {'ratio':>6} {'consume rec/s':>14} {'ratio':>6} "
               f"{'broker CPU-s/M':>15} {'ratio':>6}")
         medians = {n: (statistics.median(args.records / r["produce"] for r in rs),
@@ -242,6 +259,8 @@ def main() -> int:
                   f"{cpu:>15.2f} {cpu / base[2]:>6.2f}")
         sasl = medians["SASL_PLAINTEXT"]
         acl = medians[f"SASL_PLAINTEXT+{acl_count} ACLs"]
+        if args.chart:
+            print(f"chart: {chart(args.chart, title, medians)}", file=sys.stderr)
         print(f"authorizer cost (SASL_PLAINTEXT with {acl_count} ACLs vs without): throughput produce "
               f"{(acl[0] / sasl[0] - 1) * 100:+.1f}%, consume {(acl[1] / sasl[1] - 1) * 100:+.1f}%; broker CPU per "
               f"record {(acl[2] / sasl[2] - 1) * 100:+.1f}% (goal: throughput within 5%)")

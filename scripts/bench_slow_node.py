@@ -21,7 +21,8 @@ Phases, interleaved over ``--rounds`` rounds:
 * (c) isolation off, the same catch-up reader.
 
 Prints tailing p50/p99 per phase (medians over the rounds), the ratios, and
-the issue's targets: (b) p99 ≤ 1.5 × (a) p99, (c) visibly worse.
+the issue's targets: (b) p99 ≤ 1.5 × (a) p99, (c) visibly worse.  ``--chart
+PATH.png`` also draws the table (p50 and p99 per phase, p99 ÷ idle above each).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
 from bench_peers import Mafka, create_topic  # noqa: E402
 
 from mafka.coordination.zookeeper import free_loopback_ports  # noqa: E402
@@ -150,6 +152,15 @@ class CatchUp:
         self.thread.join()
 
 
+def chart(path: Path, title: str, rows: list[tuple[str, float, float]]) -> Path:
+    """The table as bars: rows of (phase, p50 ms, p99 ms), the first the idle baseline."""
+    phases = [r[0] for r in rows]
+    return draw(path, title, [
+        Panel("tailing produce→consume latency, ms", phases,
+              {"p50": [r[1] for r in rows], "p99": [r[2] for r in rows]}, baseline=("p99", phases[0])),
+    ], note="p99 ÷ idle p99 above each phase")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -157,6 +168,7 @@ def main() -> int:
     ap.add_argument("--delay-ms", type=int, default=20)
     ap.add_argument("--backlog-mb", type=int, default=40)
     ap.add_argument("--rate", type=float, default=500.0)
+    add_chart_argument(ap)
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-slow-node-"))
@@ -198,13 +210,18 @@ def main() -> int:
     idle50 = statistics.median([x[0] for x in phases["a-isolated"] + phases["a-kafka-like"]])
     b50, b99, c50, c99 = med("b", 0), med("b", 1), med("c", 0), med("c", 1)
     print()
-    print(f"tailing produce→consume latency, {args.rate:.0f} records/s, cold reads +{args.delay_ms} ms each, "
-          f"medians of {args.rounds} rounds")
+    title = (f"tailing produce→consume latency, {args.rate:.0f} records/s, cold reads +{args.delay_ms} ms each, "
+             f"medians of {args.rounds} rounds")
+    print(title)
     print("| phase | p50 ms | p99 ms | p99 / idle |")
     print("|---|---|---|---|")
     print(f"| (a) idle | {idle50:.1f} | {idle:.1f} | 1.00 |")
     print(f"| (b) catch-up reader, isolation on | {b50:.1f} | {b99:.1f} | {b99 / idle:.2f} |")
     print(f"| (c) catch-up reader, isolation off (Kafka's path) | {c50:.1f} | {c99:.1f} | {c99 / idle:.2f} |")
+    if args.chart:
+        rows = [("(a) idle", idle50, idle), ("(b) catch-up reader, isolation on", b50, b99),
+                ("(c) catch-up reader, isolation off (Kafka's path)", c50, c99)]
+        print(f"chart: {chart(args.chart, title, rows)}", file=sys.stderr)
     ok_b = b99 <= 1.5 * idle
     ok_c = c99 > 2 * b99
     print(f"target (b) p99 <= 1.5 x (a): {'met' if ok_b else 'NOT met'}; (c) visibly worse than (b): "

@@ -9,9 +9,9 @@ Produces N × 100-byte records to a 6-partition topic (RF 1) on a fresh local
 * ``pandas``: for scale, confluent-kafka reading every partition into a
   pandas DataFrame in this process (no Spark).
 
-Prints each run and the medians.  Usage::
+Prints each run and the medians (``--chart PATH.png`` also draws them).  Usage::
 
-    python scripts/bench_spark.py [--records 2000000] [--rounds 3]
+    python scripts/bench_spark.py [--records 2000000] [--rounds 3] [--chart spark.png]
 """
 
 from __future__ import annotations
@@ -28,7 +28,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_chart import Panel, add_chart_argument, draw  # noqa: E402
+
 PARTITIONS = 6
+
+
+def chart(path: Path, title: str, seconds: dict[str, float], records: int) -> Path:
+    """The medians as bars: path → median seconds for ``records`` records."""
+    paths = list(seconds)
+    return draw(path, title, [
+        Panel("records/s", paths, {"records/s": [records / seconds[p] for p in paths]}, kind="hbars"),
+        Panel("seconds", paths, {"seconds": [seconds[p] for p in paths]}, kind="hbars"),
+    ])
 
 
 def main() -> int:
@@ -36,6 +47,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bootstrap", help="an already running cluster (default: start one)")
+    add_chart_argument(parser)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -120,12 +132,16 @@ def main() -> int:
                 print(json.dumps({"round": r + 1, "path": name, "seconds": round(seconds, 3),
                                   "records_per_s": round(n / seconds)}), flush=True)
         spark.stop()
-        print(f"\n{n:,} × 100-byte records, {PARTITIONS} partitions, local[2], medians of {args.rounds} rounds\n")
+        title = f"{n:,} × 100-byte records, {PARTITIONS} partitions, local[2], medians of {args.rounds} rounds"
+        print(f"\n{title}\n")
         print("| path | seconds | records/s |")
         print("|---|---|---|")
         for name, ts in times.items():
             med = statistics.median(ts)
             print(f"| {name} | {med:.2f} | {n / med:,.0f} |")
+        if args.chart:
+            medians = {name: statistics.median(ts) for name, ts in times.items()}
+            print(f"chart: {chart(args.chart, title, medians, n)}", file=sys.stderr)
     finally:
         if cluster is not None:
             cluster.stop()

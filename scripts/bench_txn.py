@@ -14,7 +14,8 @@ fresh process each and interleaved:
 Records/s = records acknowledged (plain) or committed (transactional) ÷ the
 wall time up to the last flush / commit.  Broker CPU-seconds per million
 records come from ``/proc`` over all three brokers.  Medians over the rounds
-and the transactional ÷ plain ratio are printed (the issue's target: ≥ 0.8×).
+and the transactional ÷ plain ratio are printed (the issue's target: ≥ 0.8×);
+``--chart PATH.png`` also draws them, the ratio above each pair.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_chart import Panel, add_chart_argument, draw
 from bench_peers import Mafka, cpu_total, create_topic
 
 PARTITIONS = 6
@@ -80,6 +82,16 @@ def run_once(cluster: Mafka, topic: str, seconds: float, txn_id: str | None, com
     return result
 
 
+def chart(path: Path, title: str, rate: dict[str, float], cpu: dict[str, float]) -> Path:
+    """The medians side by side: producer kind → records/s, → broker CPU-s per million."""
+    kinds = ("transactional", "plain")
+    return draw(path, title, [
+        Panel("records/s", ["records/s"], {k: [rate[k]] for k in kinds}, ratio=kinds),
+        Panel("broker CPU-seconds per million records", ["broker CPU-s / M"], {k: [cpu[k]] for k in kinds},
+              ratio=kinds),
+    ], note="transactional ÷ plain above each pair")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _, _, bootstrap, topic, seconds, txn_id, commit_ms = sys.argv
@@ -91,6 +103,7 @@ def main() -> None:
     ap.add_argument("--commit-ms", type=int, default=100)
     ap.add_argument("--port", type=int, default=19392, help="first of the 3 broker ports")
     ap.add_argument("--zookeeper-port", type=int, default=19391)
+    add_chart_argument(ap)
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-txn-"))
@@ -111,12 +124,15 @@ def main() -> None:
         cluster.stop()
     med = {k: statistics.median(x["records"] / x["elapsed"] for x in v) for k, v in rows.items()}
     cpu = {k: statistics.median(x["broker_cpu"] / x["records"] * 1e6 for x in v) for k, v in rows.items()}
-    print(f"\n3 brokers, RF 3, min.insync.replicas=2, acks=all, 100 B records, {args.rounds} rounds of "
-          f"{args.seconds:.0f} s, transactions of {args.commit_ms} ms (medians)")
+    title = (f"3 brokers, RF 3, min.insync.replicas=2, acks=all, 100 B records, {args.rounds} rounds of "
+             f"{args.seconds:.0f} s, transactions of {args.commit_ms} ms (medians)")
+    print(f"\n{title}")
     print(f"{'producer':<14} {'rec/s':>12} {'broker CPU-s / M':>17}")
     for k in ("plain", "transactional"):
         print(f"{k:<14} {med[k]:>12,.0f} {cpu[k]:>17.2f}")
     print(f"transactional / plain = {med['transactional'] / med['plain']:.2f}x (target >= 0.8x)")
+    if args.chart:
+        print(f"chart: {chart(args.chart, title, med, cpu)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -13,8 +13,9 @@ ratio Mafka / kafka-python (below 1 means Mafka is faster):
   (issue 13), at the newest version Mafka decodes, with sample values
   (three elements per array), beside kafka-python's parse of the same bytes.
 
-Usage: ``.venv/bin/python scripts/bench_wire.py [--rounds N]``
-(``make bench-wire``).
+Usage: ``.venv/bin/python scripts/bench_wire.py [--rounds N] [--chart PATH.png]``
+(``make bench-wire``); ``--chart`` also draws the table (µs per operation, both
+codecs side by side on a log scale, the ratio beside each row).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ import statistics
 import sys
 import timeit
 from collections.abc import Callable
+from pathlib import Path
 
+from bench_chart import Panel, add_chart_argument, draw
 from kafka.protocol.consumer import FetchResponse
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -169,9 +172,20 @@ def median_us(fn: Callable[[], object], rounds: int, number: int) -> list[float]
     return [timeit.timeit(fn, number=number) / number * 1e6 for _ in range(rounds)]
 
 
+def chart(path: Path, title: str, rows: list[tuple[str, float, float]]) -> Path:
+    """The table as lying bars: rows of (operation, Mafka µs, kafka-python µs), Mafka ÷ kafka-python beside each."""
+    names = [r[0] for r in rows]
+    return draw(path, title, [
+        Panel("µs per operation (log scale; shorter is faster)", names,
+              {"mafka": [r[1] for r in rows], "kafka-python": [r[2] for r in rows]},
+              kind="hbars", ratio=("mafka", "kafka-python"), log=True),
+    ], note="mafka ÷ kafka-python at the right of each row (below 1: Mafka is faster)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
+    add_chart_argument(parser)
     args = parser.parse_args()
 
     batch = _mafka_batch_16k()
@@ -215,8 +229,10 @@ def main() -> int:
         *_new_api_cases(),
     ]
 
-    print(f"python {sys.version.split()[0]}; {args.rounds} interleaved rounds; median µs per operation")
+    title = f"python {sys.version.split()[0]}; {args.rounds} interleaved rounds; median µs per operation"
+    print(title)
     print(f"{'operation':<56}{'mafka':>10}{'kafka-python':>14}{'ratio':>8}")
+    rows: list[tuple[str, float, float]] = []
     for name, ours, theirs, number in cases:
         ours_t: list[float] = []
         theirs_t: list[float] = []
@@ -225,6 +241,9 @@ def main() -> int:
             theirs_t += median_us(theirs, 1, number)
         m, k = statistics.median(ours_t), statistics.median(theirs_t)
         print(f"{name:<56}{m:>10.2f}{k:>14.2f}{m / k:>8.2f}")
+        rows.append((name, m, k))
+    if args.chart:
+        print(f"chart: {chart(args.chart, title, rows)}", file=sys.stderr)
     return 0
 
 

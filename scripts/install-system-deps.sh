@@ -14,6 +14,9 @@ declare -A NEEDS=(
   [default-jre-headless]="command -v java"
   # A third-party Kafka client for integration tests.
   [kcat]="command -v kcat"
+  # The web console's browser tests: headless Chromium driven through chromedriver (selenium).
+  [chromium]="command -v chromium"
+  [chromium-driver]="command -v chromedriver"
 )
 
 # `make conformance` builds librdkafka's test suite: a C/C++ toolchain and the

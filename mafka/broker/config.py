@@ -359,8 +359,8 @@ class BrokerConfig:
     metrics_num_samples: int = _key("metrics.num.samples", "INT", 2, at_least=1)
     metrics_sample_window_ms: int = _key("metrics.sample.window.ms", "LONG", 30000, at_least=1)
     metrics_recording_level: str = _key("metrics.recording.level", "STRING", "INFO")
-    #: Mafka: the Prometheus /metrics and /health port (mafka.broker.metrics); -1 serves none
-    mafka_metrics_port: int = _key("mafka.metrics.port", "INT", -1, at_least=-1)
+    #: Mafka: the Prometheus /metrics and /health port (mafka.broker.metrics), on by default; -1 serves none
+    mafka_metrics_port: int = _key("mafka.metrics.port", "INT", 9404, at_least=-1)
     #: Mafka: a broker whose Produce TP99 (last minute) is above this flags itself slow
     mafka_slow_node_threshold_ms: int = _key("mafka.slow.node.threshold.ms", "LONG", 300, at_least=1)
     #: Mafka: how often each broker writes its /mafka/monitor/<id> report (mafka.broker.monitor)

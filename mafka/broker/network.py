@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from time import monotonic
 from typing import Any
 
 from twisted.internet import defer, threads
@@ -44,6 +45,7 @@ from mafka.wire.errors import ProtocolError
 from mafka.wire.framing import DEFAULT_MAX_FRAME, FrameBuffer
 
 from .listener_security import ListenerSecurity
+from .request_latency import request_name
 from .sasl_authenticator import DISPATCH, Close, RawReply, Reply, SaslServerAuthenticator
 
 __all__ = ["KafkaProtocol", "KafkaServerFactory", "Connection", "NO_RESPONSE"]
@@ -228,6 +230,12 @@ class KafkaProtocol(Protocol):
         self._unmute_call: Any = None
         self._draining = False
         self.connection: Connection | None = None
+        #: told each answered request's Kafka request times (see :mod:`mafka.broker.request_metrics`)
+        self.request_metrics: Any = None
+        #: the request being served and its monotonic times: received, handler started, handler
+        #: returned, response ready
+        self._timing: list[Any] | None = None
+        self._received_at = 0.0
         # SSL (not SASL_SSL): the principal is the client certificate's, read once the handshake is done
         self._certificate_pending = self.security.uses_tls and not self.security.uses_sasl
 
@@ -334,6 +342,7 @@ class KafkaProtocol(Protocol):
                     self.paused = False
                     tcp_transport(self).resumeProducing()
                 return
+            self._received_at = monotonic()
             if self._certificate_pending:
                 self._certificate_pending = False
                 if not self._take_certificate_principal():
@@ -369,7 +378,10 @@ class KafkaProtocol(Protocol):
         self.busy = True
         if self.connection is not None:
             self.connection.request_size = size
+        started = monotonic()
+        timing = self._timing = [request, self._received_at, started, started, started]
         d = defer.maybeDeferred(self.dispatcher.dispatch, request, self.connection)
+        timing[3] = timing[4] = monotonic()
         d.addCallback(self._respond, request)
         d.addErrback(self._failed, request)
         return True
@@ -433,6 +445,9 @@ class KafkaProtocol(Protocol):
     def _respond(self, chunks: list[Any] | None, request: Request) -> defer.Deferred | None:
         if self.closed:
             return None
+        timing = self._timing
+        if timing is not None and timing[0] is request:
+            timing[4] = monotonic()
         if chunks is NO_RESPONSE:
             self._done(None)
             return None
@@ -457,6 +472,9 @@ class KafkaProtocol(Protocol):
     def _done(self, _: Any) -> None:
         self.busy = False
         self._touch()
+        timing, self._timing = self._timing, None
+        if timing is not None and self.request_metrics is not None:
+            self._record_times(timing)
         until, self._throttled_until = self._throttled_until, None
         if until is not None:
             delay = until - self.clock.seconds()
@@ -464,6 +482,15 @@ class KafkaProtocol(Protocol):
                 self._mute(delay)
                 return
         self._next()
+
+    def _record_times(self, timing: list[Any]) -> None:
+        request, received, started, returned, ready = timing
+        sent = monotonic()
+        header = request.header
+        name = request_name(request.spec.name, header.api_key, request.body)
+        self.request_metrics.record(
+            name, header.api_version, (started - received) * 1000.0, (returned - started) * 1000.0,
+            (ready - returned) * 1000.0, (sent - ready) * 1000.0, (sent - received) * 1000.0)
 
     # ------------------------------------------------------------------ quota throttling (KIP-219)
 
@@ -535,6 +562,7 @@ class KafkaServerFactory(Factory):
         clock: Any = None,
         listener: str = "PLAINTEXT",
         security: ListenerSecurity | None = None,
+        request_metrics: Any = None,
     ) -> None:
         if clock is None:
             from twisted.internet import reactor as clock  # noqa: PLC0415 (default reactor only when none given)
@@ -544,8 +572,12 @@ class KafkaServerFactory(Factory):
         self.clock = clock
         self.listener = listener
         self.security = security
+        #: a :class:`~mafka.broker.request_metrics.RequestMetrics` told each answered request's times (or None)
+        self.request_metrics = request_metrics
 
     def buildProtocol(self, addr: Any) -> KafkaProtocol:  # noqa: N802
-        return KafkaProtocol(
+        protocol = KafkaProtocol(
             self.dispatcher, self.max_request_size, self.idle_ms, self.clock, self.listener, self.security
         )
+        protocol.request_metrics = self.request_metrics
+        return protocol

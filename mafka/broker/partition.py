@@ -224,6 +224,8 @@ class Partition:
         #: bytes appended to this replica and bytes read from it by fetches (the monitor's rates)
         self.bytes_in = 0
         self.bytes_out = 0
+        #: as a follower: the leader's HW at the last fetch minus this log's end (Kafka's fetcher lag)
+        self.follower_lag = 0
 
     # ------------------------------------------------------------------ idempotent producers
 

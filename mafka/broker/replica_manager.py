@@ -72,6 +72,7 @@ from mafka.log.validation import (
 from mafka.wire.batch import BatchHeader
 from mafka.wire.legacy_records import is_legacy_message_set
 
+from .broker_topic_stats import BrokerTopicStats
 from .partition import FetchClock, FollowerState, LeaderState, Partition
 from .replica_records import (
     FetchedPartition,
@@ -172,6 +173,8 @@ class ReplicaManager:
         self.last_isr_propagation_ms = self.now_ms()
         #: per log dir append latencies (``write:<dir>``), a ``RequestLatencies`` the broker sets
         self.dir_latencies: Any = None
+        #: per-topic traffic (Kafka's BrokerTopicMetrics), read by the metrics endpoint
+        self.topic_stats = BrokerTopicStats()
         self.isr_shrinks = 0
         #: partitions whose shrink check raised (each logged with its traceback; the others went on)
         self.isr_shrink_failures = 0
@@ -409,6 +412,7 @@ class ReplicaManager:
         ``AppendOrigin.Coordinator``): their producer sequence is not checked.
         """
         results: dict[tuple[str, int], ProduceResult] = {}
+        stats = self.topic_stats
         for topic, index, records in entries:
             tp = (topic, index)
             try:
@@ -439,11 +443,14 @@ class ReplicaManager:
                     )
                 self._timed_write(partition, started)
                 results[tp] = ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset, info.last_offset)
+                stats.produced(topic, ErrorCode.NONE, info.record_count, info.valid_bytes)
                 self._wake(tp)
             except RecordValidationError as exc:
                 results[tp] = ProduceResult(exc.code, record_errors=exc.record_errors, error_message=exc.message)
+                stats.produced(topic, exc.code, 0, len(records) if records is not None else 0)
             except KafkaError as exc:
                 results[tp] = ProduceResult(exc.code)
+                stats.produced(topic, exc.code, 0, len(records) if records is not None else 0)
         if acks != -1:
             return defer.succeed(results)
         return self._await_replication(results, timeout_ms)
@@ -562,6 +569,7 @@ class ReplicaManager:
         first = True
         only_leader = fetch_only_from_leader(replica_id, client_metadata)
         now = self.now_ms()
+        stats = self.topic_stats
         for p in partitions:
             try:
                 partition = self.leader_partition(p.topic, p.partition) if only_leader else self._hosted(p.topic, p.partition)
@@ -589,8 +597,10 @@ class ReplicaManager:
                     first = False
                     left = max(0, left - result.data.size)
                     partition.bytes_out += result.data.size
+                stats.fetched(p.topic, ErrorCode.NONE, result.data.size, follower=replica_id >= 0)
                 out.append(FetchedPartition(p.topic, p.partition, ErrorCode.NONE, result))
             except KafkaError as exc:
+                stats.fetched(p.topic, exc.code, follower=replica_id >= 0)
                 out.append(FetchedPartition(p.topic, p.partition, exc.code, None))
         return out
 
@@ -772,7 +782,10 @@ class ReplicaManager:
                 started = time.perf_counter()
                 partition.append_as_follower(records)
                 self._timed_write(partition, started)
+                self.topic_stats.replicated_in(tp[0], len(records))
             partition.update_follower_high_watermark(leader_high_watermark, leader_log_start_offset)
+            # Kafka's FetcherLagMetrics: how far behind the leader's HW this replica is (ReplicaFetcherManager MaxLag)
+            partition.follower_lag = max(0, leader_high_watermark - partition.log.next_offset)
         if (partition.high_watermark, partition.last_stable_offset, partition.log.log_start_offset) != before:
             # Consumers long-polling this follower (KIP-392) read up to its HW, or LSO (KAFKA-14334).
             self._wake(tp)

@@ -54,6 +54,7 @@ from .config import BrokerConfig
 from .delayed_delivery import DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
+from .group_lag import SAMPLE_INTERVAL_S, GroupLagSampler
 from .group_service import GroupService
 from .isr_writes import IsrWriteBatcher
 from .listener_security import interbroker_security, listener_security
@@ -63,11 +64,13 @@ from .monitor import Monitor
 from .network import KafkaServerFactory
 from .peer_liveness import PeerLiveness, peer_liveness_for
 from .producer_ids import ProducerIdManager
+from .reactor_idle import ReactorIdle
 from .replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .replica_selector import replica_selector_for
 from .replication_quota import ReplicationQuota, is_throttled_replica
 from .request_latency import RequestLatencies, request_name
+from .request_metrics import RequestMetrics
 from .topic_configs import TopicConfigManager, apply_log_config
 from .transaction_service import TransactionService
 from .user_configs import UserConfigCache
@@ -124,6 +127,12 @@ class KafkaServer:
         self.metrics_port: int | None = None
         #: TP50/TP99 per request over the last minute (Kafka's RequestMetrics TotalTimeMs)
         self.request_latencies = RequestLatencies()
+        #: Kafka's RequestMetrics times per request (queue, local, remote, send, total)
+        self.request_metrics = RequestMetrics(lambda: int(time.monotonic() * 1000))
+        #: the reactor thread's idle share (RequestHandlerAvgIdlePercent)
+        self.reactor_idle = ReactorIdle()
+        #: consumer lag of the groups this broker coordinates (kafka_consumergroup_lag …)
+        self.group_lag = GroupLagSampler(self)
         self.ports: list[Any] = []
         self.bound: dict[str, int] = {}
         #: every periodic background pass of this broker (its controller's and coordinators' too)
@@ -341,6 +350,7 @@ class KafkaServer:
                 clock=self.reactor,
                 listener=endpoint.name,
                 security=securities[endpoint.name],
+                request_metrics=self.request_metrics,
             )
             security = securities[endpoint.name]
             listening: Any = factory
@@ -352,12 +362,20 @@ class KafkaServer:
             log.info("listening on %s:%d (%s)", endpoint.host or "0.0.0.0", port.getHost().port, endpoint.name)
 
         if config.mafka_metrics_port >= 0:
+            from twisted.internet.error import CannotListenError
+
             from .metrics import metrics_site
 
-            port = self.reactor.listenTCP(config.mafka_metrics_port, metrics_site(self))
-            self.ports.append(port)
-            self.metrics_port = port.getHost().port
-            log.info("metrics on :%d (/metrics, /health)", self.metrics_port)
+            try:
+                port = self.reactor.listenTCP(config.mafka_metrics_port, metrics_site(self))
+            except CannotListenError as exc:
+                # Metrics are worth a loud error, not a broker that refuses to serve its partitions.
+                log.error("metrics not served: mafka.metrics.port %d: %s (set mafka.metrics.port to a free port, "
+                          "or -1 for none)", config.mafka_metrics_port, exc.socketError)
+            else:
+                self.ports.append(port)
+                self.metrics_port = port.getHost().port
+                log.info("metrics on :%d (/metrics, /health)", self.metrics_port)
 
         registration = BrokerRegistration(
             id=self.broker_id,
@@ -475,6 +493,8 @@ class KafkaServer:
         if self.client_quotas is not None:
             bg.every("client-quota-sensor-expiry", 30.0, self.client_quotas.expire)  # Kafka's ExpireSensorTask
         bg.every("group-coordinator-tick", 0.1, groups.tick)
+        bg.every("reactor-idle", 1.0, self.reactor_idle.sample, first_delay_s=0)
+        bg.every("consumer-lag", SAMPLE_INTERVAL_S, self.group_lag.sample)
         bg.every("transaction-coordinator-tick", 0.1, txns.tick)
         rm.on_delays = self.delayed_delivery.wake
         self.delayed_delivery.run_with(bg)
@@ -541,6 +561,7 @@ class KafkaServer:
             self.peer_liveness.stop()
         # Runs in progress finish by themselves; none is started again.
         self.background.stop_all()
+        self.group_lag.close()
         for port in self.ports:
             yield port.stopListening()
         if self.group_service is not None:

@@ -116,6 +116,8 @@ class TxnMarkerChannel:
         self._connections: dict[int, MarkerConnection] = {}
         self._deliveries: set[_Delivery] = set()
         self._closed = False
+        #: markers partition leaders wrote (COMMIT and ABORT), for the metrics endpoint
+        self.markers_written = {True: 0, False: 0}
 
     @property
     def pending(self) -> int:
@@ -235,6 +237,7 @@ class TxnMarkerChannel:
             error = errors.get(tp, ErrorCode.UNKNOWN_SERVER_ERROR)
             if error == ErrorCode.NONE:
                 delivery.remaining.discard(tp)
+                self.markers_written[delivery.commit] += 1
             elif error in _SKIP:
                 log.warning("skipping the marker for %s-%d: %s", *tp, error.name)
                 delivery.remaining.discard(tp)

@@ -12,7 +12,11 @@ after another, the controller last, so each controlled shutdown finds a live con
 
     {"bootstrap": "127.0.0.1:9092,…",
      "zookeeper": {"connect": "127.0.0.1:2181", "pid": …},
-     "brokers": [{"id", "host", "port", "pid", "config", "log_dirs", "log_file", "argv"}, …]}
+     "brokers": [{"id", "host", "port", "pid", "config", "log_dirs", "log_file", "argv", "metrics"}, …],
+     "console": "http://127.0.0.1:9021/"}
+
+Each broker serves Prometheus ``/metrics`` (``--metrics-base-port``) and the web console
+(``mafka console``, ``--console-port``) runs beside them, stopped first.
 """
 
 from __future__ import annotations
@@ -47,6 +51,11 @@ def add_parser(sub: Any) -> None:
                          "the k-th extra listener of broker i is on base-port + k*brokers + i-1); PROTOCOL "
                          "defaults to NAME (SSL, SASL_PLAINTEXT, SASL_SSL)")
     up.add_argument("--zookeeper-port", type=int, default=2181)
+    up.add_argument("--console-port", type=int, default=9021,
+                    help="the web console (mafka console) on this port, its URL in cluster.json (-1: none)")
+    up.add_argument("--metrics-base-port", type=int, default=9404,
+                    help="broker i serves Prometheus /metrics on this port + i-1 (mafka.metrics.port; "
+                         "a --set mafka.metrics.port=… wins; -1: none)")
     up.add_argument("--tick-time-ms", type=int, default=500)
     up.add_argument("--log-dirs-per-broker", type=int, default=1, metavar="N",
                     help="log.dirs entries per broker (logs-1 … logs-N; one: logs)")
@@ -144,6 +153,31 @@ def stop_brokers(brokers: list[dict[str, Any]], procs: list[subprocess.Popen], t
             proc.wait()
 
 
+def start_console(base: Path, bootstrap: str, brokers: list[dict[str, Any]], port: int,
+                  procs: list[subprocess.Popen]) -> str | None:
+    """Starts ``mafka console`` for the cluster (its output in ``DIR/console.log``) and appends its
+    process to *procs*; its URL once it accepts connections, or None (said on stderr) if it did not
+    within 30 s — the cluster runs on without it."""
+    argv = [sys.executable, "-m", "mafka.cli.main", "console", "--bootstrap-server", bootstrap,
+            "--host", HOST, "--port", str(port)]
+    for b in brokers:
+        if "metrics" in b:
+            argv += ["--metrics", f"{b['id']}={b['metrics']}"]
+    with open(base / "console.log", "ab") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    procs.append(proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection((HOST, port), timeout=1.0):
+                return f"http://{HOST}:{port}/"
+        except OSError:
+            time.sleep(0.2)
+    print(f"mafka cluster up: the console did not start (see {base / 'console.log'}); the cluster runs without it",
+          file=sys.stderr)
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from mafka.broker.config import parse_override
     from mafka.coordination.zookeeper import ZooKeeperServer
@@ -156,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
     connect = f"{HOST}:{args.zookeeper_port}"
     brokers: list[dict[str, Any]] = []
     procs: list[subprocess.Popen] = []
+    #: processes beside the brokers (the console): stopped first
+    helpers: list[subprocess.Popen] = []
     stopping = {"now": False}
 
     def stop_all(*_: Any) -> None:
@@ -173,6 +209,9 @@ def run(args: argparse.Namespace) -> int:
             log_dirs = [home / "logs"] if n_dirs == 1 else [home / f"logs-{i}" for i in range(1, n_dirs + 1)]
             log_dir = ",".join(str(d) for d in log_dirs)
             own = {k: v.replace("${broker.id}", str(broker_id)) for k, v in extra.items()}
+            if "mafka.metrics.port" not in own:
+                own["mafka.metrics.port"] = str(-1 if args.metrics_base_port < 0 else args.metrics_base_port + broker_id - 1)
+            metrics_port = int(own["mafka.metrics.port"])
             listeners = {}
             for k, spec in enumerate(args.listener, start=1):
                 name, _, protocol = spec.upper().partition(":")
@@ -186,7 +225,8 @@ def run(args: argparse.Namespace) -> int:
             brokers.append(
                 {"id": broker_id, "host": HOST, "port": port, "pid": proc.pid, "config": str(config),
                  "listeners": {"PLAINTEXT": port, **{n: p for n, (_, p) in listeners.items()}},
-                 "log_dirs": [str(d) for d in log_dirs], "log_file": str(log_file), "argv": argv}
+                 "log_dirs": [str(d) for d in log_dirs], "log_file": str(log_file), "argv": argv,
+                 **({"metrics": f"http://{HOST}:{metrics_port}/metrics"} if metrics_port > 0 else {})}
             )
         deadline = time.monotonic() + args.timeout
         wanted = [b["id"] for b in brokers]
@@ -205,20 +245,37 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             time.sleep(0.2)
         bootstrap = ",".join(f"{b['host']}:{b['port']}" for b in brokers)
+        state: dict[str, Any] = {"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid},
+                                 "brokers": brokers}
+        if args.console_port >= 0:
+            console = start_console(base, bootstrap, brokers, args.console_port, helpers)
+            if console is not None:
+                state["console"] = console
         # Written whole and renamed into place: scripts and tests poll for this file and
         # must never read it half-written.
-        state = {"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid}, "brokers": brokers}
         partial = base / "cluster.json.tmp"
         partial.write_text(json.dumps(state, indent=2) + "\n")
         os.replace(partial, base / "cluster.json")
         print(f"mafka cluster is up: {args.brokers} broker(s), controller {controller}")
         print(f"bootstrap servers: {bootstrap}")
+        for b in brokers:
+            if "metrics" in b:
+                print(f"broker {b['id']} metrics: {b['metrics']}")
+        if "console" in state:
+            print(f"console: {state['console']}")
         print(f"zookeeper: {connect}   state: {base}/cluster.json   Ctrl-C stops everything")
         sys.stdout.flush()
         while not stopping["now"]:
             time.sleep(0.2)
         return 0
     finally:
+        for proc in helpers:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         stop_brokers(brokers, procs)
         zk.stop()
         try:

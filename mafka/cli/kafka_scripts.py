@@ -33,6 +33,11 @@ SCRIPTS: dict[str, str] = {
     "kafka-broker-api-versions.sh": "broker-api-versions",
     "kafka-transactions.sh": "transactions",
     "zookeeper-server-start.sh": "zookeeper-server-start",
+    "kafka-dump-log.sh": "dump-log",
+    "kafka-get-offsets.sh": "get-offsets",
+    "kafka-verifiable-producer.sh": "verifiable-producer",
+    "kafka-verifiable-consumer.sh": "verifiable-consumer",
+    "zookeeper-shell.sh": "zookeeper-shell",
 }
 
 
@@ -65,3 +70,8 @@ kafka_delete_records = script("delete-records")
 kafka_broker_api_versions = script("broker-api-versions")
 kafka_transactions = script("transactions")
 zookeeper_server_start = script("zookeeper-server-start")
+kafka_dump_log = script("dump-log")
+kafka_get_offsets = script("get-offsets")
+kafka_verifiable_producer = script("verifiable-producer")
+kafka_verifiable_consumer = script("verifiable-consumer")
+zookeeper_shell = script("zookeeper-shell")

@@ -33,7 +33,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "leader_election", "log_dirs", "reassign_partitions", "rebalance", "consumer_groups",
     "producer_perf_test", "consumer_perf_test", "spark_etl", "configs", "acls", "preferred_replica_election",
     "delete_records", "delayed", "broker_api_versions", "broker_health", "transactions",
-    "zookeeper_server_start",
+    "zookeeper_server_start", "dump_log", "get_offsets", "verifiable_producer", "verifiable_consumer",
+    "zookeeper_shell", "console",
 )
 
 

@@ -29,6 +29,11 @@ with ``--payload-file`` each record takes a random one of the file's payloads.
 ``--print-metrics`` prints Kafka's metrics table (``ToolsUtils.printMetrics``) with
 the producer metrics this tool can measure itself: Mafka's producer has no metrics
 registry.
+
+Kafka's lines above go to stdout, exactly as Kafka prints them; the records completed
+so far of ``--num-records`` show on stderr meanwhile (:mod:`mafka.cli.progress`: a bar
+on a terminal, else a line a second at most and
+``producer-perf-test: 5000/5000 records sent (100%) in 2.1 s`` at the end).
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from mafka.cli.clients import (
     java_exception,
     load_properties,
 )
+from mafka.cli.progress import progress
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.producer import Producer
 
@@ -336,26 +342,31 @@ def _run(args: argparse.Namespace, producer: Producer, payloads: list[bytes], cl
                 print(java_exception(err.code(), error_text(err)), file=sys.stderr)
         return done
 
-    for i in range(args.num_records):
-        if payloads:
-            payload = payloads[rng.randrange(len(payloads))]
-        sizes[0] += len(payload)
-        sizes[1] = max(sizes[1], len(payload))
-        send_start = _now_ms()
-        callback = completion(stats.next_iteration(), send_start, len(payload))
-        while True:
-            try:
-                producer.produce(args.topic, value=payload, on_delivery=callback)
-                break
-            except BufferError:
-                producer.poll(0.05)
-            except KafkaException as exc:  # refused at once (too large, no such topic): completes now
-                callback(exc.error, None)
-                break
-        producer.poll(0)
-        if throttler.should_throttle(i, send_start):
-            throttler.throttle()
-    producer.flush()
+    # Kafka's "records sent" are the records completed (acknowledged or failed): so is the progress.
+    with progress("producer-perf-test", total=args.num_records, unit="records sent") as bar:
+        for i in range(args.num_records):
+            if payloads:
+                payload = payloads[rng.randrange(len(payloads))]
+            sizes[0] += len(payload)
+            sizes[1] = max(sizes[1], len(payload))
+            send_start = _now_ms()
+            callback = completion(stats.next_iteration(), send_start, len(payload))
+            while True:
+                try:
+                    producer.produce(args.topic, value=payload, on_delivery=callback)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                except KafkaException as exc:  # refused at once (too large, no such topic): completes now
+                    callback(exc.error, None)
+                    break
+            producer.poll(0)
+            bar.update(stats.count)
+            if throttler.should_throttle(i, send_start):
+                throttler.throttle()
+        while producer.flush(0.5):  # Kafka's flush() waits for them all; the bar moves meanwhile
+            bar.update(stats.count)
+        bar.update(stats.count)
     stats.print_total()
     if args.print_metrics:
         elapsed_s = (_now_ms() - stats.start) / 1000.0

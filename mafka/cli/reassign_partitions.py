@@ -15,7 +15,9 @@ Actions (exactly one):
 * ``--verify --reassignment-json-file F [--preserve-throttles]``: prints
   ``Status of partition reassignment:`` and one line per partition
   (``Reassignment of partition t-0 is complete.`` / ``… is still in
-  progress.``); once nothing is in flight the throttles are removed;
+  progress.``); once nothing is in flight the throttles are removed.  On
+  stderr, how many of the partitions are complete
+  (``reassign-partitions: 1/2 partitions moved (50%) in 0.1 s``);
 * ``--list`` (reassignments in flight) and ``--cancel --reassignment-json-file F``.
 
 Every text is Kafka 2.8's (``ReassignPartitionsCommand``).  Failures print
@@ -58,6 +60,7 @@ from mafka.cli.reassign_partitions_common import (
     print_generated,
     proposed_move_map,
     reassigning_brokers,
+    report_verify_progress,
     sorted_parts,
     status_lines,
     tp_str,
@@ -365,6 +368,7 @@ def verify(cluster: Cluster, args: argparse.Namespace) -> bool:
     not_found = [tp for tp in targets if tp not in in_flight]
     current = _current_replicas(cluster, {t for t, _ in not_found})
     print("\n".join(status_lines(targets, in_flight, current)))
+    report_verify_progress(targets, in_flight, current)
     ongoing = bool(in_flight)
     if not ongoing and not args.preserve_throttles:
         clear_all_throttles(cluster, targets)

@@ -3,10 +3,11 @@
 Kafka 2.8's ``ReassignPartitionsCommand`` pieces that do not talk to a
 cluster: the reassignment and topics-to-move JSON, the throttle
 calculations (``calculateProposedMoveMap``, ``calculateLeaderThrottles``, …),
-the ``--generate`` output and the ``--verify`` status lines, and the two
-failure kinds.  :mod:`mafka.cli.reassign_partitions` (the admin-client form)
-and :mod:`mafka.cli.reassign_partitions_zk` (the deprecated ZooKeeper form)
-both build on this module; it imports neither.
+the ``--generate`` output, the ``--verify`` status lines and its progress
+figure on stderr, and the two failure kinds.
+:mod:`mafka.cli.reassign_partitions` (the admin-client form) and
+:mod:`mafka.cli.reassign_partitions_zk` (the deprecated ZooKeeper form) both
+build on this module; it imports neither.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mafka.cli.progress import progress
 from mafka.controller.assignment import assign_replicas
 from mafka.errors import KafkaError
 from mafka.topics import TopicPartitionTuple
@@ -41,6 +43,8 @@ __all__ = [
     "print_generated",
     "proposed_move_map",
     "reassigning_brokers",
+    "reassignments_complete",
+    "report_verify_progress",
     "sorted_parts",
     "status_lines",
     "tp_str",
@@ -288,3 +292,18 @@ def status_lines(targets: Assignment, in_flight: Any, current: Assignment) -> li
                 f"{','.join(map(str, replicas))} rather than {','.join(map(str, targets[tp]))}."
             )
     return lines
+
+
+def reassignments_complete(targets: Assignment, in_flight: Any, current: Assignment) -> int:
+    """How many target partitions ``--verify`` finds complete: not in flight, on exactly the target replicas."""
+    return sum(1 for tp, replicas in targets.items() if tp not in in_flight and current.get(tp) == replicas)
+
+
+def report_verify_progress(targets: Assignment, in_flight: Any, current: Assignment) -> None:
+    """``--verify``'s figure on stderr (:mod:`mafka.cli.progress`), beside Kafka's lines on stdout.
+
+    ``--verify`` is what a user runs again and again while a reassignment moves; each run
+    ends with ``reassign-partitions: 12/40 partitions moved (30%) in 0.1 s``.
+    """
+    with progress("reassign-partitions", total=len(targets), unit="partitions moved") as bar:
+        bar.update(reassignments_complete(targets, in_flight, current))

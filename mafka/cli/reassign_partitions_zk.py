@@ -20,7 +20,8 @@ then worked on the znodes directly (``ReassignPartitionsCommand``'s
 * ``--verify``: a partition still in ``/admin/reassign_partitions`` is "still
   in progress", otherwise its replicas in ``/brokers/topics/<t>`` are compared
   with the target; once the znode is gone the throttles are removed (unless
-  ``--preserve-throttles``).
+  ``--preserve-throttles``); how many are complete goes to stderr, as in the
+  ``--bootstrap-server`` form.
 
 Output lines and messages are 2.8's, including its warnings::
 
@@ -60,6 +61,7 @@ from mafka.cli.reassign_partitions_common import (
     print_generated,
     proposed_move_map,
     reassigning_brokers,
+    report_verify_progress,
     sorted_parts,
     status_lines,
     tp_str,
@@ -304,6 +306,7 @@ def verify(zk: Any, args: argparse.Namespace) -> bool:
     pending = zk.call(zk.client.get_partition_reassignment)
     current = _replica_assignment(zk, [t for t, _ in targets])
     print("\n".join(status_lines(targets, pending, current)))
+    report_verify_progress(targets, pending, current)
     ongoing = bool(pending)
     if not ongoing and not args.preserve_throttles:
         _clear_all_throttles(zk, targets)

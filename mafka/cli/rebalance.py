@@ -11,7 +11,13 @@
   state and the decision log;
 * ``--cancel``: running moves finish, no new ones start.
 
-Exit status 0 on success, 1 on an error (printed as ``Error: …``).
+``--wait`` (with ``--execute`` or ``--status``) follows the plan until it has
+finished: the moves finished so far of those planned show on stderr
+(:mod:`mafka.cli.progress`: ``rebalance: 4/6 moves finished (66%)``), then the
+plan's status prints as ``--status`` prints it.
+
+Exit status 0 on success, 1 on an error (printed as ``Error: …``); after
+``--wait``, also 1 when the plan ended cancelled or with a move not done.
 """
 
 from __future__ import annotations
@@ -21,15 +27,22 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, TextIO
 
+from mafka.cli.progress import progress
 from mafka.cli.zk_session import ZkSession
 from mafka.coordination.store import BadVersionError, NodeExistsError
 from mafka.rebalancer.execution import Execution
 from mafka.rebalancer.plan import Move, Plan
 from mafka.rebalancer.service import plan_from_reports
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "wait_for_plan"]
+
+#: Seconds between two reads of ``/mafka/rebalancer/state`` while ``--wait`` follows a plan.
+WAIT_POLL_S = 0.5
+#: Move states that are over (``pending`` and ``running`` are not).
+_FINISHED_MOVES = ("done", "failed", "cancelled")
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +58,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--batches", action="store_true", help="start moves in batches, not pipelined")
     p.add_argument("--max-report-age-ms", type=int, default=60_000,
                    help="older monitor reports are ignored (default 60000)")
+    p.add_argument("--wait", action="store_true",
+                   help="with --execute or --status: follow the plan until it finishes, progress on stderr")
     p.add_argument("--timeout", type=float, default=30.0)
     p.set_defaults(func=run)
 
@@ -108,7 +123,37 @@ def _state(zk: Any) -> tuple[Execution | None, int | None]:
     return Execution.from_json(json.loads(got[0])), got[1]
 
 
-def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def wait_for_plan(zk: Any, plan_id: str, out: TextIO, *, poll_s: float = WAIT_POLL_S,
+                  sleep: Callable[[float], None] = time.sleep) -> int:
+    """Follows plan ``plan_id`` until it has finished, then prints its status; the exit status.
+
+    The moves finished (done, failed or cancelled) of those planned show on stderr
+    meanwhile.  Returns 0 when every move is done, 1 when the plan was cancelled or a
+    move failed.
+
+    Raises:
+        RuntimeError: the plan was replaced by another one (or its znode removed).
+    """
+    with progress("rebalance", unit="moves finished") as bar:
+        while True:
+            current, _ = _state(zk)
+            if current is None or current.id != plan_id:
+                raise RuntimeError(f"plan {plan_id} is no longer the rebalancer's plan "
+                                   f"({'now ' + current.id if current else 'no plan any more'})")
+            counts = current.counts()
+            bar.update(sum(counts.get(s, 0) for s in _FINISHED_MOVES), total=len(current.moves))
+            if current.finished:
+                break
+            sleep(poll_s)
+    format_status(current, out)
+    return 0 if current.status == "done" and all(m.state == "done" for m in current.moves) else 1
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = sys.stdout if out is None else out  # as it is now (tests capture it), not at import
+    if getattr(args, "wait", False) and not (args.execute or args.status):
+        print("Error: --wait goes with --execute or --status", file=sys.stderr)
+        return 1
     try:
         with ZkSession(args.zookeeper, timeout=args.timeout) as zk:
             if args.plan:
@@ -118,6 +163,8 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
             if args.status:
                 if current is None:
                     out.write("No plan has run.\n")
+                elif args.wait:
+                    return wait_for_plan(zk, current.id, out)
                 else:
                     format_status(current, out)
                 return 0
@@ -140,7 +187,12 @@ def run(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                                  decisions=[*ignored, *plan.decisions])
             zk.call(zk.client.write_rebalancer_state, json.dumps(ex.to_json()).encode(), version)
             out.write(f"Started plan {ex.id}; the controller carries it out (mafka rebalance --status).\n")
+            if args.wait:
+                out.flush()
+                return wait_for_plan(zk, ex.id, out)
             return 0
+    except KeyboardInterrupt:  # Ctrl-C while --wait follows a plan: the plan itself goes on
+        return 130
     except (BadVersionError, NodeExistsError):
         print("Error: the rebalancer state changed meanwhile; try again", file=sys.stderr)
         return 1

@@ -23,6 +23,7 @@ the :class:`~mafka.controller.core.ControllerCore` it is given.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -236,7 +237,18 @@ class PartitionStateMachine:
     async def _elect_leaders(
         self, tps: list[TopicPartitionTuple], strategy: _Strategy
     ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch | Exception]:
-        """PSM ``electLeaderForPartitions``: read the states, elect, write conditionally, retry BadVersion."""
+        """PSM ``electLeaderForPartitions``, timed as ``LeaderElectionRateAndTimeMs``."""
+        started = time.monotonic()
+        try:
+            return await self._elect_leaders_timed(tps, strategy)
+        finally:
+            now = time.monotonic()
+            self._core.stats.leader_elections.record(int(now * 1000), (now - started) * 1000.0)
+
+    async def _elect_leaders_timed(
+        self, tps: list[TopicPartitionTuple], strategy: _Strategy
+    ) -> dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch | Exception]:
+        """Read the states, elect, write conditionally, retry BadVersion."""
         ctx = self._core.context
         results: dict[TopicPartitionTuple, LeaderIsrAndControllerEpoch | Exception] = {}
         remaining = list(tps)

@@ -10,7 +10,9 @@ Kafka's meters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from mafka.broker.request_latency import LatencyWindow
 
 __all__ = ["ControllerStats"]
 
@@ -26,8 +28,12 @@ class ControllerStats:
         preferred_leader_elections: Partitions moved back to their preferred
             replica (ElectLeaders PREFERRED, the ZooKeeper request, or auto rebalance).
         partition_reassignments_completed: Reassignments that reached TRS.
+        leader_elections: Each leader election the controller ran (a batch of
+            partitions, as Kafka's controller state ``LeaderElection``), timed:
+            ``LeaderElectionRateAndTimeMs`` (count and the last minute's times).
     """
 
     unclean_leader_elections: int = 0
     preferred_leader_elections: int = 0
     partition_reassignments_completed: int = 0
+    leader_elections: LatencyWindow = field(default_factory=lambda: LatencyWindow(60_000, 1028))

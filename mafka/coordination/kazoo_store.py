@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,6 +46,7 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
+from mafka.broker.request_latency import LatencyWindow
 from mafka.coordination.kazoo_batch import (
     MULTI_READ_PATHS,
     Batch,
@@ -283,6 +285,12 @@ class KazooStore:
         )
         self._client.add_listener(self._on_kazoo_state)
         self._listeners: list[SessionListener] = []
+        #: Kafka's SessionExpireListener meters: sessions expired, disconnects, (re)connections
+        self.expires = 0
+        self.disconnects = 0
+        self.sync_connects = 0
+        #: ZooKeeperRequestLatencyMs: each request's time to its answer (a batch counts once, whole)
+        self.request_latency = LatencyWindow(60_000, 1028)
         self._watches: set[_Watch] = set()
         self._session_id = 0
         self._connected = False
@@ -389,6 +397,7 @@ class KazooStore:
         if self._closing:
             return
         self._connected = True
+        self.sync_connects += 1
         new_session = session_id != self._session_id
         if new_session and self._session_id:
             # An expiry we did not see as LOST: report it first.
@@ -411,6 +420,7 @@ class KazooStore:
         if self._closing or not self._connected:
             return
         self._connected = False
+        self.disconnects += 1
         self._notify("session_lost")
 
     def _on_lost(self) -> None:
@@ -422,6 +432,8 @@ class KazooStore:
             self._notify("session_expired")
 
     def _notify(self, event: str) -> None:
+        if event == "session_expired":
+            self.expires += 1
         for listener in list(self._listeners):
             try:
                 getattr(listener, event)()
@@ -429,6 +441,10 @@ class KazooStore:
                 _log.failure("session listener {event} failed", event=event)
 
     # ------------------------------------------------------------------ operations
+
+    def _record_latency(self, started: float) -> None:
+        now = time.monotonic()
+        self.request_latency.record(int(now * 1000), (now - started) * 1000.0)
 
     def _call(
         self,
@@ -450,8 +466,10 @@ class KazooStore:
                 d.errback(ConnectionLossError(f"{what}no answer within {self._operation_timeout_s:g} s"))
 
         timer = self._reactor.callLater(self._operation_timeout_s, timed_out)
+        started = time.monotonic()
 
         def settle(value: Any, error: BaseException | None) -> None:
+            self._record_latency(started)
             if timer.active():
                 timer.cancel()
             if d.called:
@@ -665,7 +683,10 @@ class KazooStore:
         d: Deferred[list[Outcome]] = Deferred()
         timer: list[Any] = [None]
 
+        started = time.monotonic()
+
         def done(outcomes: list[Outcome]) -> None:
+            self._record_latency(started)
             if timer[0] is not None and timer[0].active():
                 timer[0].cancel()
             if not d.called:

@@ -357,6 +357,7 @@ class GroupCoordinator:
                     m.assignment = assignment.get(m.member_id, b"")
                 self._rebalancer.propagate_assignment(entry, ErrorCode.NONE)
                 group.transition_to(GroupState.STABLE, self._clock())
+                self.group_manager.completed_rebalances += 1
 
         self.group_manager.store_group(entry, assignment, stored)
 

@@ -138,6 +138,10 @@ class GroupMetadataManager:
         self._clock = clock
         self._log = offsets_log
         self._groups: dict[str, GroupEntry] = {}
+        #: counts since start for the metrics endpoint (Kafka's group-coordinator-metrics
+        #: ``group-completed-rebalance-count`` and ``offset-commit-count``)
+        self.completed_rebalances = 0
+        self.offset_commits = 0
         self._stores: dict[int, OffsetStore] = {}
         self._epochs: dict[int, int] = {}
         #: partition → the leader epoch its running load started at
@@ -151,6 +155,17 @@ class GroupMetadataManager:
 
     def partition_for(self, group_id: str) -> int:
         return offsets_partition_for(group_id, self.config.offsets_partitions)
+
+    def metrics_view(self) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int, int]], int]:
+        """For the metrics endpoint: ``(group, state, members)`` per group, ``(group, topic, partition,
+        committed offset)`` per committed offset, and the number of committed offsets (Kafka's NumOffsets)."""
+        groups = [(gid, entry.group.state.value, len(entry.group.members)) for gid, entry in self._groups.items()]
+        committed: list[tuple[str, str, int, int]] = []
+        for store in self._stores.values():
+            for gid, offsets in store.groups.items():
+                for (topic, index), record in offsets.offsets.items():
+                    committed.append((gid, topic, index, record.offset_and_metadata.offset))
+        return groups, committed, len(committed)
 
     def owned_partitions(self) -> set[int]:
         return set(self._owned)
@@ -366,6 +381,8 @@ class GroupMetadataManager:
                     store.complete_txn_commit(group_id, producer_id, valid, ok and live, base_offset)
                 else:
                     store.complete_commit(group_id, valid, ok and live, base_offset)
+                if ok:
+                    self.offset_commits += len(valid)
             mapped = ErrorCode.NONE if ok else _commit_error(error)
             if not ok:
                 log.warning("%s commit of group %s failed: %s", "Transactional offset" if transactional else "Offset",

@@ -57,9 +57,11 @@ class LocalCluster:
 
     def __init__(
         self, directory: Path, brokers: int = 3, settings: dict[str, str] | None = None, *, log_dirs_per_broker: int = 1,
-        listeners: tuple[str, ...] = (),
+        listeners: tuple[str, ...] = (), console: bool = False,
     ) -> None:
         self.directory = directory
+        #: the web console's port when ``console`` (``mafka cluster up`` starts it), else -1 (none)
+        self.console_port = free_ports(1)[0] if console else -1
         self.brokers = brokers
         #: more listeners than PLAINTEXT, as ``mafka cluster up --listener NAME[:PROTOCOL]``
         self.listeners = listeners
@@ -69,6 +71,8 @@ class LocalCluster:
         self.info: dict[str, Any] = {}
         self.zookeeper_port = free_ports(1)[0]
         self.base_port = consecutive_free_ports(brokers * (1 + len(listeners)))
+        #: broker i's Prometheus /metrics port is metrics_base_port + i-1
+        self.metrics_base_port = consecutive_free_ports(brokers)
         #: set while :class:`ClusterFactory` lends this cluster to modules that share it: then
         #: :meth:`kill`, :meth:`restart` and :meth:`stop` refuse (a module that needs them
         #: declares ``ClusterSpec(..., shared=False)``)
@@ -79,6 +83,7 @@ class LocalCluster:
             sys.executable, "-m", "mafka.cli.main", "cluster", "up",
             "--brokers", str(self.brokers), "--dir", str(self.directory),
             "--base-port", str(self.base_port), "--zookeeper-port", str(self.zookeeper_port),
+            "--metrics-base-port", str(self.metrics_base_port), "--console-port", str(self.console_port),
             "--timeout", str(timeout), "--log-dirs-per-broker", str(self.log_dirs_per_broker),
         ]
         for key, value in self.settings.items():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import signal
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -31,8 +32,13 @@ STOP_BOUND_S = 15.0
 
 
 def test_ctrl_c_stops_the_cluster_gracefully_in_seconds(tmp_path):
-    cluster = LocalCluster(tmp_path / "cluster", brokers=3, settings=DURABLE_SETTINGS).start()
+    cluster = LocalCluster(tmp_path / "cluster", brokers=3, settings=DURABLE_SETTINGS, console=True).start()
     try:
+        # what `make run` starts beside the brokers: the console, its URL in cluster.json
+        console = cluster.info["console"]
+        assert console == f"http://127.0.0.1:{cluster.console_port}/"
+        page = urllib.request.urlopen(console + "brokers", timeout=30).read().decode()
+        assert all(f"127.0.0.1:{b['port']}" in page for b in cluster.info["brokers"]), page[:2000]
         topic = f"stop-{uuid.uuid4().hex[:6]}"
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(30)
@@ -57,6 +63,8 @@ def test_ctrl_c_stops_the_cluster_gracefully_in_seconds(tmp_path):
         if broker_id != controller:
             # stopped while the controller was up: its leadership moved in one try
             assert "controlled shutdown succeeded" in text, f"broker {broker_id}: {text[-3000:]}"
+    with pytest.raises(OSError):  # the console went with the cluster
+        urllib.request.urlopen(console + "brokers", timeout=5)
     said = (tmp_path / "cluster-cluster.log").read_text(errors="replace")
     order = [int(n) for n in re.findall(r"^stopping broker (\d+)", said, re.M)]
     assert sorted(order) == [1, 2, 3] and order[-1] == controller, said

@@ -316,7 +316,7 @@ def test_the_metrics_endpoint_shows_pending_and_delivered_delayed_records(tmp_pa
         assert re.search(r"^kafka_server_replicamanager_leadercount [1-9]", text, re.M), text
         assert re.search(r'^kafka_network_requestmetrics_totaltimems{quantile="0.99",request="Produce"} \d', text,
                          re.M), text
-        assert re.search(r'^kafka_network_requestmetrics_requests_total{request="Produce"} [1-9]', text, re.M), text
+        assert re.search(r'^kafka_network_requestmetrics_requests_total{request="Produce",version="\d+"} [1-9]', text, re.M), text
         assert re.search(r"^mafka_broker_slow 0\.0$", text, re.M), text
     finally:
         c.stop()

@@ -14,6 +14,7 @@ left to do.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -133,6 +134,14 @@ def test_a_skewed_cluster_is_rebalanced_under_the_threshold_and_nothing_acknowle
     status = tool(cluster, "--status")
     assert f"Plan {state['id']}" in status and ": done;" in status.splitlines()[0], status
     assert "moved from broker" in status
+    # --wait on a plan that is over returns at once: the same status, the moves finished on stderr
+    waited = subprocess.run([MAFKA, "rebalance", "--zookeeper", f"127.0.0.1:{cluster.zookeeper_port}", "--status",
+                             "--wait"], capture_output=True, text=True, timeout=60)
+    planned = len(state["moves"])
+    assert waited.returncode == (0 if len(moved) == planned else 1), waited
+    assert waited.stdout.splitlines()[0] == status.splitlines()[0], waited.stdout
+    assert re.fullmatch(rf"rebalance: {planned}/{planned} moves finished \(100%\) in \d+\.\d s\n",
+                        waited.stderr), waited.stderr
     plan = tool(cluster, "--plan", "--threshold", str(THRESHOLD))
     assert "Moves: 0" in plan, plan
 

@@ -163,6 +163,8 @@ class LogManager:
         checkpoints = self._checkpoints = DirCheckpoints(reg, failures)
         self._cold = ColdTier(cold, clock, reg, failures)
         self._passes = LogPasses(reg, failures, checkpoints, clock)
+        #: each log flush's time (the metrics endpoint's LogFlushRateAndTimeMs)
+        self.flush_times = self._passes.flush_times
         self._moves = ReplicaMoves(
             reg, failures, checkpoints, clock=clock, config_for=self._config_for,
             delete_due_ms=self._delete_due_ms, retire_cold_part=self._cold.retire_part,

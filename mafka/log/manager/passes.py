@@ -30,9 +30,11 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from mafka.broker.request_latency import LatencyWindow
 from mafka.topics import TopicPartitionTuple
 
 from ..checkpoint import fsync_dir
@@ -62,6 +64,8 @@ class LogPasses:
         self._checkpoints = checkpoints
         self._clock = clock
         self.cleaner_lock = threading.Lock()  # one cleaner pass at a time
+        #: each log flush's time (LogFlushRateAndTimeMs), monotonic ms
+        self.flush_times = LatencyWindow(60_000, 1028)
 
     def retention_pass(self, high_watermarks: Mapping[TopicPartitionTuple, int]) -> int:
         """Apply retention to every log; returns the number of segments deleted.
@@ -104,7 +108,10 @@ class LogPasses:
                     due = log.flush_due()
                     if due is None:
                         continue
+                    started = time.monotonic()
                     log.flush(due)
+                    now = time.monotonic()
+                    self.flush_times.record(int(now * 1000), (now - started) * 1000.0)
                 except OSError as exc:
                     logger.error("%s-%d: error while flushing: %s", tp[0], tp[1], exc)
                     self._failures.io_failed(tp, log, d, exc)

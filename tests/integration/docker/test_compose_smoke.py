@@ -25,6 +25,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -95,6 +96,13 @@ def isrs_full(bootstrap: str) -> bool:
     return all(len(p.isrs) == 3 for p in md.topics[TOPIC].partitions.values())
 
 
+def _page(url: str) -> str | None:
+    try:
+        return urllib.request.urlopen(url, timeout=30).read().decode()
+    except OSError:
+        return None
+
+
 def test_every_broker_serves_and_a_crashed_one_loses_nothing_and_rejoins(compose: ComposeCluster) -> None:
     admin = AdminClient({"bootstrap.servers": compose.bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(60)
@@ -112,6 +120,19 @@ def test_every_broker_serves_and_a_crashed_one_loses_nothing_and_rejoins(compose
     r = compose.exec("kafka2", "kcat", "-b", "kafka1:19092", "-C", "-t", TOPIC, "-e", "-o", "beginning", "-q")
     assert r.returncode == 0, r.stderr
     assert sorted(r.stdout.split()) == sorted(written)
+
+    # Each broker's metrics (kafka_exporter-style partition offsets from the leaders) and the console,
+    # published on host ports docker picked.
+    offsets = 0.0
+    for broker in BROKERS:
+        address = compose.compose("port", broker, "9404").stdout.strip().replace("0.0.0.0", "127.0.0.1")
+        text = urllib.request.urlopen(f"http://{address}/metrics", timeout=30).read().decode()
+        offsets += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith("kafka_topic_partition_current_offset{") and f'topic="{TOPIC}"' in line)
+    assert offsets == len(written)
+    address = compose.compose("port", "console", "9021").stdout.strip().replace("0.0.0.0", "127.0.0.1")
+    page = wait_until(lambda: _page(f"http://{address}/topics"), 60, "the console lists the topic")
+    assert TOPIC in page
 
     # Crash the leader of partition 0: its process dies, its container exits and is restarted.
     md = admin.list_topics(TOPIC, timeout=10)

@@ -15,6 +15,7 @@ from twisted.internet import reactor, task
 
 from mafka.broker.dispatcher import Dispatcher, collect_handlers
 from mafka.broker.network import NO_RESPONSE, KafkaServerFactory
+from mafka.broker.request_metrics import TIMES, RequestMetrics
 from mafka.log.config import LogConfig
 from mafka.log.log import Log
 from mafka.wire.codec import decode_response, encode_request
@@ -47,6 +48,8 @@ def is_closed(sock: socket.socket, timeout: float = 2.0) -> bool:
         return False
 
 
+#: the server fixture's request timings
+REQUEST_METRICS: RequestMetrics
 #: partitions of each UpdateMetadata the server fixture's handler got
 UPDATE_METADATA_SEEN: list[int] = []
 
@@ -80,7 +83,10 @@ def server(tmp_path, reactor_thread):
 
     UPDATE_METADATA_SEEN.clear()
     handlers.update({12: heartbeat, 1: fetch, 0: produce_acks0, 6: update_metadata})
-    factory = KafkaServerFactory(Dispatcher(handlers), max_request_size=1 << 20, idle_ms=1500, clock=reactor)
+    global REQUEST_METRICS
+    REQUEST_METRICS = RequestMetrics(lambda: int(time.monotonic() * 1000))
+    factory = KafkaServerFactory(Dispatcher(handlers), max_request_size=1 << 20, idle_ms=1500, clock=reactor,
+                                 request_metrics=REQUEST_METRICS)
     port = in_reactor(reactor.listenTCP, 0, factory, interface="127.0.0.1")
     yield port.getHost().port, log
     in_reactor(port.stopListening)
@@ -247,3 +253,26 @@ def test_a_big_undecodable_controller_request_closes_only_its_connection(server)
         assert is_closed(bad)
         other.sendall(encode_request(12, 0, 7, "t", {"group_id": "fast", "generation_id": 1, "member_id": "m"}))
         assert struct.unpack(">i", recv_frame(other)[:4])[0] == 7
+
+
+def test_each_answered_request_is_timed_in_kafkas_five_parts(server):
+    """A handler that waits 0.2 s spends it in RemoteTimeMs; a fetch is FetchConsumer; versions are counted."""
+    port, _ = server
+    with connect(port) as sock:
+        sock.sendall(encode_request(12, 0, 1, "t", {"group_id": "slow", "generation_id": 1, "member_id": "m"}))
+        decode_response(12, 0, recv_frame(sock))
+        body = {"replica_id": -1, "max_wait_ms": 0, "topics": [{"topic": "t", "partitions": [
+            {"partition": 0, "fetch_offset": 5, "partition_max_bytes": 1 << 20}]}]}
+        sock.sendall(encode_request(1, 11, 3, "t", body))
+        decode_response(1, 11, recv_frame(sock))
+    wait = time.monotonic() + 5
+    while time.monotonic() < wait and ("FetchConsumer", 11) not in dict(
+            ((n, v), c) for n, v, c in REQUEST_METRICS.counts()):
+        time.sleep(0.01)
+    counts = {(n, v): c for n, v, c in REQUEST_METRICS.counts()}
+    assert counts[("Heartbeat", 0)] == 1 and counts[("FetchConsumer", 11)] == 1
+    medians = {(name, timer): values[0] for name, timer, n, values in REQUEST_METRICS.quantiles(0.5)}
+    assert medians[("Heartbeat", "RemoteTimeMs")] >= 150
+    assert medians[("Heartbeat", "LocalTimeMs")] < 150
+    assert medians[("Heartbeat", "TotalTimeMs")] >= medians[("Heartbeat", "RemoteTimeMs")]
+    assert {timer for name, timer in medians if name == "FetchConsumer"} == set(TIMES)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -205,13 +206,17 @@ def test_execute_with_a_throttle_then_verify_until_complete(fake: ReassignCluste
 
     fake.configs.clear()
     assert reassign("--verify", "--reassignment-json-file", str(plan)) == 0
-    assert capsys.readouterr().out == "Status of partition reassignment:\nReassignment of partition t-0 is still in progress.\n"
+    out, err = capsys.readouterr()
+    assert out == "Status of partition reassignment:\nReassignment of partition t-0 is still in progress.\n"
+    assert re.fullmatch(r"reassign-partitions: 0/1 partitions moved \(0%\) in \d+\.\d s\n", err), err
     assert fake.configs == [], "throttles stay while anything moves"
 
     fake.moving.clear()
     fake.topics["t"][0] = [1, 3]
     assert reassign("--verify", "--reassignment-json-file", str(plan)) == 0
-    assert capsys.readouterr().out.splitlines() == [
+    out, err = capsys.readouterr()
+    assert re.fullmatch(r"reassign-partitions: 1/1 partitions moved \(100%\) in \d+\.\d s\n", err), err
+    assert out.splitlines() == [
         "Status of partition reassignment:",
         "Reassignment of partition t-0 is complete.",
         "Clearing broker-level throttles on brokers 1,2,3",

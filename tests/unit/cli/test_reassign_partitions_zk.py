@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from tests.unit.cli.fake_zk import FakeZk
 from tests.unit.cli.test_reassign_partitions import ReassignCluster
 
 DEPRECATED = "Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka."
+#: --verify's progress summary on stderr (plain: stderr is not a terminal under capsys)
+VERIFY_PROGRESS = re.compile(r"reassign-partitions: (\d+)/(\d+) partitions moved \((\d+)%\) in \d+\.\d s\n")
 
 
 @pytest.fixture
@@ -205,7 +208,8 @@ def test_verify_until_the_znode_is_gone_then_clears_throttles(zk: FakeZk, tmp_pa
     capsys.readouterr()
 
     assert reassign("--verify", "--reassignment-json-file", f) == 0
-    assert capsys.readouterr().out.splitlines() == [
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [
         DEPRECATED,
         "Warning: because you are using the deprecated --zookeeper option, the results may be incomplete.  "
         "Use --bootstrap-server instead for more accurate results.",
@@ -213,18 +217,23 @@ def test_verify_until_the_znode_is_gone_then_clears_throttles(zk: FakeZk, tmp_pa
         "Reassignment of partition t-0 is still in progress.",
         "Reassignment of partition t-1 is still in progress.",
     ]
+    assert (m := VERIFY_PROGRESS.fullmatch(err)) and m.groups() == ("0", "2", "0"), err
     assert "follower.replication.throttled.replicas" in zk.call(zk.zk.get_topic_config, "t")
 
     # The controller finished t-0 (dropped from the znode), then t-1 but to other replicas (someone else's move).
     zk.call(zk.zk.set_partition_reassignment, {("t", 1): [3, 1]})
     assert reassign("--verify", "--reassignment-json-file", f) == 0
-    assert capsys.readouterr().out.splitlines()[3:] == [
+    out, err = capsys.readouterr()
+    assert out.splitlines()[3:] == [
         "Reassignment of partition t-0 is complete.",
         "Reassignment of partition t-1 is still in progress.",
     ]
+    assert (m := VERIFY_PROGRESS.fullmatch(err)) and m.groups() == ("1", "2", "50"), err
     zk.call(zk.zk.delete_partition_reassignment)
     assert reassign("--verify", "--reassignment-json-file", f) == 0
-    assert capsys.readouterr().out.splitlines()[3:] == [
+    out, err = capsys.readouterr()
+    assert (m := VERIFY_PROGRESS.fullmatch(err)) and m.groups() == ("1", "2", "50"), "t-1 is not on its target"
+    assert out.splitlines()[3:] == [
         "Reassignment of partition t-0 is complete.",
         "There is no active reassignment of partition t-1, but replica set is 2,3 rather than 3,1.",
         "Clearing broker-level throttles on brokers 1,2,3",

@@ -1,0 +1,196 @@
+"""What a ``/metrics`` scrape reads off the broker: copied on the reactor in slices, plain values after.
+
+The broker's state is only ever read on the reactor; with 10,000 partitions
+one pass over them takes tens of milliseconds, so :func:`take_snapshot` reads
+:data:`SLICE` partitions per reactor turn (other work runs in between) into
+plain tuples.  The text is then rendered from the snapshot in a worker thread
+(:mod:`mafka.broker.metrics_families`).  A snapshot is consistent per
+partition, not across partitions — as a scrape of Kafka's MBeans is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.internet import defer
+
+__all__ = ["PartitionRow", "Snapshot", "take_snapshot", "SLICE"]
+
+#: partitions read per reactor turn (about 2 ms of reactor time each)
+SLICE = 1000
+
+
+@dataclass(slots=True)
+class PartitionRow:
+    topic: str
+    partition: int
+    leader: bool
+    under_replicated: bool
+    under_min_isr: bool
+    size: int
+    segments: int
+    log_start: int
+    log_end: int
+    high_watermark: int
+    follower_lag: int
+    delayed_pending: int | None
+
+
+@dataclass
+class Snapshot:
+    """Plain values for one scrape (see the module doc)."""
+
+    now_ms: int = 0
+    partitions: list[PartitionRow] = field(default_factory=list)
+    offline_replicas: int = 0
+    topic_stats: tuple[tuple[int, ...], list[tuple[str, tuple[int, ...]]]] = ((), [])
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    controller: dict[str, int] = field(default_factory=dict)
+    groups: list[tuple[str, str, int]] = field(default_factory=list)
+    offsets: int = 0
+    completed_rebalances: int = 0
+    offset_commits: int = 0
+    lag_rows: list[tuple[str, str, int, int, int, float | None]] = field(default_factory=list)
+    transactions: dict[str, int] = field(default_factory=dict)
+    markers_written: dict[bool, int] = field(default_factory=dict)
+    zookeeper: dict[str, int] = field(default_factory=dict)
+    delayed_delivered: int = 0
+    half_waiting: dict[str, int] = field(default_factory=dict)
+    cold: dict[str, Any] = field(default_factory=dict)
+    #: the longest reactor turn one step of taking this snapshot took (ms): what a scrape costs the reactor
+    longest_step_ms: float = 0.0
+    #: objects the render thread reads itself (their own locks)
+    readers: dict[str, Any] = field(default_factory=dict)
+
+
+def _partition_rows(broker: Any, out: list[PartitionRow]) -> Iterator[None]:
+    rm = broker.replica_manager
+    if rm is None:
+        return
+    min_isr: dict[str, int] = {}
+    items = list(rm.partitions.items())
+    for i, ((topic, index), p) in enumerate(items):
+        if i and i % SLICE == 0:
+            yield None
+        if rm.partitions.get((topic, index)) is not p:
+            continue  # gone (or replaced) while the snapshot was being taken
+        log = p.log
+        leader = p.is_leader
+        under_min = False
+        if leader:
+            floor = min_isr.get(topic)
+            if floor is None:
+                floor = min_isr[topic] = rm.min_insync_replicas(topic)
+            under_min = len(p.isr) < floor
+        delays = p.delays
+        segments = log.segments
+        out.append(PartitionRow(
+            topic, index, leader, leader and p.is_under_replicated, under_min, sum(s.size for s in segments),
+            len(segments), log.log_start_offset, log.next_offset, p.high_watermark,
+            0 if leader else p.follower_lag,
+            delays.index.pending_records() if leader and delays is not None else None,
+        ))
+
+
+def _controller(broker: Any) -> dict[str, int]:
+    controller = getattr(broker, "controller", None)
+    active = bool(getattr(controller, "is_active", False))
+    out = {"active": 1 if active else 0, "offline": 0, "imbalance": 0, "topics": 0, "partitions": 0}
+    if controller is None:
+        return out
+    stats = controller.stats
+    out["unclean"] = stats.unclean_leader_elections
+    out["elections"] = stats.leader_elections.count
+    if not active:
+        return out
+    from mafka.controller.states import PartitionState
+
+    ctx = controller.context
+    out["topics"] = len(ctx.all_topics)
+    out["partitions"] = len(ctx.leadership)
+    out["offline"] = len(ctx.partitions_in_states(PartitionState.OfflinePartition))
+    imbalance = 0
+    for tp, state in ctx.leadership.items():
+        replicas = ctx.assignments.get(tp[0], {}).get(tp[1])
+        if replicas and state.leader != replicas[0] and not ctx.is_topic_queued_for_deletion(tp[0]):
+            imbalance += 1
+    out["imbalance"] = imbalance
+    return out
+
+
+def _transactions(broker: Any) -> tuple[dict[str, int], dict[bool, int]]:
+    service = getattr(broker, "transaction_service", None)
+    if service is None:
+        return {}, {}
+    counts: dict[str, int] = {}
+    for metadata in service.coordinator.txn_manager.all_metadata():
+        name = metadata.state.name
+        counts[name] = counts.get(name, 0) + 1
+    return counts, dict(service.channel.markers_written)
+
+
+def _rest(broker: Any, snap: Snapshot) -> None:
+    rm = broker.replica_manager
+    if rm is not None:
+        snap.offline_replicas = len(rm.offline_partitions)
+        snap.topic_stats = rm.topic_stats.snapshot()
+        snap.isr_shrinks, snap.isr_expands = rm.isr_shrinks, rm.isr_expands
+    snap.controller = _controller(broker)
+    service = getattr(broker, "group_service", None)
+    if service is not None:
+        manager = service.coordinator.group_manager
+        snap.groups, _, snap.offsets = manager.metrics_view()
+        snap.completed_rebalances, snap.offset_commits = manager.completed_rebalances, manager.offset_commits
+    sampler = getattr(broker, "group_lag", None)
+    if sampler is not None:
+        snap.lag_rows = sampler.tracker.rows(snap.now_ms)
+    snap.transactions, snap.markers_written = _transactions(broker)
+    store = getattr(broker, "store", None)
+    snap.zookeeper = {name: getattr(store, name, 0) for name in ("expires", "disconnects", "sync_connects")}
+    snap.readers["zookeeper_latency"] = getattr(store, "request_latency", None)
+    delivery = getattr(broker, "delayed_delivery", None)
+    if delivery is not None:
+        snap.delayed_delivered = delivery.delivered_records
+        snap.half_waiting = dict(delivery.checks.waiting())
+        snap.readers["delayed_lateness"] = delivery
+    lm = getattr(broker, "log_manager", None)
+    if lm is not None and lm.cold_dirs:
+        snap.cold = {"moved": lm.segments_moved_cold,
+                     "problems": [(str(d), lm.cold_dir_problems.get(d)) for d in lm.cold_dirs]}
+    reader = getattr(broker, "cold_reads", None)
+    if reader is not None:
+        snap.cold["reads"] = reader.reads
+
+
+def take_snapshot(broker: Any) -> Any:
+    """A Deferred firing with the broker's :class:`Snapshot`, read on the reactor a slice at a time."""
+    snap = Snapshot(now_ms=int(broker.reactor.seconds() * 1000))
+
+    def steps() -> Iterator[None]:
+        yield from _partition_rows(broker, snap.partitions)
+        yield None
+        _rest(broker, snap)
+
+    done: defer.Deferred = defer.Deferred()
+    work = steps()
+
+    def step() -> None:
+        # One slice per reactor turn: whatever else is ready runs between two slices.
+        started = time.perf_counter()
+        try:
+            next(work)
+        except StopIteration:
+            done.callback(snap)
+        except Exception:  # noqa: BLE001 - the scrape fails, the broker does not
+            done.errback()
+        else:
+            broker.reactor.callLater(0, step)
+        finally:
+            snap.longest_step_ms = max(snap.longest_step_ms, (time.perf_counter() - started) * 1000.0)
+
+    step()
+    return done

@@ -1,0 +1,161 @@
+"""The plain-Python parts of the metrics endpoint: topic counters, request timings, reactor idle, lag, snapshot."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from prometheus_client.parser import text_string_to_metric_families
+from twisted.internet import defer, task
+
+from mafka.broker.broker_topic_stats import BrokerTopicStats
+from mafka.broker.group_lag import GroupLagSampler, LagTracker
+from mafka.broker.metrics import render_metrics
+from mafka.broker.metrics_snapshot import SLICE, Snapshot, take_snapshot
+from mafka.broker.reactor_idle import ReactorIdle
+from mafka.broker.request_metrics import RequestMetrics
+from mafka.errors import ErrorCode
+
+
+def test_topic_counters_count_as_kafkas_replica_manager_does() -> None:
+    stats = BrokerTopicStats()
+    stats.produced("a", ErrorCode.NONE, records=10, size=1000)
+    stats.produced("a", ErrorCode.NOT_LEADER_OR_FOLLOWER, size=50)  # not a failure in Kafka's count
+    stats.produced("a", ErrorCode.MESSAGE_TOO_LARGE, size=70)  # rejected bytes, not a failure
+    stats.produced("b", ErrorCode.INVALID_RECORD, size=5)  # a failure
+    stats.fetched("a", ErrorCode.NONE, 300)
+    stats.fetched("a", ErrorCode.NONE, 900, follower=True)  # replication, all topics only
+    stats.fetched("a", ErrorCode.OFFSET_OUT_OF_RANGE)  # not a failure
+    stats.fetched("a", ErrorCode.UNKNOWN_SERVER_ERROR)  # a failure
+    a, b, every = stats.of("a"), stats.of("b"), stats.all_topics
+    assert (a.messages_in, a.bytes_in, a.bytes_rejected, a.total_produce_requests, a.failed_produce_requests) == \
+        (10, 1000, 70, 3, 0)
+    assert (b.total_produce_requests, b.failed_produce_requests) == (1, 1)
+    assert (a.bytes_out, a.total_fetch_requests, a.failed_fetch_requests) == (300, 4, 1)
+    assert (every.bytes_out, every.replication_bytes_out, every.failed_produce_requests) == (300, 900, 1)
+    stats.remove("a")  # a deleted topic's series go; the all-topics counts keep its traffic
+    assert [name for name, _ in stats.snapshot()[1]] == ["b"] and stats.all_topics.messages_in == 10
+
+
+def test_request_metrics_keep_kafkas_five_times_per_request_and_count_versions() -> None:
+    now = [0]
+    metrics = RequestMetrics(lambda: now[0])
+    for i in range(100):
+        metrics.record("Produce", 9, 1.0, 2.0, float(i), 0.5, 3.5 + i)
+    metrics.record("Produce", 7, 1.0, 2.0, 3.0, 0.5, 6.5)
+    assert sorted(metrics.counts()) == [("Produce", 7, 1), ("Produce", 9, 100)]
+    rows = {timer: (n, values) for _, timer, n, values in metrics.quantiles(0.5, 0.99)}
+    assert rows["RemoteTimeMs"][0] == 101 and rows["RemoteTimeMs"][1] == [49.0, 98.0]
+    now[0] = 61_000  # the window is the last minute
+    assert all(values == [None, None] for _, _, _, values in metrics.quantiles(0.5, 0.99))
+
+
+def test_reactor_idle_is_one_minus_the_reactor_cpu_share() -> None:
+    wall, cpu = [0.0], [0.0]
+    idle = ReactorIdle(wall=lambda: wall[0], cpu=lambda: cpu[0])
+    idle.sample()
+    assert idle.idle_fraction() is None
+    for _ in range(10):
+        wall[0] += 1.0
+        cpu[0] += 0.25
+        idle.sample()
+    assert idle.idle_fraction() == 0.75
+    for _ in range(120):  # a busy stretch longer than the window: only it counts
+        wall[0] += 1.0
+        cpu[0] += 1.0
+        idle.sample()
+    assert idle.idle_fraction() == 0.0
+
+
+def test_lag_in_records_and_seconds_from_the_end_offsets_history() -> None:
+    tracker = LagTracker()
+    tracker.record(0, {("t", 0): 100}, [])
+    tracker.record(10_000, {("t", 0): 200}, [])
+    tracker.record(20_000, {("t", 0): 200}, [("g", "t", 0, 150)])
+    # the end passed 150 halfway between the first two samples: 15 s before now
+    assert tracker.rows(20_000) == [("g", "t", 0, 150, 50, 15.0)]
+    assert tracker.lag_seconds(("t", 0), 200, 20_000) == 0.0
+    assert tracker.lag_seconds(("t", 0), 50, 20_000) == 20.0  # older than the history: at least its age
+    tracker.record(30_000, {}, [])  # a partition no group has committed to any more is forgotten
+    assert tracker.ends == {}
+
+
+def test_the_lag_sampler_asks_each_other_leader_once_and_reads_its_own_partitions() -> None:
+    clock = task.Clock()
+    clock.advance(100)
+    asked: list[tuple[int, object]] = []
+
+    class FakeConnection:
+        def __init__(self, broker_id: int) -> None:
+            self.broker_id = broker_id
+
+        def request(self, api_key: int, version: int, body: dict) -> defer.Deferred:
+            asked.append((self.broker_id, body))
+            topics = [SimpleNamespace(name=t["name"], partitions=[
+                SimpleNamespace(partition_index=p["partition_index"], error_code=0, offset=1000 + p["partition_index"])
+                for p in t["partitions"]]) for t in body["topics"]]
+            return defer.succeed(SimpleNamespace(topics=topics))
+
+    manager = SimpleNamespace(metrics_view=lambda: ([], [("g", "t", 0, 5), ("g", "t", 1, 7), ("g", "t", 2, 9)], 3))
+    leaders = {("t", 1): 2, ("t", 2): 2}
+    broker = SimpleNamespace(
+        reactor=clock, broker_id=1, config=SimpleNamespace(inter_broker_listener="PLAINTEXT"),
+        group_service=SimpleNamespace(coordinator=SimpleNamespace(group_manager=manager)),
+        replica_manager=SimpleNamespace(partitions={("t", 0): SimpleNamespace(is_leader=True, high_watermark=40)}),
+        metadata_cache=SimpleNamespace(partition=lambda t, i: SimpleNamespace(leader=leaders[(t, i)]),
+                                       endpoint=lambda b, listener: ("127.0.0.1", 9000 + b)))
+    sampler = GroupLagSampler(broker, connect=lambda b, host, port: FakeConnection(b))
+    sampler.sample()
+    assert [b for b, _ in asked] == [2]  # one ListOffsets to broker 2 for both its partitions
+    rows = {(p, lag) for _, _, p, _, lag, _ in sampler.tracker.rows(100_000)}
+    assert rows == {(0, 35), (1, 994), (2, 993)}
+
+
+def _partition(topic: str, index: int) -> SimpleNamespace:
+    log = SimpleNamespace(segments=[SimpleNamespace(size=100)], log_start_offset=0, next_offset=10)
+    return SimpleNamespace(log=log, is_leader=True, isr=(1, 2, 3), is_under_replicated=False, high_watermark=10,
+                           follower_lag=0, delays=None)
+
+
+def test_a_snapshot_reads_one_slice_of_partitions_per_reactor_turn_and_renders_elsewhere() -> None:
+    turns: list = []  # what the snapshot left for a later reactor turn
+    reactor = SimpleNamespace(seconds=lambda: 100.0, callLater=lambda delay, fn, *args: turns.append((fn, args)))
+    n = SLICE * 3 + 5
+    partitions = {("t", i): _partition("t", i) for i in range(n)}
+    rm = SimpleNamespace(partitions=partitions, min_insync_replicas=lambda topic: 2, offline_partitions=set(),
+                         topic_stats=BrokerTopicStats(), isr_shrinks=0, isr_expands=0)
+    broker = SimpleNamespace(reactor=reactor, replica_manager=rm)
+    d = take_snapshot(broker)
+    ran = 0
+    while not d.called:
+        fn, args = turns.pop(0)
+        fn(*args)
+        ran += 1
+    assert ran == 4 and not turns  # three more slices, then the rest, each in its own reactor turn
+    snap: Snapshot = d.result
+    assert len(snap.partitions) == n
+    text = render_metrics(broker, snap).decode()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    assert samples[("kafka_server_replicamanager_partitioncount", ())] == n
+    assert samples[("kafka_log_log_size", (("partition", "7"), ("topic", "t")))] == 100
+    assert samples[("kafka_topic_partition_current_offset", (("partition", "7"), ("topic", "t")))] == 10
+
+
+def test_the_lean_text_format_parses_back_exactly_with_any_label_value() -> None:
+    from mafka.broker.metrics_text import block, exposition
+
+    nasty = 'a"b\\c\nd'
+    text = exposition([
+        block("x", "doc with \\ and\nnewline", "gauge", [("x", {"topic": nasty}, 1.5), ("x", None, 2)]),
+        block("c", "a counter", "counter", [("c_total", {"k": "v"}, 3)]),
+    ]).decode()
+    parsed = {f.name: f for f in text_string_to_metric_families(text)}
+    assert [(s.labels, s.value) for s in parsed["x"].samples] == [({"topic": nasty}, 1.5), ({}, 2.0)]
+    assert parsed["c"].type == "counter" and parsed["c"].samples[0].value == 3.0
+    # negative control: the same value unescaped does not survive a parse
+    broken = text.replace('a\\"b\\\\c\\nd', nasty)
+    try:
+        survived = [s.labels for f in text_string_to_metric_families(broken) for s in f.samples if f.name == "x"]
+    except ValueError:
+        survived = []
+    assert {"topic": nasty} not in survived
