@@ -37,6 +37,7 @@ import re
 import struct
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -59,6 +60,8 @@ from mafka.transaction.metadata import TransactionState
 from mafka.wire.batch import BatchHeader
 from mafka.wire.errors import ProtocolError
 from mafka.wire.records import Record
+
+from .progress import progress
 
 __all__ = [
     "add_parser",
@@ -470,6 +473,17 @@ def _dump_by_suffix(dumper: Dumper, name: str) -> None:
         err.write(f"Ignoring unknown file {name}\n")
 
 
+#: the total size of the ``.log`` files from which a progress display is shown on stderr
+PROGRESS_FROM_BYTES = 64 << 20
+
+
+def _size(name: str) -> int:
+    try:
+        return os.path.getsize(name)
+    except OSError:
+        return 0
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
@@ -482,17 +496,24 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         err.write(f"{exc}\n")
         return 1
     findings = Findings()
-    dumper = Dumper(options, out, err, findings)
-    try:
-        for name in args.files.split(","):
-            if name:
+    names = [name for name in args.files.split(",") if name]
+    logs = sum(_size(name) for name in names if name.endswith(".log"))
+    with ExitStack() as stack:
+        on_bytes = None
+        if logs >= PROGRESS_FROM_BYTES:
+            # Big segments only: a quick dump's stderr stays exactly Kafka's.
+            bar = stack.enter_context(progress("dump-log", total=logs, unit="bytes of log read", stream=err))
+            on_bytes = bar.advance
+        dumper = Dumper(options, out, err, findings, on_bytes=on_bytes)
+        try:
+            for name in names:
                 dump_file(dumper, name)
                 out.flush()
-    except BrokenPipeError:
-        # `| head`: the reader is gone; point stdout at nothing so the exit's flush stays quiet.
-        if out is sys.stdout:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        except BrokenPipeError:
+            # `| head`: the reader is gone; point stdout at nothing so the exit's flush stays quiet.
+            if out is sys.stdout:
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
     for line in findings.report():
         err.write(line + "\n")
     return 1 if findings.failed else 0

@@ -390,7 +390,10 @@ class Dumper:
     a failed sanity check, an unreadable file).
     """
 
-    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, findings: Findings | None = None) -> None:
+    def __init__(self, options: DumpOptions, out: TextIO, err: TextIO, findings: Findings | None = None,
+                 on_bytes: Callable[[int], None] | None = None) -> None:
+        #: told the bytes of each batch read (a caller's progress display), or None
+        self.on_bytes = on_bytes
         self.options = options
         self.out = out
         self.err = err
@@ -449,6 +452,8 @@ class Dumper:
                 crc = crc_of(data, 0, size) if data is not None else log.crc(position, size)
                 self._print(batch_line(header, valid_bytes, crc == header.crc))
                 valid_bytes += size
+                if self.on_bytes is not None:
+                    self.on_bytes(size)
                 if header.compression not in _CODEC_NAMES:
                     self._damage(path, position, f"unknown compression codec id {header.compression}")
                     continue

@@ -465,3 +465,19 @@ def test_no_flipped_byte_anywhere_makes_a_traceback(tmp_path, capsys):
         rc, out, err = dump(capsys, "--files", f"{d / LOG},{d / INDEX},{d / TIMEINDEX}", "--print-data-log")
         assert rc in (0, 1), at
         assert out[0] == f"Dumping {d / LOG}" and not any("Traceback" in line for line in err)
+
+
+def test_a_big_dump_shows_its_progress_on_stderr_and_a_small_one_stays_kafkas(tmp_path, capsys, monkeypatch):
+    from mafka.cli import dump_log
+
+    b1 = build_batch([Record(0, 1000, b"k0", b"v0")])
+    b2 = build_batch([Record(0, 1001, b"k1", b"v1")])
+    d = write_log(tmp_path, [b1, b2])
+    monkeypatch.setenv("MAFKA_PROGRESS", "plain")
+    rc, out, err = dump(capsys, "--files", str(d / LOG))
+    assert rc == 0 and err == []  # below the threshold: Kafka's stderr, nothing more
+    monkeypatch.setattr(dump_log, "PROGRESS_FROM_BYTES", 1)
+    rc, big_out, err = dump(capsys, "--files", str(d / LOG))
+    assert rc == 0 and big_out == out  # stdout untouched
+    size = len(b1) + len(b2)
+    assert len(err) == 1 and err[0].startswith(f"dump-log: {size}/{size} bytes of log read (100%)"), err
