@@ -11,90 +11,94 @@ every broker exports only its own groups, so scraping every broker covers each
 group once.
 
 Lag in seconds (kafka-lag-exporter's ``kafka_consumergroup_group_lag_seconds``)
-comes from the end offsets' history: the time at which the partition's end
-passed the committed offset, interpolated between the two samples around it;
-a committed offset older than the whole history (a few minutes) gives at least
-the history's age.
+is how old the first record the group has not consumed is: now minus the
+timestamp of the record at the committed offset (its CreateTime, or its
+LogAppendTime on topics that keep that), read with one small Fetch per leader
+(``max_bytes`` 1: the batch holding the offset) and cached per offset, since a
+record's timestamp never changes.  A group that has consumed everything is 0 s
+behind; clocks of producers that write CreateTime skew it as they skew Kafka's.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict, deque
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from twisted.internet import defer
 
 from mafka.errors import ErrorCode
+from mafka.wire.records import iter_records
 
-__all__ = ["GroupLagSampler", "LagTracker", "SAMPLE_INTERVAL_S"]
+__all__ = ["GroupLagSampler", "LagTracker", "SAMPLE_INTERVAL_S", "record_timestamp"]
 
 log = logging.getLogger("mafka.broker.group_lag")
 
 #: how often the coordinator refreshes end offsets (kafka-lag-exporter polls every 30 s, kafka_exporter per scrape)
 SAMPLE_INTERVAL_S = 5.0
-#: end-offset samples kept per partition for the lag in seconds
-HISTORY = 60
-LIST_OFFSETS = 2
-LIST_OFFSETS_VERSION = 1
+LIST_OFFSETS, FETCH = 2, 1
+LIST_OFFSETS_VERSION, FETCH_VERSION = 1, 4
 LATEST = -1
+#: record timestamps remembered, (topic, partition, offset) → ms
+TIMESTAMPS_KEPT = 50_000
+
+
+def record_timestamp(records: bytes | memoryview, offset: int) -> int | None:
+    """The timestamp of the first record at or after *offset* in a fetched record set (None: none there)."""
+    try:
+        for record in iter_records(records, verify_crc=False):
+            if record.offset >= offset:
+                return record.timestamp
+    except Exception:  # noqa: BLE001 - a damaged answer gives no timestamp, never a failed sample
+        return None
+    return None
 
 
 class LagTracker:
-    """End offsets over time, and the committed offsets of the last sample (plain Python)."""
+    """End offsets, committed offsets and record timestamps of the last sample (plain Python)."""
 
-    def __init__(self, history: int = HISTORY) -> None:
-        self.history = history
-        self.ends: dict[tuple[str, int], deque[tuple[int, int]]] = {}
+    def __init__(self, kept: int = TIMESTAMPS_KEPT) -> None:
+        self.kept = kept
+        self.ends: dict[tuple[str, int], int] = {}
         #: (group, topic, partition, committed offset) as of the last sample
         self.committed: list[tuple[str, str, int, int]] = []
+        #: (topic, partition, offset) → the record's timestamp, newest last
+        self.timestamps: OrderedDict[tuple[str, int, int], int] = OrderedDict()
 
-    def record(self, now_ms: int, ends: dict[tuple[str, int], int], committed: list[tuple[str, str, int, int]]) -> None:
-        for tp, offset in ends.items():
-            points = self.ends.get(tp)
-            if points is None:
-                points = self.ends[tp] = deque(maxlen=self.history)
-            if points and points[-1][1] == offset and len(points) > 1 and points[-2][1] == offset:
-                points[-1] = (now_ms, offset)  # a flat run keeps its first and last points only
-            else:
-                points.append((now_ms, offset))
-        for tp in [tp for tp in self.ends if tp not in ends]:
-            del self.ends[tp]
+    def record(self, ends: dict[tuple[str, int], int], committed: list[tuple[str, str, int, int]]) -> None:
+        self.ends = ends
         self.committed = committed
 
-    def end_offset(self, tp: tuple[str, int]) -> int | None:
-        points = self.ends.get(tp)
-        return points[-1][1] if points else None
+    def remember(self, topic: str, index: int, offset: int, timestamp: int) -> None:
+        key = (topic, index, offset)
+        self.timestamps[key] = timestamp
+        self.timestamps.move_to_end(key)
+        while len(self.timestamps) > self.kept:
+            self.timestamps.popitem(last=False)
 
-    def lag_seconds(self, tp: tuple[str, int], committed: int, now_ms: int) -> float | None:
-        """Seconds since the partition's end passed *committed* (0 when caught up; None if unknown)."""
-        points = self.ends.get(tp)
-        if not points:
-            return None
-        if committed >= points[-1][1]:
-            return 0.0
-        previous: tuple[int, int] | None = None
-        for at, offset in reversed(points):
-            if offset <= committed:
-                if previous is None:
-                    return max(0.0, (now_ms - at) / 1000.0)
-                later_at, later_offset = previous
-                share = (committed - offset) / (later_offset - offset) if later_offset > offset else 0.0
-                passed = at + share * (later_at - at)
-                return max(0.0, (now_ms - passed) / 1000.0)
-            previous = (at, offset)
-        return max(0.0, (now_ms - points[0][0]) / 1000.0)
+    def missing_timestamps(self) -> dict[tuple[str, int], int]:
+        """Partition → the committed offset whose record's timestamp is wanted (one per partition)."""
+        out: dict[tuple[str, int], int] = {}
+        for _, topic, index, committed in self.committed:
+            end = self.ends.get((topic, index))
+            if end is not None and committed < end and (topic, index, committed) not in self.timestamps:
+                out.setdefault((topic, index), committed)
+        return out
 
     def rows(self, now_ms: int) -> list[tuple[str, str, int, int, int, float | None]]:
         """``(group, topic, partition, committed, lag, lag seconds)`` for each committed offset with a known end."""
         out = []
         for group, topic, index, committed in self.committed:
-            end = self.end_offset((topic, index))
+            end = self.ends.get((topic, index))
             if end is None:
                 continue
-            out.append((group, topic, index, committed, max(0, end - committed),
-                        self.lag_seconds((topic, index), committed, now_ms)))
+            lag = max(0, end - committed)
+            seconds: float | None = 0.0
+            if lag:
+                ts = self.timestamps.get((topic, index, committed))
+                seconds = None if ts is None else max(0.0, (now_ms - ts) / 1000.0)
+            out.append((group, topic, index, committed, lag, seconds))
         return out
 
 
@@ -139,7 +143,15 @@ class GroupLagSampler:
         for ok, answer in answers:
             if ok and answer:
                 ends.update(answer)
-        self.tracker.record(self.now_ms(), ends, committed)
+        self.tracker.record(ends, committed)
+        # The timestamps of the first records not consumed, from each partition's leader (this broker too)
+        wanted_ts: dict[int, dict[tuple[str, int], int]] = defaultdict(dict)
+        for tp, offset in self.tracker.missing_timestamps().items():
+            info = cache.partition(*tp)
+            if info is not None and info.leader >= 0:
+                wanted_ts[info.leader][tp] = offset
+        yield defer.DeferredList([self._timestamps(leader, offsets) for leader, offsets in wanted_ts.items()],
+                                 consumeErrors=True)
 
     def _ask(self, leader: int, tps: list[tuple[str, int]]) -> defer.Deferred:
         conn = self._connection(leader)
@@ -161,6 +173,33 @@ class GroupLagSampler:
             return {}
 
         return conn.request(LIST_OFFSETS, LIST_OFFSETS_VERSION, body).addCallbacks(answered, failed)
+
+    def _timestamps(self, leader: int, offsets: dict[tuple[str, int], int]) -> defer.Deferred:
+        conn = self._connection(leader)
+        if conn is None:
+            return defer.succeed(None)
+        topics: dict[str, list[dict[str, int]]] = defaultdict(list)
+        for (topic, index), offset in offsets.items():
+            # max bytes 1: the leader answers with the one batch holding the offset, whatever its size
+            topics[topic].append({"partition": index, "fetch_offset": offset, "partition_max_bytes": 1})
+        body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1, "isolation_level": 0,
+                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()]}
+
+        def answered(response: Any) -> None:
+            for topic in response.responses:
+                for p in topic.partitions:
+                    offset = offsets.get((topic.topic, p.partition_index))
+                    if offset is None or p.error_code != ErrorCode.NONE or not p.records:
+                        continue
+                    ts = record_timestamp(p.records, offset)
+                    if ts is not None:
+                        self.tracker.remember(topic.topic, p.partition_index, offset, ts)
+
+        def failed(failure: Any) -> None:
+            log.debug("Fetch from broker %d for lag timestamps failed: %s", leader, failure.getErrorMessage())
+            self._connections.pop(leader, None)
+
+        return conn.request(FETCH, FETCH_VERSION, body).addCallbacks(answered, failed)
 
     def _connection(self, broker_id: int) -> Any:
         conn = self._connections.get(broker_id)

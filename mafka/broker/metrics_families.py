@@ -177,7 +177,7 @@ def _lag(snap: Snapshot) -> Iterator[TextBlock]:
     yield _gauges("kafka_consumergroup_lag", "Records between the committed offset and the high watermark", lag)
     yield _gauges("kafka_consumergroup_current_offset", "The group's committed offset", current)
     yield _gauges("kafka_consumergroup_group_lag_seconds",
-                  "Seconds since the high watermark passed the committed offset (kafka-lag-exporter)", seconds)
+                  "Age of the first record the group has not consumed, s (kafka-lag-exporter)", seconds)
     yield _gauges("kafka_consumergroup_lag_sum", "The group's lag over the topic's partitions",
                   (({"consumergroup": g, "topic": t}, n) for (g, t), n in sorted(lag_sum.items())))
 

@@ -12,6 +12,7 @@ records it left, and grows when it stops consuming while more arrive.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterable
@@ -100,9 +101,11 @@ def test_every_broker_serves_the_kafka_metric_set_and_lag_follows_the_consumer(c
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 5})
     n, value = 300, b"v" * 100
+    began = time.time()
     for i in range(n):
         producer.produce(topic, key=str(i).encode(), value=value, partition=i % 3)
     assert producer.flush(30) == 0
+    produced_at = time.time()
 
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
                          "enable.auto.commit": False})
@@ -175,9 +178,14 @@ def test_every_broker_serves_the_kafka_metric_set_and_lag_follows_the_consumer(c
         return sum(lag_rows(scrape_all(cluster), group).values()) == n + 90 - committed
 
     wait_until(grown, timeout=30, what="the stopped group's lag to grow by the new records")
-    seconds = [v for s in scrape_all(cluster).values() for name, ls, v in s
-               if name == "kafka_consumergroup_group_lag_seconds" and ls.get("group") == group]
-    assert seconds and max(seconds) > 0
+    # Lag in seconds: the age of the first record not consumed, which was produced before the
+    # first flush returned and after the test began.
+    def seconds() -> list[float]:
+        return [v for s in scrape_all(cluster).values() for name, ls, v in s
+                if name == "kafka_consumergroup_group_lag_seconds" and ls.get("group") == group]
+
+    ages = wait_until(lambda: len(seconds()) == 3 and seconds(), timeout=30, what="lag in seconds per partition")
+    assert time.time() - produced_at - 1 <= max(ages) <= time.time() - began + 1, (ages, produced_at, began)
 
 
 def test_cluster_json_and_the_health_endpoint(cluster: LocalCluster) -> None:

@@ -66,37 +66,65 @@ def test_reactor_idle_is_one_minus_the_reactor_cpu_share() -> None:
     assert idle.idle_fraction() == 0.0
 
 
-def test_lag_in_records_and_seconds_from_the_end_offsets_history() -> None:
-    tracker = LagTracker()
-    tracker.record(0, {("t", 0): 100}, [])
-    tracker.record(10_000, {("t", 0): 200}, [])
-    tracker.record(20_000, {("t", 0): 200}, [("g", "t", 0, 150)])
-    # the end passed 150 halfway between the first two samples: 15 s before now
-    assert tracker.rows(20_000) == [("g", "t", 0, 150, 50, 15.0)]
-    assert tracker.lag_seconds(("t", 0), 200, 20_000) == 0.0
-    assert tracker.lag_seconds(("t", 0), 50, 20_000) == 20.0  # older than the history: at least its age
-    tracker.record(30_000, {}, [])  # a partition no group has committed to any more is forgotten
-    assert tracker.ends == {}
+def test_lag_in_records_and_in_seconds_from_the_first_unconsumed_records_timestamp() -> None:
+    tracker = LagTracker(kept=2)
+    tracker.record({("t", 0): 200, ("t", 1): 50}, [("g", "t", 0, 150), ("g", "t", 1, 50), ("h", "t", 0, 120)])
+    # caught up: 0 s; behind and the record's timestamp not known yet: no figure
+    assert tracker.rows(20_000) == [("g", "t", 0, 150, 50, None), ("g", "t", 1, 50, 0, 0.0),
+                                    ("h", "t", 0, 120, 80, None)]
+    assert tracker.missing_timestamps() == {("t", 0): 150}  # one offset per partition a round
+    tracker.remember("t", 0, 150, 5_000)
+    assert tracker.missing_timestamps() == {("t", 0): 120}
+    tracker.remember("t", 0, 120, 2_000)
+    assert [secs for *_, secs in tracker.rows(20_000)] == [15.0, 0.0, 18.0]
+    tracker.remember("t", 0, 999, 1)  # the cache is bounded: the oldest timestamp goes
+    assert ("t", 0, 150) not in tracker.timestamps and len(tracker.timestamps) == 2
 
 
-def test_the_lag_sampler_asks_each_other_leader_once_and_reads_its_own_partitions() -> None:
+def test_record_timestamp_finds_the_record_at_or_after_an_offset_in_a_fetched_batch() -> None:
+    from mafka.broker.group_lag import record_timestamp
+    from mafka.wire.records import Record, build_batch
+
+    batch = bytearray(build_batch([Record(0, 1000, None, b"a"), Record(1, 1500, None, b"b"),
+                                   Record(2, 1700, None, b"c")]))
+    batch[0:8] = (40).to_bytes(8, "big")  # the batch at base offset 40
+    assert record_timestamp(bytes(batch), 41) == 1500
+    assert record_timestamp(bytes(batch), 40) == 1000
+    assert record_timestamp(bytes(batch), 43) is None
+    assert record_timestamp(b"\x00garbage", 0) is None
+
+
+def test_the_lag_sampler_asks_each_leader_once_for_ends_and_for_timestamps() -> None:
+    from mafka.wire.records import Record, build_batch
+
     clock = task.Clock()
     clock.advance(100)
-    asked: list[tuple[int, object]] = []
+    asked: list[tuple[int, int, dict]] = []
 
     class FakeConnection:
         def __init__(self, broker_id: int) -> None:
             self.broker_id = broker_id
 
         def request(self, api_key: int, version: int, body: dict) -> defer.Deferred:
-            asked.append((self.broker_id, body))
-            topics = [SimpleNamespace(name=t["name"], partitions=[
-                SimpleNamespace(partition_index=p["partition_index"], error_code=0, offset=1000 + p["partition_index"])
-                for p in t["partitions"]]) for t in body["topics"]]
-            return defer.succeed(SimpleNamespace(topics=topics))
+            asked.append((self.broker_id, api_key, body))
+            if api_key == 2:  # ListOffsets
+                topics = [SimpleNamespace(name=t["name"], partitions=[
+                    SimpleNamespace(partition_index=p["partition_index"], error_code=0,
+                                    offset=1000 + p["partition_index"]) for p in t["partitions"]])
+                    for t in body["topics"]]
+                return defer.succeed(SimpleNamespace(topics=topics))
+            responses = []
+            for t in body["topics"]:  # Fetch: the batch holding each offset
+                parts = []
+                for p in t["partitions"]:
+                    batch = bytearray(build_batch([Record(0, 90_000, None, b"x")]))
+                    batch[0:8] = p["fetch_offset"].to_bytes(8, "big")
+                    parts.append(SimpleNamespace(partition_index=p["partition"], error_code=0, records=bytes(batch)))
+                responses.append(SimpleNamespace(topic=t["topic"], partitions=parts))
+            return defer.succeed(SimpleNamespace(responses=responses))
 
     manager = SimpleNamespace(metrics_view=lambda: ([], [("g", "t", 0, 5), ("g", "t", 1, 7), ("g", "t", 2, 9)], 3))
-    leaders = {("t", 1): 2, ("t", 2): 2}
+    leaders = {("t", 0): 1, ("t", 1): 2, ("t", 2): 2}
     broker = SimpleNamespace(
         reactor=clock, broker_id=1, config=SimpleNamespace(inter_broker_listener="PLAINTEXT"),
         group_service=SimpleNamespace(coordinator=SimpleNamespace(group_manager=manager)),
@@ -105,9 +133,14 @@ def test_the_lag_sampler_asks_each_other_leader_once_and_reads_its_own_partition
                                        endpoint=lambda b, listener: ("127.0.0.1", 9000 + b)))
     sampler = GroupLagSampler(broker, connect=lambda b, host, port: FakeConnection(b))
     sampler.sample()
-    assert [b for b, _ in asked] == [2]  # one ListOffsets to broker 2 for both its partitions
-    rows = {(p, lag) for _, _, p, _, lag, _ in sampler.tracker.rows(100_000)}
-    assert rows == {(0, 35), (1, 994), (2, 993)}
+    # ends: this broker's own HW for t-0, one ListOffsets to broker 2 for t-1 and t-2;
+    # timestamps: one Fetch per leader (this broker included)
+    assert sorted((b, key) for b, key, _ in asked) == [(1, 1), (2, 1), (2, 2)]
+    rows = {(p, lag, secs) for _, _, p, _, lag, secs in sampler.tracker.rows(100_000)}
+    assert rows == {(0, 35, 10.0), (1, 994, 10.0), (2, 993, 10.0)}
+    asked.clear()
+    sampler.sample()  # the same committed offsets: their timestamps are known, no Fetch again
+    assert [key for _, key, _ in asked] == [2]
 
 
 def _partition(topic: str, index: int) -> SimpleNamespace:
