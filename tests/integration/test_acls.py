@@ -347,3 +347,75 @@ def test_a_user_cannot_pose_as_a_follower_or_a_controller(cluster, acls):
         assert {p.error_code for m in markers.markers for t in m.topics for p in t.partitions} == {31}
     finally:
         raw.close()
+
+
+# ---------------------------------------------------------------------- the web console over SASL
+
+
+def test_the_console_logs_in_with_sasl_and_shows_only_what_the_principal_may_describe(cluster, acls, tmp_path):
+    """``mafka console`` with a SASL client config and no credentials asks who logs in; alice sees
+    her topics and not the secret one, a wrong password is refused, and no page shows without a login."""
+    import http.cookiejar
+    import re
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    from tests.harness.cluster import free_ports
+    from tests.harness.waits import wait_until
+
+    config = tmp_path / "console.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n")
+    port = free_ports(1)[0]
+    base = f"http://127.0.0.1:{port}"
+    with open(tmp_path / "console.log", "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mafka.cli.main", "console", "--bootstrap-server",
+             cluster.bootstrap_for("SASL_PLAINTEXT"), "--command-config", str(config), "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        def opener() -> urllib.request.OpenerDirector:
+            return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+        def login(session: urllib.request.OpenerDirector, user: str, password: str) -> tuple[int, str]:
+            form = session.open(base + "/login", timeout=30).read().decode()
+            token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+            assert token, form
+            data = urllib.parse.urlencode({"csrf_token": token.group(1), "username": user,
+                                           "password": password}).encode()
+            try:
+                answer = session.open(base + "/login", data=data, timeout=30)
+                return answer.status, answer.read().decode()
+            except urllib.error.HTTPError as exc:
+                return exc.code, exc.read().decode()
+
+        wait_until(lambda: _answers(base + "/login"), 30, "the console to serve")
+        anonymous = opener().open(base + "/topics", timeout=30)
+        assert anonymous.url.startswith(base + "/login"), anonymous.url  # redirected: log in first
+
+        status, page = login(opener(), "alice", "wrong")
+        assert status == 401 and "SASL_AUTHENTICATION_FAILED" in page
+
+        alice = opener()
+        status, _ = login(alice, "alice", PASSWORDS["alice"])
+        assert status == 200
+        topics = alice.open(base + "/topics", timeout=30).read().decode()
+        assert ORDERS in topics and PREFIX + "a" in topics and SECRET not in topics
+        admin = opener()
+        login(admin, "admin", PASSWORDS["admin"])
+        assert SECRET in admin.open(base + "/topics", timeout=30).read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def _answers(url: str) -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(url, timeout=5).read()
+        return True
+    except OSError:
+        return False
