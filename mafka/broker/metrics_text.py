@@ -42,9 +42,7 @@ def label_value(value: str) -> str:
 
 
 def number(value: float) -> str:
-    """A sample value as the text format writes it."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
+    """A sample value as prometheus_client writes it: always a float (``1.0``), ``NaN``, ``±Inf``."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -53,9 +51,10 @@ def number(value: float) -> str:
 
 
 def sample_line(name: str, labels: dict[str, str] | None, value: float) -> str:
-    """One sample's line; *labels* are Mafka's own names, their values escaped here."""
+    """One sample's line; *labels* are Mafka's own names, their values escaped here, in name order
+    (as prometheus_client writes them)."""
     if labels:
-        inner = ",".join(f'{k}="{label_value(v)}"' for k, v in labels.items())
+        inner = ",".join(f'{k}="{label_value(v)}"' for k, v in sorted(labels.items()))
         return f"{name}{{{inner}}} {number(value)}\n"
     return f"{name} {number(value)}\n"
 

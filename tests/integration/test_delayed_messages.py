@@ -278,14 +278,14 @@ def test_mafka_delayed_describe_shows_pending_records_per_due_bucket(cluster):
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
-def test_the_readme_example_runs_as_written_and_holds_the_record(cluster):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Delayed messages"):]
+def test_the_delayed_messages_page_example_runs_as_written_and_holds_the_record(cluster):
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "delayed-messages.md").read_text()
+    section = readme[readme.index("## Delayed messages"):]
     start = section.index("```python") + len("```python")
     code = section[start:section.index("```\n", start)]
     topic = new_topic(cluster)
     exec(compile(code.replace("127.0.0.1:9092", cluster.bootstrap).replace('"reminders"', repr(topic)),  # noqa: S102
-                 "README.md (delayed example)", "exec"), {})
+                 "docs/delayed-messages.md (delayed example)", "exec"), {})
     assert consume_for(cluster, topic, 2.0) == []
     out = subprocess.run([MAFKA, "delayed", "--describe", "--topic", topic, "--bootstrap-server", cluster.bootstrap],
                          capture_output=True, text=True, timeout=60)

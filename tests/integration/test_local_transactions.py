@@ -193,14 +193,14 @@ def test_a_leader_killed_between_the_half_message_and_the_commit(cluster, tmp_pa
     assert got == [b"o-30"]
 
 
-def test_the_readme_orders_example_runs_as_written(cluster, tmp_path, monkeypatch):
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("### Local-transaction messages"):]
+def test_the_delayed_messages_page_orders_example_runs_as_written(cluster, tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "delayed-messages.md").read_text()
+    section = readme[readme.index("## Local-transaction messages"):]
     code = section[section.index("```python") + len("```python"):section.index("```\n", section.index("```python"))]
     topic = new_topic(cluster)
     code = code.replace("127.0.0.1:9092", cluster.bootstrap).replace('"order-events"', repr(topic))
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md (orders example)", "exec"), {})  # noqa: S102 - the README's own code
+    exec(compile(code, "docs/delayed-messages.md (orders example)", "exec"), {})  # noqa: S102 - the docs' own code
     assert read(cluster, topic, 3.0) == [b"o-1"]
     with sqlite3.connect(tmp_path / "orders.db") as db:
         assert db.execute("SELECT item FROM orders WHERE id = 'o-1'").fetchone() == ("book",)

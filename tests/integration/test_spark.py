@@ -265,18 +265,18 @@ def test_the_etl_job_is_incremental_and_a_repeated_run_adds_nothing(cluster, spa
     assert {json.loads(r.value)["user"] for r in hourly} == {"u0", "u1", "u2"}
 
 
-def test_the_readme_spark_example_runs_as_written(cluster, spark, capsys):
-    """The README's Spark example, with the cluster's address and fresh topic names."""
+def test_the_spark_page_example_runs_as_written(cluster, spark, capsys):
+    """The Spark page's example (docs/spark.md), with the cluster's address and fresh topic names."""
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    code = re.search(r"```python\n(.*?)```", readme[readme.index("## Spark"):], re.S).group(1)
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "spark.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme[readme.index("# Spark"):], re.S).group(1)
     source = create(cluster, partitions=2)
     produce(cluster, source, per_partition=20, partitions=2)
     code = (code.replace("127.0.0.1:9092", cluster.bootstrap.split(",")[0])
             .replace('"events-upper"', f'"{source}-upper"').replace('"events"', f'"{source}"'))
-    exec(compile(code, "README.md", "exec"), {})
+    exec(compile(code, "docs/spark.md", "exec"), {})
     assert re.search(r"\|\s+0\|\s+20\|", capsys.readouterr().out)
     back = (spark.read.format("mafka").option("kafka.bootstrap.servers", cluster.bootstrap)
             .option("subscribe", f"{source}-upper").load())

@@ -32,6 +32,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.harness.cluster import free_ports
 from tests.harness.docker.compose import (
     BROKERS,
     REPO,
@@ -165,7 +166,9 @@ def test_docker_up_names_a_port_that_is_taken() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        r = subprocess.run(["make", "-s", "docker-up", f"MAFKA_PORT_2={port}", "COMPOSE_PROJECT_NAME=mafkaportcheck"],
+        first, third = free_ports(2)  # the defaults (9092, 9094) may be a local `make run`'s
+        r = subprocess.run(["make", "-s", "docker-up", f"MAFKA_PORT_1={first}", f"MAFKA_PORT_2={port}",
+                            f"MAFKA_PORT_3={third}", "COMPOSE_PROJECT_NAME=mafkaportcheck"],
                            cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode != 0
     assert f"port {port} (MAFKA_PORT_2) is already in use" in r.stdout + r.stderr, r.stdout + r.stderr
