@@ -154,12 +154,12 @@ def stop_brokers(brokers: list[dict[str, Any]], procs: list[subprocess.Popen], t
 
 
 def start_console(base: Path, bootstrap: str, brokers: list[dict[str, Any]], port: int,
-                  procs: list[subprocess.Popen]) -> str | None:
+                  procs: list[subprocess.Popen], zookeeper: str) -> str | None:
     """Starts ``mafka console`` for the cluster (its output in ``DIR/console.log``) and appends its
     process to *procs*; its URL once it accepts connections, or None (said on stderr) if it did not
     within 30 s — the cluster runs on without it."""
     argv = [sys.executable, "-m", "mafka.cli.main", "console", "--bootstrap-server", bootstrap,
-            "--host", HOST, "--port", str(port)]
+            "--host", HOST, "--port", str(port), "--zookeeper", zookeeper]
     for b in brokers:
         if "metrics" in b:
             argv += ["--metrics", f"{b['id']}={b['metrics']}"]
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
         state: dict[str, Any] = {"bootstrap": bootstrap, "zookeeper": {"connect": connect, "pid": zk.pid},
                                  "brokers": brokers}
         if args.console_port >= 0:
-            console = start_console(base, bootstrap, brokers, args.console_port, helpers)
+            console = start_console(base, bootstrap, brokers, args.console_port, helpers, connect)
             if console is not None:
                 state["console"] = console
         # Written whole and renamed into place: scripts and tests poll for this file and

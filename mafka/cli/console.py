@@ -54,6 +54,8 @@ def add_parser(sub: Any) -> None:
                    help="a broker's Prometheus endpoint, e.g. 1=http://127.0.0.1:19901/metrics (repeatable)")
     p.add_argument("--cluster-json", metavar="PATH",
                    help="a `mafka cluster up` cluster.json: its brokers' metrics endpoints")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/chroot]",
+                   help="Mafka: read the rebalancer's plan and progress from this ZooKeeper (the Rebalancer page)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds any one cluster call may take (default 10)")
     p.add_argument("--sample-interval", type=float, default=5.0,
                    help="seconds between lag and rate samples (default 5)")
@@ -70,6 +72,7 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from mafka.cli.clients import admin_config
     from mafka.console.metrics import Target, parse_target, targets_from_cluster_json
+    from mafka.console.rebalancer_plan import PlanReader
     from mafka.console.sampler import Sampler
     from mafka.console.server import serve
     from mafka.console.service import Console, needs_login, open_backend
@@ -93,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     probe = min(3.0, args.timeout)
     try:
         settings = admin_config(args.bootstrap_server, "mafka-console", args.timeout, args.command_config)
+        plans = PlanReader(args.zookeeper, args.timeout) if args.zookeeper else None
         if needs_login(settings):
             service = None
             if settings.get("sasl.username") and settings.get("sasl.password"):
@@ -103,13 +107,14 @@ def run(args: argparse.Namespace) -> int:
                 return open_backend({**settings, "sasl.username": username, "sasl.password": password},
                                     args.timeout, probe, sampler, username)
 
-            console = Console(sampler=sampler, login_with=login_with, hanging_after_ms=args.hanging_threshold_ms)
+            console = Console(sampler=sampler, login_with=login_with, hanging_after_ms=args.hanging_threshold_ms,
+                              plans=plans)
             extra_close = service.close if service is not None else (lambda: None)
         else:
             sampler = Sampler(None, targets, args.sample_interval)
             shared = open_backend(settings, args.timeout, probe, sampler)
             sampler.reader = shared.reader
-            console = Console(shared, sampler, hanging_after_ms=args.hanging_threshold_ms)
+            console = Console(shared, sampler, hanging_after_ms=args.hanging_threshold_ms, plans=plans)
             extra_close = lambda: None  # noqa: E731
     except ValueError as exc:  # ConfigError: a bad --command-config or bootstrap list
         return _fail(f"org.apache.kafka.common.config.ConfigException: {exc}")

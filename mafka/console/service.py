@@ -91,9 +91,11 @@ class Console:
 
     def __init__(self, shared: Backend | None = None, sampler: Sampler | None = None,
                  login_with: Callable[[str, str], Backend] | None = None,
-                 hanging_after_ms: int | None = None, idle_s: float = IDLE_S) -> None:
+                 hanging_after_ms: int | None = None, idle_s: float = IDLE_S, plans: Any = None) -> None:
         if (shared is None) == (login_with is None):
             raise ValueError("a console has either a shared backend or a login")
+        #: the rebalancer's plan from ZooKeeper (a :class:`~mafka.console.rebalancer_plan.PlanReader`), or None
+        self.plans = plans
         self.shared = shared
         self.sampler = sampler
         self._login_with = login_with
@@ -169,3 +171,5 @@ class Console:
             backend.close()
         if self.shared is not None:
             self.shared.close()
+        if self.plans is not None:
+            self.plans.close()

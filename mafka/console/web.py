@@ -45,6 +45,7 @@ from .actions import KINDS, RESET_STRATEGIES, FormError
 from .browse import DEFAULT_COUNT, MAX_COUNT, parse_request
 from .errors import ConsoleError
 from .guard import SECURITY_HEADERS, ConfirmStore, csrf_ok, new_token
+from .rebalancer_plan import age as clock_time
 from .records import FORMATS, SHOW_LIMIT, utc
 from .service import Backend, Console
 
@@ -266,7 +267,14 @@ def create_app(console: Console, secret_key: bytes | None = None,
             moving, refused = reader.reassignments(), None
         except ConsoleError as exc:
             moving, refused = [], (exc.name, exc.detail)
-        return render_template("rebalancer.html", moving=moving, refused=refused, disks=disks, settings=settings)
+        plan, plan_error, plan_known = None, None, console.plans is not None
+        if console.plans is not None:
+            try:
+                plan = console.plans.current()
+            except Exception as exc:  # noqa: BLE001 - ZooKeeper's trouble is shown, the page still renders
+                plan_error = ("ZOOKEEPER_UNAVAILABLE", f"{type(exc).__name__}: {exc}")
+        return render_template("rebalancer.html", moving=moving, refused=refused, disks=disks, settings=settings,
+                               plan=plan, plan_error=plan_error, plan_known=plan_known, clock=clock_time)
 
     @app.get("/messages")
     def messages() -> tuple[str, int]:

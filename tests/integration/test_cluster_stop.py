@@ -39,6 +39,8 @@ def test_ctrl_c_stops_the_cluster_gracefully_in_seconds(tmp_path):
         assert console == f"http://127.0.0.1:{cluster.console_port}/"
         page = urllib.request.urlopen(console + "brokers", timeout=30).read().decode()
         assert all(f"127.0.0.1:{b['port']}" in page for b in cluster.info["brokers"]), page[:2000]
+        plan = urllib.request.urlopen(console + "rebalancer", timeout=30).read().decode()
+        assert "No plan has run." in plan, plan[:3000]  # read from the cluster's ZooKeeper
         topic = f"stop-{uuid.uuid4().hex[:6]}"
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         admin.create_topics([NewTopic(topic, 6, 3)])[topic].result(30)

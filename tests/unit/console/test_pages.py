@@ -254,3 +254,47 @@ def test_a_loopback_console_refuses_other_host_names(cluster: FakeCluster) -> No
     assert client.get("/brokers", headers={"Host": "127.0.0.1:9021"}).status_code == 200
     # a DNS name rebound to 127.0.0.1 does not reach the console's pages (or its CSRF tokens)
     assert client.get("/brokers", headers={"Host": "rebound.example:9021"}).status_code == 400
+
+
+def test_rebalancer_page_shows_the_plan_and_its_progress_from_zookeeper(cluster: FakeCluster) -> None:
+    import json
+
+    from kazoo.exceptions import NoNodeError
+
+    from mafka.console.rebalancer_plan import PlanReader
+    from mafka.rebalancer.execution import Execution
+    from mafka.rebalancer.plan import Move
+
+    moves = [Move("orders", 0, 1, 3, 1000, (3, 2), "full"), Move("orders", 1, 2, 3, 2000, (3, 1), "full"),
+             Move(EVIL, 0, 1, 2, 10, (2,), "full")]
+    ex = Execution.start("manual-1", moves, 1_700_000_000_000, max_concurrent=2, pipelined=True, origin="manual",
+                         decisions=["broker 1 is 91 % full"])
+    ex.moves[0].state, ex.moves[0].started_ms, ex.moves[0].finished_ms = "done", 1_700_000_000_000, 1_700_000_004_000
+    ex.moves[1].state = "running"
+    state: dict[str, bytes | None] = {"data": json.dumps(ex.to_json()).encode()}
+
+    class FakeZk:
+        def start(self, timeout: float) -> None:
+            pass
+
+        def get(self, path: str) -> tuple[bytes, object]:
+            assert path == "/mafka/rebalancer/state"
+            if state["data"] is None:
+                raise NoNodeError(path)
+            return state["data"], None
+
+        def stop(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    page = build(cluster, plans=PlanReader("zk:2181", client_factory=lambda connect: FakeZk())).app.test_client()
+    body = page.get("/rebalancer").get_data(as_text=True)
+    assert "manual-1" in body and "1 of 3 moves finished" in text(body)
+    assert "4.0 s" in body and "broker 1 is 91 % full" in body
+    assert EVIL not in body and "&lt;script&gt;" in body  # a topic name is data, escaped
+    state["data"] = None
+    assert "No plan has run." in page.get("/rebalancer").get_data(as_text=True)
+    # without --zookeeper the page says where the plan would come from
+    assert "--zookeeper" in build(cluster).app.test_client().get("/rebalancer").get_data(as_text=True)
