@@ -21,6 +21,7 @@ The all-topics figures are kept beside the per-topic ones (Kafka's
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, fields
 
 from mafka.errors import ErrorCode
@@ -59,7 +60,11 @@ class TopicCounters:
     failed_fetch_requests: int = 0
 
     def as_tuple(self) -> tuple[int, ...]:
-        return tuple(getattr(self, f.name) for f in fields(self))
+        return _AS_TUPLE(self)
+
+
+#: a TopicCounters' fields in order, read in one C call (a scrape copies thousands)
+_AS_TUPLE = operator.attrgetter(*(f.name for f in fields(TopicCounters)))
 
 
 class BrokerTopicStats:

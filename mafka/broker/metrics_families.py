@@ -93,14 +93,14 @@ def _topic_metrics(snap: Snapshot) -> Iterator[TextBlock]:
 
 
 def _replica_manager(snap: Snapshot) -> Iterator[TextBlock]:
-    rows = snap.partitions
-    leaders = [r for r in rows if r.leader]
+    cols = snap.partitions
+    led = cols.leader
     for name, value, doc in (
-        ("partitioncount", len(rows), "Partitions hosted here"),
-        ("leadercount", len(leaders), "Partitions led here"),
-        ("underreplicatedpartitions", sum(1 for r in leaders if r.under_replicated),
+        ("partitioncount", len(cols), "Partitions hosted here"),
+        ("leadercount", sum(led), "Partitions led here"),
+        ("underreplicatedpartitions", sum(cols.under_replicated),
          "Partitions led here whose ISR is smaller than their replica set"),
-        ("underminisrpartitioncount", sum(1 for r in leaders if r.under_min_isr),
+        ("underminisrpartitioncount", sum(cols.under_min_isr),
          "Partitions led here with fewer in sync than min.insync.replicas"),
         ("offlinereplicacount", snap.offline_replicas, "Replicas here that are offline (their log dir failed)"),
     ):
@@ -109,26 +109,25 @@ def _replica_manager(snap: Snapshot) -> Iterator[TextBlock]:
                    [({}, snap.isr_shrinks)])
     yield _counter("kafka_server_replicamanager_isrexpands", "ISR expansions written by this broker (IsrExpandsPerSec)",
                    [({}, snap.isr_expands)])
-    lag = max((r.follower_lag for r in rows if not r.leader), default=0)
     yield _gauge("kafka_server_replicafetchermanager_maxlag",
                  "Largest lag, in messages, of a replica this broker follows (ReplicaFetcherManager MaxLag)",
-                 lag, {"clientId": "Replica"})
+                 max(cols.follower_lag, default=0), {"clientId": "Replica"})
 
 
 def _logs(snap: Snapshot) -> Iterator[TextBlock]:
-    rows = snap.partitions
-    yield _per_partition("kafka_log_log_size", "Bytes in the partition's log", ((r.topic, r.partition, r.size) for r in rows))
+    cols = snap.partitions
+    topics, indexes = cols.topic, cols.partition
+    yield _per_partition("kafka_log_log_size", "Bytes in the partition's log", zip(topics, indexes, cols.size, strict=True))
     yield _per_partition("kafka_log_log_numlogsegments", "Segments in the partition's log",
-                         ((r.topic, r.partition, r.segments) for r in rows))
-    yield _per_partition("kafka_log_log_logstartoffset", "The log start offset",
-                         ((r.topic, r.partition, r.log_start) for r in rows))
-    yield _per_partition("kafka_log_log_logendoffset", "The log end offset", ((r.topic, r.partition, r.log_end) for r in rows))
+                         zip(topics, indexes, cols.segments, strict=True))
+    yield _per_partition("kafka_log_log_logstartoffset", "The log start offset", zip(topics, indexes, cols.log_start, strict=True))
+    yield _per_partition("kafka_log_log_logendoffset", "The log end offset", zip(topics, indexes, cols.log_end, strict=True))
     # kafka_exporter's partition offsets, from each partition's leader (every partition once cluster-wide)
-    led = [r for r in rows if r.leader]
+    led = [i for i, leader in enumerate(cols.leader) if leader]
     yield _per_partition("kafka_topic_partition_current_offset", "The partition's high watermark (its leader's)",
-                         ((r.topic, r.partition, r.high_watermark) for r in led))
+                         ((topics[i], indexes[i], cols.high_watermark[i]) for i in led))
     yield _per_partition("kafka_topic_partition_oldest_offset", "The partition's log start offset (its leader's)",
-                         ((r.topic, r.partition, r.log_start) for r in led))
+                         ((topics[i], indexes[i], cols.log_start[i]) for i in led))
 
 
 def _controller(snap: Snapshot) -> Iterator[TextBlock]:
@@ -219,9 +218,10 @@ def _requests(metrics: RequestMetrics | None) -> Iterator[TextBlock]:
 
 
 def _mafka(snap: Snapshot, broker: Any) -> Iterator[TextBlock]:
+    cols = snap.partitions
     yield _per_partition("mafka_delayed_pending_messages", "Delayed records held until due by the partitions led here",
-                         ((r.topic, r.partition, r.delayed_pending) for r in snap.partitions
-                          if r.delayed_pending is not None))
+                         ((topic, index, n) for topic, index, n in zip(cols.topic, cols.partition, cols.delayed_pending, strict=True)
+                          if n >= 0))
     yield _counter("mafka_delayed_delivered", "Delayed records delivered by this broker", [({}, snap.delayed_delivered)])
     delivery = snap.readers.get("delayed_lateness")
     lateness = [] if delivery is None else [
@@ -273,5 +273,6 @@ def families(snap: Snapshot, broker: Any) -> Iterator[TextBlock]:
         yield _gauge("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent",
                      "Share of the last minute the reactor thread (Mafka's request handler) was idle, 0-1", fraction)
     yield from _mafka(snap, broker)
-    yield _gauge("mafka_metrics_snapshot_longest_step_ms",
-                 "The longest reactor turn one step of this scrape's snapshot took (ms)", snap.longest_step_ms)
+    yield _gauges("mafka_metrics_snapshot_longest_step_ms",
+                  "The longest reactor turn one step of this scrape's snapshot took (ms), per kind of step",
+                  (({"step": name}, ms) for name, ms in sorted(snap.longest_steps.items())))

@@ -17,26 +17,41 @@ from typing import Any
 
 from twisted.internet import defer
 
-__all__ = ["PartitionRow", "Snapshot", "take_snapshot", "SLICE"]
+__all__ = ["PartitionColumns", "Snapshot", "take_snapshot", "SLICE"]
 
-#: partitions read per reactor turn (about 2 ms of reactor time each)
-SLICE = 1000
+#: partitions read per reactor turn (a few ms of reactor time each, on a busy machine)
+SLICE = 500
 
 
-@dataclass(slots=True)
-class PartitionRow:
-    topic: str
-    partition: int
-    leader: bool
-    under_replicated: bool
-    under_min_isr: bool
-    size: int
-    segments: int
-    log_start: int
-    log_end: int
-    high_watermark: int
-    follower_lag: int
-    delayed_pending: int | None
+class PartitionColumns:
+    """The hosted partitions' figures, one list per figure (index *i* of each is partition *i*).
+
+    Columns rather than an object per partition: a row object (or tuple) per partition is a
+    container the garbage collector tracks, and 10,000 of them per scrape set off collections
+    that held the reactor for longer than the copying itself; lists of strings, ints and
+    bools add nothing for it to trace.
+    """
+
+    __slots__ = ("topic", "partition", "leader", "under_replicated", "under_min_isr", "size", "segments",
+                 "log_start", "log_end", "high_watermark", "follower_lag", "delayed_pending")
+
+    def __init__(self) -> None:
+        self.topic: list[str] = []
+        self.partition: list[int] = []
+        self.leader: list[bool] = []
+        self.under_replicated: list[bool] = []
+        self.under_min_isr: list[bool] = []
+        self.size: list[int] = []
+        self.segments: list[int] = []
+        self.log_start: list[int] = []
+        self.log_end: list[int] = []
+        self.high_watermark: list[int] = []
+        self.follower_lag: list[int] = []
+        #: delayed records held by a partition led here, -1 when it holds none or is not led here
+        self.delayed_pending: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.topic)
 
 
 @dataclass
@@ -44,7 +59,7 @@ class Snapshot:
     """Plain values for one scrape (see the module doc)."""
 
     now_ms: int = 0
-    partitions: list[PartitionRow] = field(default_factory=list)
+    partitions: PartitionColumns = field(default_factory=PartitionColumns)
     offline_replicas: int = 0
     topic_stats: tuple[tuple[int, ...], list[tuple[str, tuple[int, ...]]]] = ((), [])
     isr_shrinks: int = 0
@@ -63,21 +78,26 @@ class Snapshot:
     cold: dict[str, Any] = field(default_factory=dict)
     #: the longest reactor turn one step of taking this snapshot took (ms): what a scrape costs the reactor
     longest_step_ms: float = 0.0
+    #: the same per kind of step (``partitions``, ``controller``, ``rest``)
+    longest_steps: dict[str, float] = field(default_factory=dict)
     #: objects the render thread reads itself (their own locks)
     readers: dict[str, Any] = field(default_factory=dict)
 
 
-def _partition_rows(broker: Any, out: list[PartitionRow]) -> Iterator[None]:
+def _partition_rows(broker: Any, out: PartitionColumns) -> Iterator[str]:
     rm = broker.replica_manager
     if rm is None:
         return
     min_isr: dict[str, int] = {}
-    items = list(rm.partitions.items())
-    for i, ((topic, index), p) in enumerate(items):
+    partitions = rm.partitions
+    keys = list(partitions)  # the dict's own key tuples: nothing new for the collector
+    for i, key in enumerate(keys):
         if i and i % SLICE == 0:
-            yield None
-        if rm.partitions.get((topic, index)) is not p:
-            continue  # gone (or replaced) while the snapshot was being taken
+            yield "partitions"
+        p = partitions.get(key)
+        if p is None:
+            continue  # gone while the snapshot was being taken
+        topic = key[0]
         log = p.log
         leader = p.is_leader
         under_min = False
@@ -88,25 +108,36 @@ def _partition_rows(broker: Any, out: list[PartitionRow]) -> Iterator[None]:
             under_min = len(p.isr) < floor
         delays = p.delays
         segments = log.segments
-        out.append(PartitionRow(
-            topic, index, leader, leader and p.is_under_replicated, under_min, sum(s.size for s in segments),
-            len(segments), log.log_start_offset, log.next_offset, p.high_watermark,
-            0 if leader else p.follower_lag,
-            delays.index.pending_records() if leader and delays is not None else None,
-        ))
+        size = 0
+        for segment in segments:
+            size += segment.size
+        out.topic.append(topic)
+        out.partition.append(key[1])
+        out.leader.append(leader)
+        out.under_replicated.append(leader and p.is_under_replicated)
+        out.under_min_isr.append(under_min)
+        out.size.append(size)
+        out.segments.append(len(segments))
+        out.log_start.append(log.log_start_offset)
+        out.log_end.append(log.next_offset)
+        out.high_watermark.append(p.high_watermark)
+        out.follower_lag.append(0 if leader else p.follower_lag)
+        out.delayed_pending.append(delays.index.pending_records() if leader and delays is not None else -1)
 
 
-def _controller(broker: Any) -> dict[str, int]:
+def _controller(broker: Any, out: dict[str, int]) -> Iterator[str]:
+    """The controller's figures into *out*; the active controller's pass over its partitions a slice
+    per reactor turn, as the partitions' own."""
     controller = getattr(broker, "controller", None)
     active = bool(getattr(controller, "is_active", False))
-    out = {"active": 1 if active else 0, "offline": 0, "imbalance": 0, "topics": 0, "partitions": 0}
+    out.update(active=1 if active else 0, offline=0, imbalance=0, topics=0, partitions=0)
     if controller is None:
-        return out
+        return
     stats = controller.stats
     out["unclean"] = stats.unclean_leader_elections
     out["elections"] = stats.leader_elections.count
     if not active:
-        return out
+        return
     from mafka.controller.states import PartitionState
 
     ctx = controller.context
@@ -114,12 +145,17 @@ def _controller(broker: Any) -> dict[str, int]:
     out["partitions"] = len(ctx.leadership)
     out["offline"] = len(ctx.partitions_in_states(PartitionState.OfflinePartition))
     imbalance = 0
-    for tp, state in ctx.leadership.items():
+    leadership = ctx.leadership
+    keys = list(leadership)  # its own key tuples (no (key, value) pair per partition for the collector)
+    for i, tp in enumerate(keys):
+        if i and i % SLICE == 0:
+            yield "controller"
+        state = leadership.get(tp)
         replicas = ctx.assignments.get(tp[0], {}).get(tp[1])
-        if replicas and state.leader != replicas[0] and not ctx.is_topic_queued_for_deletion(tp[0]):
+        if state is not None and replicas and state.leader != replicas[0] \
+                and not ctx.is_topic_queued_for_deletion(tp[0]):
             imbalance += 1
     out["imbalance"] = imbalance
-    return out
 
 
 def _transactions(broker: Any) -> tuple[dict[str, int], dict[bool, int]]:
@@ -139,7 +175,6 @@ def _rest(broker: Any, snap: Snapshot) -> None:
         snap.offline_replicas = len(rm.offline_partitions)
         snap.topic_stats = rm.topic_stats.snapshot()
         snap.isr_shrinks, snap.isr_expands = rm.isr_shrinks, rm.isr_expands
-    snap.controller = _controller(broker)
     service = getattr(broker, "group_service", None)
     if service is not None:
         manager = service.coordinator.group_manager
@@ -170,10 +205,14 @@ def take_snapshot(broker: Any) -> Any:
     """A Deferred firing with the broker's :class:`Snapshot`, read on the reactor a slice at a time."""
     snap = Snapshot(now_ms=int(broker.reactor.seconds() * 1000))
 
-    def steps() -> Iterator[None]:
+    def steps() -> Iterator[str]:
+        """The work, a slice at a time; each yield names the slice just done."""
         yield from _partition_rows(broker, snap.partitions)
-        yield None
+        yield "partitions"
+        yield from _controller(broker, snap.controller)
+        yield "controller"
         _rest(broker, snap)
+        yield "rest"
 
     done: defer.Deferred = defer.Deferred()
     work = steps()
@@ -182,15 +221,16 @@ def take_snapshot(broker: Any) -> Any:
         # One slice per reactor turn: whatever else is ready runs between two slices.
         started = time.perf_counter()
         try:
-            next(work)
+            name = next(work)
         except StopIteration:
             done.callback(snap)
         except Exception:  # noqa: BLE001 - the scrape fails, the broker does not
             done.errback()
         else:
+            took = (time.perf_counter() - started) * 1000.0
+            snap.longest_step_ms = max(snap.longest_step_ms, took)
+            snap.longest_steps[name] = max(snap.longest_steps.get(name, 0.0), took)
             broker.reactor.callLater(0, step)
-        finally:
-            snap.longest_step_ms = max(snap.longest_step_ms, (time.perf_counter() - started) * 1000.0)
 
     step()
     return done

@@ -163,7 +163,7 @@ def test_a_snapshot_reads_one_slice_of_partitions_per_reactor_turn_and_renders_e
         fn, args = turns.pop(0)
         fn(*args)
         ran += 1
-    assert ran == 4 and not turns  # three more slices, then the rest, each in its own reactor turn
+    assert ran == 6 and not turns  # three more slices, the last one, the controller's pass, the rest: a turn each
     snap: Snapshot = d.result
     assert len(snap.partitions) == n
     text = render_metrics(broker, snap).decode()
