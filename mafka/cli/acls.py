@@ -52,6 +52,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text
+from mafka.cli.java_exceptions import java_class
 from mafka.client.admin import AclBinding as ClientBinding
 from mafka.client.admin import AclBindingFilter as ClientFilter
 from mafka.client.admin import AdminClient
@@ -59,7 +60,6 @@ from mafka.client.admin_types import ResourceType as ClientResourceType
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.errors import ConfigError, ErrorCode
-from mafka.errors import KafkaError as BrokerError
 from mafka.security.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,
@@ -486,10 +486,7 @@ def _from_client(binding: ClientBinding) -> tuple[ResourcePattern, AccessControl
 
 def _java_exception(code: int, message: str | None) -> str:
     """The Java exception Kafka's admin client raises for a broker code, with its text."""
-    name = BrokerError.for_code(code).__name__.removesuffix("Error")
-    # Kafka names these classes without "Failed" (ClusterAuthorizationException …)
-    name = name.replace("AuthorizationFailed", "Authorization").replace("AuthenticationFailed", "Authentication")
-    return f"{_ERRORS}.{name}Exception: {message if message is not None else ErrorCode(code).description}"
+    return f"{java_class(code)}: {message if message is not None else ErrorCode(code).description}"
 
 
 def _wait(future: Any, timeout: float, call: str) -> Any:

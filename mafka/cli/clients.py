@@ -23,11 +23,11 @@ from datetime import datetime
 from typing import Any
 
 from mafka import properties
+from mafka.cli.java_exceptions import java_class
 from mafka.client.config import PROPERTIES
 from mafka.client.java_security import translate_java_security
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.errors import ConfigError, ErrorCode
-from mafka.errors import KafkaError as BrokerError
 
 __all__ = [
     "KafkaToolError",
@@ -171,9 +171,13 @@ def java_double(value: float, fmt: str) -> str:
 def java_exception(code: int, message: str | None = None) -> str:
     """An error as the Java client's exception prints it: ``org.apache.kafka.common.errors.XException: text``.
 
-    Broker codes take the class of :mod:`mafka.errors` (``…Error`` → ``…Exception``) and the
-    broker's message, else Kafka's description; the client's local codes are Kafka's
-    ``TimeoutException`` (``_TIMED_OUT``, ``_MSG_TIMED_OUT``) or ``KafkaException``.
+    Broker codes take Kafka's own exception class for the code (:mod:`mafka.cli.java_exceptions`:
+    ``MESSAGE_TOO_LARGE`` is ``RecordTooLargeException``) and the broker's message, else Kafka's
+    description; the client's local codes are Kafka's ``TimeoutException`` (``_TIMED_OUT``,
+    ``_MSG_TIMED_OUT``) or ``KafkaException``.
+
+    Raises:
+        ValueError: ``code`` is ``NONE`` (0), which is not an error.
     """
     try:
         ec = ErrorCode(code)
@@ -182,8 +186,7 @@ def java_exception(code: int, message: str | None = None) -> str:
         if code in (ClientError._TIMED_OUT, ClientError._MSG_TIMED_OUT):
             return f"org.apache.kafka.common.errors.TimeoutException: {text}"
         return f"org.apache.kafka.common.KafkaException: {text}"
-    name = BrokerError.for_code(code).__name__.removesuffix("Error") + "Exception"
-    return f"org.apache.kafka.common.errors.{name}: {message if message is not None else ec.description}"
+    return f"{java_class(ec)}: {message if message is not None else ec.description}"
 
 
 def error_text(err: ClientError) -> str | None:

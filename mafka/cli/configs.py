@@ -75,6 +75,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text, load_properties
+from mafka.cli.java_exceptions import java_class
 from mafka.client.admin import AdminClient
 from mafka.client.admin_types import (
     AlterConfigOpType,
@@ -86,7 +87,6 @@ from mafka.client.admin_types import (
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.errors import ErrorCode
-from mafka.errors import KafkaError as BrokerError
 
 __all__ = [
     "ConfigCommandError",
@@ -490,9 +490,6 @@ def _scram_credential(mechanism: str, text: str) -> str:
 # ----------------------------------------------------------------------------- errors
 
 
-#: Kafka's exception classes where they are not the error code's name.
-_JAVA_NAMES = {ErrorCode.INVALID_CONFIG: "InvalidConfigurationException",
-               ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException"}
 _TIMEOUTS = frozenset({ClientError._TIMED_OUT, ClientError._TRANSPORT, ClientError._ALL_BROKERS_DOWN})
 
 
@@ -502,8 +499,7 @@ def _broker_failure(code: int, message: str | None) -> ConfigCommandError:
         ec = ErrorCode(code)
     except ValueError:
         return ConfigCommandError(message or f"error code {code}", f"{_EXECUTION}: org.apache.kafka.common.KafkaException")
-    name = _JAVA_NAMES.get(ec) or BrokerError.for_code(code).__name__.removesuffix("Error") + "Exception"
-    return ConfigCommandError(message or ec.description, f"{_EXECUTION}: {_ERRORS}.{name}")
+    return ConfigCommandError(message or ec.description, f"{_EXECUTION}: {java_class(ec)}")
 
 
 def _timed_out(call: str) -> ConfigCommandError:

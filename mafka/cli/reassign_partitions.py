@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text
+from mafka.cli.java_exceptions import java_class
 from mafka.cli.reassign_partitions_common import (
     BROKER_FOLLOWER_THROTTLE,
     BROKER_LEADER_THROTTLE,
@@ -71,7 +72,7 @@ from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.client.message import TopicPartition as ClientPartition
 from mafka.client.metadata_view import ClusterMetadataView
-from mafka.errors import ErrorCode, KafkaError
+from mafka.errors import ErrorCode
 from mafka.topics import TopicPartitionTuple
 
 __all__ = ["add_parser", "run"]
@@ -193,9 +194,7 @@ _UNREACHABLE = frozenset({ClientError._TRANSPORT, ClientError._ALL_BROKERS_DOWN}
 
 
 def _java(code: int, message: str | None) -> str:
-    cls = KafkaError.for_code(code)
-    name = "org.apache.kafka.common.errors." + cls.__name__.removesuffix("Error") + "Exception"
-    return f"{name}: {message if message is not None else ErrorCode(code).description}"
+    return f"{java_class(code)}: {message if message is not None else ErrorCode(code).description}"
 
 
 def _java_of(err: ClientError) -> str:

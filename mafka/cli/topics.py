@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from mafka.cli.clients import admin_config, error_text
+from mafka.cli.java_exceptions import java_class
 from mafka.cli.topics_common import (
     TopicCommandError,
     format_partition_line,
@@ -40,7 +41,7 @@ from mafka.client.admin_types import (
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.client.metadata_view import ClusterMetadataView, TopicMetadataView
-from mafka.errors import ErrorCode, KafkaError
+from mafka.errors import ErrorCode
 from mafka.topics import INTERNAL_TOPICS
 
 __all__ = ["add_parser", "run", "TopicCommandError", "format_topic_line", "format_partition_line"]
@@ -105,15 +106,8 @@ def check_args(args: argparse.Namespace) -> str:
     return action
 
 
-_JAVA_NAMES: dict[int, str] = {ErrorCode.TOPIC_ALREADY_EXISTS: "TopicExistsException"}
-
-
 def _java_name(code: int) -> str:
-    if code in _JAVA_NAMES:
-        return f"org.apache.kafka.common.errors.{_JAVA_NAMES[code]}"
-    cls = KafkaError.for_code(code)
-    name = cls.__name__.removesuffix("Error") + "Exception"
-    return f"org.apache.kafka.common.errors.{name}"
+    return java_class(code)
 
 
 #: Client-side failures Kafka reports as a TimeoutException ("no node could be asked in time").

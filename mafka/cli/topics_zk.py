@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from mafka.cli.java_exceptions import java_class
 from mafka.cli.topics_common import (
     TopicCommandError,
     format_partition_line,
@@ -155,8 +156,7 @@ def run_zookeeper(args: argparse.Namespace, action: str, configs: dict[str, str]
              "alter": lambda: _alter(zk, args, topics, configs, assignment),
              "delete": lambda: _delete(zk, topics)}[action]()
     except KafkaError as exc:
-        cls = type(exc).__name__.removesuffix("Error") + "Exception"
-        raise TopicCommandError(exc.message, f"org.apache.kafka.common.errors.{cls}") from None
+        raise TopicCommandError(exc.message, java_class(exc.code)) from None
     except ConnectionLossError:
         raise TopicCommandError("Timed out waiting for connection while in state: CONNECTING",
                                 "kafka.zookeeper.ZooKeeperClientTimeoutException") from None
