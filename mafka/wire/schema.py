@@ -25,6 +25,7 @@ from typing import Any
 
 from construct import Computed, Construct
 
+from .nullable_struct import NullableStruct
 from .primitives import (
     FIXED_FORMATS,
     Boolean,
@@ -220,7 +221,8 @@ def _field_construct(f: Field, version: int, flexible: bool, what: str) -> Const
         elem = _element_construct(f, version, flexible, what)
         return KArray(elem, what, compact=flexible, nullable=nullable, min_size=_min_size(elem))
     if f.is_struct:
-        return _struct(f.fields, version, flexible, what)
+        inner = _struct(f.fields, version, flexible, what)
+        return NullableStruct(inner, what) if nullable else inner  # KIP-893: a marker byte first
     return _scalar(f.type, what, flexible, nullable, f.default)
 
 

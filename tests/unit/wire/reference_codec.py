@@ -1,9 +1,10 @@
 """kafka-python's protocol classes, the independent codec the conformance suite checks against.
 
 kafka-python 3 generates its codecs from the Kafka 4.x JSON schemas it
-bundles.  Those lack the ZooKeeper-era inter-broker APIs, so their Kafka
-schemas (reduced to the versions Mafka speaks) live in ``kafka_schemas/`` and
-are loaded through the same kafka-python machinery.
+bundles.  Those lack the ZooKeeper-era inter-broker APIs and Kafka 4's group
+APIs (KIP-848, KIP-932), so their Kafka schemas (the inter-broker ones reduced
+to the versions Mafka speaks, the group ones verbatim) live in
+``kafka_schemas/`` and are loaded through the same kafka-python machinery.
 """
 
 from __future__ import annotations
@@ -29,6 +30,16 @@ _FIXTURE_NAMES = {
     "UpdateMetadataResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
+    # Kafka 4's group APIs (KIP-848, KIP-932), verbatim from Kafka 4.4: newer than kafka-python's bundle.
+    *(
+        f"{api}{kind}"
+        for api in (
+            "ConsumerGroupHeartbeat", "ConsumerGroupDescribe", "ShareGroupHeartbeat", "ShareGroupDescribe",
+            "ShareFetch", "ShareAcknowledge", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+            "DeleteShareGroupOffsets",
+        )
+        for kind in ("Request", "Response")
+    ),
 }
 
 
