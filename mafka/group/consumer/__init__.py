@@ -6,5 +6,13 @@ reconciles every member towards it incrementally, a partition revoked from its o
 it is given to another, so members that keep their partitions never stop.
 
 * :mod:`.assignor_api`: what a server-side assignor is given and returns;
-* :mod:`.assignors`: ``uniform`` and ``range`` (``group.consumer.assignors``).
+* :mod:`.assignors`: ``uniform`` and ``range`` (``group.consumer.assignors``);
+* :mod:`.member`: a member and its state; :mod:`.reconciliation`: Kafka's
+  ``CurrentAssignmentBuilder`` (revoke first, then assign what nobody still owns);
+* :mod:`.target_assignment`: the group's target assignment from the assignor;
+* :mod:`.group` (with :mod:`.group_types`, :mod:`.subscriptions`): the group and its
+  heartbeat, timers and record replay;
+* :mod:`.records`: Kafka 4's ``__consumer_offsets`` record types for these groups.
+
+Not wired into the broker yet (issue 32): no handler serves ConsumerGroupHeartbeat.
 """

@@ -1,0 +1,890 @@
+"""A ``consumer`` group (KIP-848) and its ConsumerGroupHeartbeat handling, as plain Python.
+
+Kafka 4's ``ConsumerGroup`` with the consumer-group half of its ``GroupMetadataManager``:
+no sockets, no reactor, no clock of its own (every call takes ``now_ms``), no log of its own.
+
+How a change happens (as in Kafka): a request is validated and its outcome computed from the
+group as it is, *as records*; the records are then applied to the group through
+:meth:`ConsumerGroup.replay`, the very method a coordinator loading ``__consumer_offsets``
+uses.  So the live group and a group rebuilt from its records cannot drift apart, and a
+coordinator failover resumes with the same epochs, members and assignments.  The methods
+return the records they applied; the caller appends them to the group's
+``__consumer_offsets`` partition before it answers the member.  (If that append fails, the
+group in memory is ahead of the log: the caller rebuilds it with :meth:`ConsumerGroup.from_records`.)
+
+Contract:
+
+* **Epochs.**  The group epoch moves up by one when a member joins, leaves, is fenced or
+  changes its subscription (topic names or regex), and when the subscribed topics' metadata
+  changes (a subscribed topic created or deleted, its partition count changed).  A
+  heartbeat that finds the group epoch ahead of the target assignment epoch computes a new
+  target assignment with the group's server assignor (the one most members ask for, else
+  the first of ``group.consumer.assignors``) and writes the changed members' targets.  Each
+  member is then reconciled towards its target on its own heartbeats
+  (:mod:`.reconciliation`): revocation before assignment, so a partition is never owned by
+  two members; epochs never go down.
+* **ConsumerGroupHeartbeat** (:meth:`ConsumerGroup.heartbeat`): member epoch 0 joins (a
+  member id the group already has rejoins with its partitions, as KIP-848 specifies and
+  KAFKA-19233 fixed), -1 leaves, -2 is a static member leaving for a while (it keeps its
+  partitions until its session expires), a static member rejoining under its
+  ``group.instance.id`` with a new member id takes over its predecessor's assignment
+  without a rebalance.  Errors, as Kafka's: INVALID_REQUEST (bad field combinations),
+  UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, GROUP_MAX_SIZE_REACHED,
+  UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH (an epoch other than the member's, except its
+  previous epoch when the partitions it reports are all still assigned to it, in case the
+  bumped epoch was lost), FENCED_INSTANCE_ID, UNRELEASED_INSTANCE_ID, GROUP_ID_NOT_FOUND
+  (a deleted group).  An error changes nothing and writes nothing.  The response carries
+  the member's assignment only on a join, a full request, or when it changed.
+* **Timers** (:meth:`ConsumerGroup.expire`): a member not heard from for
+  ``group.consumer.session.timeout.ms`` is fenced; a member that has not revoked partitions
+  within its rebalance timeout after being asked to is fenced.  Fencing removes the member
+  and bumps the group epoch (the next heartbeat computes the new target).
+* **Regular expressions** are resolved against the topics passed in (Python's ``re``,
+  matching whole names, internal topics excluded), each heartbeat; the resolved topics are
+  part of the subscription metadata, so a new matching topic bumps the group epoch.
+* **States** (:attr:`ConsumerGroup.state`), as Kafka 4 reports them: Empty (no members),
+  Assigning (group epoch ahead of the target assignment epoch), Reconciling (some member is
+  not Stable at the target epoch), Stable, and Dead once the group's records are deleted.
+
+Using it (a coordinator): make a :class:`ConsumerGroup` when a join (epoch 0) names a group it
+does not have (any other heartbeat gets GROUP_ID_NOT_FOUND, as in Kafka) and drop it again if
+that join failed; call :meth:`ConsumerGroup.expire` at :meth:`ConsumerGroup.next_deadline_ms`;
+rebuild groups from ``__consumer_offsets`` with :meth:`ConsumerGroup.from_records` on load.
+The values it takes and returns live in :mod:`.group_types` (re-exported here), the topic
+resolution in :mod:`.subscriptions`, the target computation in :mod:`.target_assignment`, the
+records in :mod:`.records`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from types import MappingProxyType
+
+from mafka.errors import (
+    ConfigError,
+    FencedInstanceIdError,
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    IllegalStateError,
+    InvalidRegularExpressionError,
+    InvalidRequestError,
+    KafkaError,
+    NonEmptyGroupError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+from mafka.group.consumer.assignor_api import PartitionAssignor
+from mafka.group.consumer.group_types import (
+    ConsumerGroupConfig,
+    ConsumerGroupState,
+    ExpireResult,
+    FencedMember,
+    GroupSnapshot,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    HeartbeatResult,
+    configured_assignors,
+    new_member_id,
+)
+from mafka.group.consumer.member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+    TopicIdPartitions,
+    TopicInfo,
+    is_subset,
+    partitions_of,
+)
+from mafka.group.consumer.reconciliation import reconcile
+from mafka.group.consumer.records import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+    CoordinatorRecord,
+    current_assignment_record,
+    current_assignment_tombstone,
+    from_topic_partitions,
+    group_epoch_record,
+    group_epoch_tombstone,
+    member_subscription_record,
+    member_subscription_tombstone,
+    subscription_metadata_record,
+    subscription_metadata_tombstone,
+    target_assignment_epoch_tombstone,
+    target_assignment_record,
+    target_assignment_tombstone,
+)
+from mafka.group.consumer.subscriptions import compute_subscription_metadata, subscribed_topics
+from mafka.group.consumer.target_assignment import build_target_assignment
+
+__all__ = [
+    "ConsumerGroup",
+    "ConsumerGroupConfig",
+    "ConsumerGroupState",
+    "ExpireResult",
+    "FencedMember",
+    "GroupSnapshot",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "HeartbeatResult",
+    "configured_assignors",
+    "new_member_id",
+]
+
+log = logging.getLogger("mafka.group.consumer")
+
+
+# --------------------------------------------------------------------------- the group
+
+
+class ConsumerGroup:
+    """One consumer group (see the module docstring for the contract).
+
+    Args:
+        group_id: the group id.
+        config: the ``group.consumer.*`` settings.
+        assignors: the server assignors by name (the first is the default); None for the
+            built-in ones ``config.assignors`` names.
+        member_id_factory: makes member ids for version-0 joins that bring none.
+    """
+
+    def __init__(
+        self,
+        group_id: str,
+        config: ConsumerGroupConfig | None = None,
+        assignors: Mapping[str, PartitionAssignor] | None = None,
+        *,
+        member_id_factory: Callable[[], str] | None = None,
+    ) -> None:
+        self.group_id = group_id
+        self.config = config if config is not None else ConsumerGroupConfig()
+        self._assignors = dict(assignors) if assignors is not None else configured_assignors(self.config.assignors)
+        if not self._assignors:
+            raise ConfigError("a consumer group needs at least one server assignor")
+        self._new_member_id = member_id_factory or new_member_id
+        self._group_epoch = 0
+        self._assignment_epoch = 0
+        self._dead = False
+        self._members: dict[str, ConsumerGroupMember] = {}
+        self._target: dict[str, dict[bytes, frozenset[int]]] = {}
+        self._subscription_metadata: dict[str, TopicInfo] = {}
+        self._static_members: dict[str, str] = {}
+        # (topic id, partition) → (owning member id, its epoch): Kafka's currentPartitionEpoch
+        self._owners: dict[tuple[bytes, int], tuple[str, int]] = {}
+        # Soft state (not in the records): the timers.
+        self._session_deadlines: dict[str, int] = {}
+        self._rebalance_deadlines: dict[str, tuple[int, int]] = {}  # member → (epoch, deadline)
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def group_epoch(self) -> int:
+        """The group epoch: bumped by every change of membership, subscriptions or their topics."""
+        return self._group_epoch
+
+    @property
+    def assignment_epoch(self) -> int:
+        """The epoch of the current target assignment (-1 once its records are deleted)."""
+        return self._assignment_epoch
+
+    @property
+    def members(self) -> Mapping[str, ConsumerGroupMember]:
+        return MappingProxyType(self._members)
+
+    @property
+    def target_assignment(self) -> Mapping[str, TopicIdPartitions]:
+        return MappingProxyType(self._target)
+
+    @property
+    def subscription_metadata(self) -> Mapping[str, TopicInfo]:
+        """The subscribed topics that exist (by name or through a regex), by name."""
+        return MappingProxyType(self._subscription_metadata)
+
+    @property
+    def static_members(self) -> Mapping[str, str]:
+        """``group.instance.id`` → member id."""
+        return MappingProxyType(self._static_members)
+
+    @property
+    def subscribed_topic_names(self) -> dict[str, int]:
+        """Topic name → how many members subscribe to it by name (Kafka's ``subscribedTopicNames``)."""
+        counts: dict[str, int] = {}
+        for member in self._members.values():
+            for name in member.subscribed_topic_names:
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        """Kafka 4's ``maybeUpdateGroupState``, computed."""
+        if self._dead:
+            return ConsumerGroupState.DEAD
+        if not self._members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if all(m.is_reconciled_to(self.assignment_epoch) for m in self._members.values()):
+            return ConsumerGroupState.STABLE
+        return ConsumerGroupState.RECONCILING
+
+    def current_partition_epoch(self, topic_id: bytes, partition: int) -> int:
+        """The epoch of the member owning the partition, or -1 if no member owns it."""
+        owner = self._owners.get((topic_id, partition))
+        return -1 if owner is None else owner[1]
+
+    def partition_owner(self, topic_id: bytes, partition: int) -> str | None:
+        """The member owning the partition (assigned or pending revocation), or None."""
+        owner = self._owners.get((topic_id, partition))
+        return None if owner is None else owner[0]
+
+    def preferred_assignor(self, members: Iterable[ConsumerGroupMember] | None = None) -> str:
+        """The server assignor most members ask for (ties: the broker's order), else the default."""
+        counts: dict[str, int] = {}
+        for member in self._members.values() if members is None else members:
+            if member.server_assignor_name is not None:
+                counts[member.server_assignor_name] = counts.get(member.server_assignor_name, 0) + 1
+        order = {name: i for i, name in enumerate(self._assignors)}
+        best = sorted(counts, key=lambda n: (-counts[n], order.get(n, len(order)), n))
+        for name in best:
+            if name in self._assignors:
+                return name
+        return next(iter(self._assignors))
+
+    def snapshot(self) -> GroupSnapshot:
+        """The group's durable state (what its records rebuild), as one comparable value."""
+        return GroupSnapshot(
+            self.group_id,
+            self.state,
+            self.group_epoch,
+            self.assignment_epoch,
+            dict(self._members),
+            {m: dict(p) for m, p in self._target.items()},
+            dict(self._subscription_metadata),
+            dict(self._static_members),
+            dict(self._owners),
+        )
+
+    # ------------------------------------------------------------------ heartbeat
+
+    def heartbeat(self, request: HeartbeatRequest, now_ms: int, topics: Mapping[str, TopicInfo]) -> HeartbeatResult:
+        """Handle one ConsumerGroupHeartbeat.
+
+        Args:
+            request: the request (see :class:`HeartbeatRequest`).
+            now_ms: the current time, for the member's session and rebalance timers.
+            topics: every topic of the cluster by name (subscriptions and regexes are
+                resolved against it).
+
+        Returns:
+            The response and the records applied; an error response applies nothing.
+
+        Raises:
+            ValueError: *request* names another group (a bug in the caller).
+        """
+        try:
+            self._validate(request)
+            if request.group_id != self.group_id:
+                raise ValueError(f"heartbeat for group {request.group_id!r} sent to group {self.group_id!r}")
+            if self._dead and request.member_epoch != 0:
+                raise GroupIdNotFoundError(f"Consumer group {self.group_id} not found.")
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(request, topics)
+            if not self._dead:
+                return self._heartbeat(request, now_ms, topics)
+            # A join re-creates a deleted group from scratch (its records revive it on replay).
+            epochs = self._group_epoch, self._assignment_epoch
+            self._revive()
+            try:
+                return self._heartbeat(request, now_ms, topics)
+            except KafkaError:
+                self._dead = True
+                self._group_epoch, self._assignment_epoch = epochs
+                raise
+        except KafkaError as e:
+            return HeartbeatResult(HeartbeatResponse(error_code=e.code, error_message=e.message))
+
+    def _validate(self, request: HeartbeatRequest) -> None:
+        """Kafka 4's ``throwIfConsumerGroupHeartbeatRequestIsInvalid``."""
+        epoch = request.member_epoch
+        if request.api_version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            _throw_if_empty(request.member_id, "MemberId can't be empty.")
+        _throw_if_empty(request.group_id, "GroupId can't be empty.")
+        _throw_if_empty(request.instance_id, "InstanceId can't be empty.")
+        _throw_if_empty(request.rack_id, "RackId can't be empty.")
+        if epoch == 0:
+            if request.rebalance_timeout_ms == -1:
+                raise InvalidRequestError("RebalanceTimeoutMs must be provided in first request.")
+            if request.topic_partitions is None or partitions_of(request.topic_partitions):
+                raise InvalidRequestError("TopicPartitions must be empty when (re-)joining.")
+            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+                raise InvalidRequestError(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            _throw_if_empty(request.member_id, "MemberId can't be empty.")
+            if request.instance_id is None:
+                raise InvalidRequestError("InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise InvalidRequestError("MemberEpoch is invalid.")
+        if request.server_assignor is not None and request.server_assignor not in self._assignors:
+            raise UnsupportedAssignorError(
+                f"ServerAssignor {request.server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(self._assignors)}."
+            )
+        regex = request.subscribed_topic_regex
+        if regex:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise InvalidRegularExpressionError(
+                    f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}."
+                ) from None
+
+    def _heartbeat(self, request: HeartbeatRequest, now_ms: int, topics: Mapping[str, TopicInfo]) -> HeartbeatResult:
+        """Kafka 4's ``consumerGroupHeartbeat`` for a joining or heartbeating member."""
+        epoch = request.member_epoch
+        joining = epoch == 0
+        owned = None if request.topic_partitions is None else partitions_of(request.topic_partitions)
+        if len(self._members) >= self.config.max_size and (
+            not request.member_id or request.member_id not in self._members
+        ):
+            raise GroupMaxSizeReachedError(
+                f"The consumer group has reached its maximum capacity of {self.config.max_size} members."
+            )
+        member_id = request.member_id or self._new_member_id()
+        records: list[CoordinatorRecord] = []
+
+        replaced: str | None = None
+        if request.instance_id is None:
+            member = self._dynamic_member(member_id, epoch, owned)
+        else:
+            member, replaced = self._static_member(member_id, epoch, request.instance_id, owned, records)
+
+        # 1. The member's subscription; the group epoch moves if it (or the topics) changed.
+        updated = replace(
+            member,
+            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                request.rebalance_timeout_ms if request.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+            ),
+            server_assignor_name=(
+                request.server_assignor if request.server_assignor is not None else member.server_assignor_name
+            ),
+            subscribed_topic_names=(
+                frozenset(request.subscribed_topic_names)
+                if request.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                (request.subscribed_topic_regex or None)
+                if request.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=request.client_id,
+            client_host=request.client_host,
+        )
+        bump = False
+        if updated != member:
+            records.append(member_subscription_record(self.group_id, updated))
+            bump = (
+                updated.subscribed_topic_names != member.subscribed_topic_names
+                or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            )
+        members_after = dict(self._members)
+        if replaced is not None:
+            members_after.pop(replaced, None)
+        members_after[updated.member_id] = updated
+        metadata = compute_subscription_metadata(members_after.values(), topics)
+        if metadata != self._subscription_metadata:
+            records.append(subscription_metadata_record(self.group_id, metadata))
+            bump = True
+        group_epoch = self.group_epoch + 1 if bump else self.group_epoch
+        if bump:
+            records.append(group_epoch_record(self.group_id, group_epoch))
+
+        # 2. A new target assignment if the group epoch moved past it.
+        if group_epoch > self.assignment_epoch:
+            assignor_name = self.preferred_assignor(members_after.values())
+            computed = build_target_assignment(
+                self.group_id,
+                group_epoch,
+                self._assignors[assignor_name],
+                self._members,
+                self._target,
+                metadata,
+                lambda m: subscribed_topics(m, metadata),
+                updated_member=updated,
+                replaced_member_id=replaced,
+            )
+            log.info(
+                "[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
+                self.group_id, group_epoch, assignor_name,
+            )
+            records.extend(computed.records)
+            target_epoch, target = group_epoch, computed.members.get(updated.member_id, {})
+        else:
+            target_epoch = self.assignment_epoch
+            target = self._target.get(replaced if replaced is not None else updated.member_id, {})
+
+        # 3. Reconcile the member towards its target.
+        reconciled = updated
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target, self.current_partition_epoch, owned)
+        if reconciled != updated:
+            records.append(current_assignment_record(self.group_id, reconciled))
+
+        self._apply(records)
+        if replaced is not None:
+            self._session_deadlines.pop(replaced, None)
+            self._rebalance_deadlines.pop(replaced, None)
+        self._session_deadlines[member_id] = now_ms + self.config.session_timeout_ms
+        if reconciled != updated:
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                self._rebalance_deadlines[member_id] = (
+                    reconciled.member_epoch,
+                    now_ms + max(reconciled.rebalance_timeout_ms, 0),
+                )
+            else:
+                self._rebalance_deadlines.pop(member_id, None)
+
+        full_request = joining or (
+            request.rebalance_timeout_ms != -1
+            and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+            and owned is not None
+        )
+        send_assignment = full_request or reconciled.assigned_partitions != member.assigned_partitions
+        return HeartbeatResult(
+            HeartbeatResponse(
+                member_id=reconciled.member_id,
+                member_epoch=reconciled.member_epoch,
+                heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+                assignment=dict(reconciled.assigned_partitions) if send_assignment else None,
+            ),
+            tuple(records),
+        )
+
+    def _dynamic_member(self, member_id: str, epoch: int, owned: TopicIdPartitions | None) -> ConsumerGroupMember:
+        member = self._members.get(member_id)
+        if member is None:
+            if epoch != 0:
+                raise UnknownMemberIdError(f"Member {member_id} is not a member of group {self.group_id}.")
+            log.info("[GroupId %s] Member %s joins the consumer group.", self.group_id, member_id)
+            return ConsumerGroupMember(member_id)
+        _throw_if_epoch_invalid(member, epoch, owned)
+        return member
+
+    def _static_member(
+        self,
+        member_id: str,
+        epoch: int,
+        instance_id: str,
+        owned: TopicIdPartitions | None,
+        records: list[CoordinatorRecord],
+    ) -> tuple[ConsumerGroupMember, str | None]:
+        """The member for a static member's heartbeat, and the member id it replaces (if any)."""
+        existing_id = self._static_members.get(instance_id)
+        existing = None if existing_id is None else self._members.get(existing_id)
+        if epoch == 0:
+            if existing is None:
+                log.info(
+                    "[GroupId %s] Static member %s with instance id %s joins the consumer group.",
+                    self.group_id, member_id, instance_id,
+                )
+                return self._members.get(member_id) or ConsumerGroupMember(member_id), None
+            if existing.member_id == member_id:
+                return existing, None  # the same member rejoining (after being fenced, say)
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise UnreleasedInstanceIdError(
+                    f"Static member {member_id} with instance id {instance_id} cannot join the group because "
+                    f"the instance id is owned by {existing.member_id} member."
+                )
+            # The predecessor left with -2: the new member takes over its partitions and target.
+            new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            records.extend(self._removal_records(existing.member_id))
+            records.append(member_subscription_record(self.group_id, new_member))
+            records.append(target_assignment_record(self.group_id, member_id, self._target.get(existing.member_id, {})))
+            records.append(current_assignment_record(self.group_id, new_member))
+            log.info(
+                "[GroupId %s] Static member with instance id %s re-joins the consumer group. "
+                "Created a new member %s to replace the existing member %s.",
+                self.group_id, instance_id, member_id, existing.member_id,
+            )
+            return new_member, existing.member_id
+        if existing is None:
+            raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise FencedInstanceIdError(
+                f"Static member {member_id} with instance id {instance_id} was fenced by member {existing.member_id}."
+            )
+        _throw_if_epoch_invalid(existing, epoch, owned)
+        return existing, None
+
+    def _leave(self, request: HeartbeatRequest, topics: Mapping[str, TopicInfo]) -> HeartbeatResult:
+        """Kafka 4's ``consumerGroupLeave``: -1 removes the member, -2 parks a static member."""
+        response = HeartbeatResponse(member_id=request.member_id, member_epoch=request.member_epoch)
+        if request.instance_id is None:
+            member = self._members.get(request.member_id)
+            if member is None:
+                raise UnknownMemberIdError(f"Member {request.member_id} is not a member of group {self.group_id}.")
+            log.info("[GroupId %s] Member %s left the consumer group.", self.group_id, member.member_id)
+            return HeartbeatResult(response, self._fence(member, topics))
+        existing_id = self._static_members.get(request.instance_id)
+        member = None if existing_id is None else self._members.get(existing_id)
+        if member is None:
+            raise UnknownMemberIdError(f"Instance id {request.instance_id} is unknown.")
+        if member.member_id != request.member_id:
+            raise FencedInstanceIdError(
+                f"Static member {request.member_id} with instance id {request.instance_id} "
+                f"was fenced by member {member.member_id}."
+            )
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # The member keeps its partitions (no rebalance) until it rejoins or its session expires.
+            log.info(
+                "[GroupId %s] Static Member %s with instance id %s temporarily left the consumer group.",
+                self.group_id, member.member_id, request.instance_id,
+            )
+            leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, partitions_pending_revocation={})
+            records = [current_assignment_record(self.group_id, leaving)]
+            self._apply(records)
+            return HeartbeatResult(response, tuple(records))
+        log.info(
+            "[GroupId %s] Static Member %s with instance id %s left the consumer group.",
+            self.group_id, member.member_id, request.instance_id,
+        )
+        return HeartbeatResult(response, self._fence(member, topics))
+
+    # ------------------------------------------------------------------ removal, timers, deletion
+
+    def _removal_records(self, member_id: str) -> list[CoordinatorRecord]:
+        """Kafka's ``removeMember`` tombstones, in the order replay needs them."""
+        return [
+            current_assignment_tombstone(self.group_id, member_id),
+            target_assignment_tombstone(self.group_id, member_id),
+            member_subscription_tombstone(self.group_id, member_id),
+        ]
+
+    def _fence(self, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo] | None) -> tuple[CoordinatorRecord, ...]:
+        """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch; applied."""
+        records = self._removal_records(member.member_id)
+        remaining = [m for m in self._members.values() if m.member_id != member.member_id]
+        if topics is not None:
+            metadata = compute_subscription_metadata(remaining, topics)
+        else:
+            # No topic list at hand (a timer): the remaining subscriptions can only drop topics.
+            metadata = {
+                name: info
+                for name, info in self._subscription_metadata.items()
+                if any(name in subscribed_topics(m, (name,)) for m in remaining)
+            }
+        if metadata != self._subscription_metadata:
+            records.append(subscription_metadata_record(self.group_id, metadata))
+        records.append(group_epoch_record(self.group_id, self.group_epoch + 1))
+        self._apply(records)
+        self._session_deadlines.pop(member.member_id, None)
+        self._rebalance_deadlines.pop(member.member_id, None)
+        return tuple(records)
+
+    def expire(self, now_ms: int, topics: Mapping[str, TopicInfo] | None = None) -> ExpireResult:
+        """Fence every member whose session or rebalance timeout has passed at *now_ms*.
+
+        A session expires ``group.consumer.session.timeout.ms`` after the member's last
+        successful heartbeat; a rebalance timeout fires when a member asked to revoke
+        partitions at some epoch is still at that epoch its rebalance timeout later.
+        Timers are handled in deadline order, each fencing bumping the group epoch once.
+
+        Args:
+            topics: the cluster's topics, if at hand (else the subscription metadata can only
+                shrink to what the remaining members still subscribe to).
+        """
+        due: list[tuple[int, int, str]] = [
+            (deadline, 0, member_id) for member_id, deadline in self._session_deadlines.items() if deadline <= now_ms
+        ]
+        due += [
+            (deadline, 1, member_id)
+            for member_id, (_, deadline) in self._rebalance_deadlines.items()
+            if deadline <= now_ms
+        ]
+        fenced: list[FencedMember] = []
+        records: list[CoordinatorRecord] = []
+        for _, kind, member_id in sorted(due):
+            member = self._members.get(member_id)
+            if kind == 0:
+                if self._session_deadlines.pop(member_id, None) is None or member is None:
+                    continue
+                reason = "the member session expired."
+            else:
+                timer = self._rebalance_deadlines.pop(member_id, None)
+                if timer is None or member is None or member.member_epoch != timer[0]:
+                    continue  # the member moved past the epoch it had to revoke at
+                reason = (
+                    f"it failed to transition from epoch {timer[0]} within {member.rebalance_timeout_ms}ms."
+                )
+            log.info("[GroupId %s] Member %s fenced from the group because %s", self.group_id, member_id, reason)
+            records.extend(self._fence(member, topics))
+            fenced.append(FencedMember(member_id, reason))
+        return ExpireResult(tuple(fenced), tuple(records))
+
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`expire` has something to do next, or None if no timer runs."""
+        deadlines = list(self._session_deadlines.values())
+        deadlines += [deadline for _, deadline in self._rebalance_deadlines.values()]
+        return min(deadlines, default=None)
+
+    def on_loaded(self, now_ms: int) -> None:
+        """Kafka's ``onLoaded``: arm every member's session timer, and the rebalance timer of
+        every member asked to revoke partitions, from *now_ms*."""
+        self._session_deadlines = {m: now_ms + self.config.session_timeout_ms for m in self._members}
+        self._rebalance_deadlines = {
+            m.member_id: (m.member_epoch, now_ms + max(m.rebalance_timeout_ms, 0))
+            for m in self._members.values()
+            if m.state is MemberState.UNREVOKED_PARTITIONS
+        }
+
+    def delete(self) -> tuple[CoordinatorRecord, ...]:
+        """Kafka's ``createGroupTombstoneRecords`` for an Empty group, applied (the group is Dead).
+
+        Raises:
+            NonEmptyGroupError: the group has members.
+            GroupIdNotFoundError: the group is already deleted.
+        """
+        if self._dead:
+            raise GroupIdNotFoundError(f"Consumer group {self.group_id} not found.")
+        if self._members:
+            raise NonEmptyGroupError(f"The group {self.group_id} is not empty.")
+        records = [target_assignment_tombstone(self.group_id, m) for m in sorted(self._target)]
+        records += [
+            target_assignment_epoch_tombstone(self.group_id),
+            subscription_metadata_tombstone(self.group_id),
+            group_epoch_tombstone(self.group_id),
+        ]
+        self._apply(records)
+        return tuple(records)
+
+    def _revive(self) -> None:
+        """A join to a deleted group: Kafka creates a new group, which starts at epoch 0."""
+        self._dead = False
+        self._group_epoch = 0
+        self._assignment_epoch = 0
+
+    # ------------------------------------------------------------------ replay
+
+    @classmethod
+    def from_records(
+        cls,
+        group_id: str,
+        records: Iterable[CoordinatorRecord],
+        now_ms: int,
+        config: ConsumerGroupConfig | None = None,
+        assignors: Mapping[str, PartitionAssignor] | None = None,
+    ) -> ConsumerGroup:
+        """The group its records (log order, tombstones included) describe, timers armed at *now_ms*."""
+        group = cls(group_id, config, assignors)
+        for record in records:
+            group.replay(record)
+        group.on_loaded(now_ms)
+        return group
+
+    def _apply(self, records: Iterable[CoordinatorRecord]) -> None:
+        for record in records:
+            self.replay(record)
+
+    def replay(self, record: CoordinatorRecord) -> None:
+        """Apply one record (Kafka's ``GroupMetadataManager.replay`` for the six types).
+
+        Raises:
+            ValueError: the record belongs to another group.
+            IllegalStateError: the records are inconsistent (a tombstone for a member whose
+                assignment was not deleted first, a partition given to two members, ...).
+        """
+        key, value = record.key, record.value
+        if key.group_id != self.group_id:
+            raise ValueError(f"record of group {key.group_id!r} replayed into group {self.group_id!r}")
+        if self._dead:
+            if value is None:
+                return  # a tombstone for a group that no longer exists changes nothing
+            self._revive()  # any other record belongs to a new group of the same id
+        if isinstance(key, ConsumerGroupMetadataKey):
+            self._replay_group_epoch(value)
+        elif isinstance(key, ConsumerGroupPartitionMetadataKey):
+            assert value is None or isinstance(value, ConsumerGroupPartitionMetadataValue)
+            self._subscription_metadata = (
+                {}
+                if value is None
+                else {t.topic_name: TopicInfo(t.topic_id, t.topic_name, t.num_partitions) for t in value.topics}
+            )
+        elif isinstance(key, ConsumerGroupMemberMetadataKey):
+            self._replay_member_metadata(key.member_id, value)
+        elif isinstance(key, ConsumerGroupTargetAssignmentMemberKey):
+            assert value is None or isinstance(value, ConsumerGroupTargetAssignmentMemberValue)
+            if value is None:
+                self._target.pop(key.member_id, None)
+            else:
+                self._target[key.member_id] = from_topic_partitions(value.topic_partitions)
+        elif isinstance(key, ConsumerGroupTargetAssignmentMetadataKey):
+            assert value is None or isinstance(value, ConsumerGroupTargetAssignmentMetadataValue)
+            if value is None:
+                if self._target:
+                    raise IllegalStateError(
+                        f"Received a tombstone record to delete target assignment of {self.group_id} "
+                        f"but the assignment still has {len(self._target)} members."
+                    )
+                self._assignment_epoch = -1
+            else:
+                self._assignment_epoch = value.assignment_epoch
+        else:
+            self._replay_current_assignment(key, value)
+
+    def _replay_group_epoch(self, value: object) -> None:
+        assert value is None or isinstance(value, ConsumerGroupMetadataValue)
+        if value is not None:
+            self._group_epoch = value.epoch
+            return
+        if self._members:
+            raise IllegalStateError(
+                f"Received a tombstone record to delete group {self.group_id} "
+                f"but the group still has {len(self._members)} members."
+            )
+        if self._target:
+            raise IllegalStateError(
+                f"Received a tombstone record to delete group {self.group_id} "
+                f"but the target assignment still has {len(self._target)} members."
+            )
+        if self.assignment_epoch != -1:
+            raise IllegalStateError(
+                f"Received a tombstone record to delete group {self.group_id} "
+                "but did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
+            )
+        self._dead = True
+
+    def _replay_member_metadata(self, member_id: str, value: object) -> None:
+        assert value is None or isinstance(value, ConsumerGroupMemberMetadataValue)
+        if value is not None:
+            old = self._members.get(member_id) or ConsumerGroupMember(member_id)
+            self._update_member(
+                replace(
+                    old,
+                    instance_id=value.instance_id,
+                    rack_id=value.rack_id,
+                    client_id=value.client_id,
+                    client_host=value.client_host,
+                    subscribed_topic_names=frozenset(value.subscribed_topic_names),
+                    subscribed_topic_regex=value.subscribed_topic_regex or None,
+                    rebalance_timeout_ms=value.rebalance_timeout_ms,
+                    server_assignor_name=value.server_assignor,
+                )
+            )
+            return
+        member = self._members.get(member_id)
+        if member is None:
+            return
+        if member.member_epoch != LEAVE_GROUP_MEMBER_EPOCH:
+            raise IllegalStateError(
+                f"Received a tombstone record to delete member {member_id} "
+                "but did not receive ConsumerGroupCurrentMemberAssignmentValue tombstone."
+            )
+        if member_id in self._target:
+            raise IllegalStateError(
+                f"Received a tombstone record to delete member {member_id} "
+                "but did not receive ConsumerGroupTargetAssignmentMetadataValue tombstone."
+            )
+        self._remove_member(member)
+
+    def _replay_current_assignment(self, key: ConsumerGroupCurrentMemberAssignmentKey, value: object) -> None:
+        assert value is None or isinstance(value, ConsumerGroupCurrentMemberAssignmentValue)
+        if value is not None:
+            old = self._members.get(key.member_id) or ConsumerGroupMember(key.member_id)
+            self._update_member(
+                replace(
+                    old,
+                    member_epoch=value.member_epoch,
+                    previous_member_epoch=value.previous_member_epoch,
+                    state=MemberState.from_value(value.state),
+                    assigned_partitions=from_topic_partitions(value.assigned_partitions),
+                    partitions_pending_revocation=from_topic_partitions(value.partitions_pending_revocation),
+                )
+            )
+            return
+        member = self._members.get(key.member_id)
+        if member is not None:
+            self._update_member(
+                replace(
+                    member,
+                    member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    previous_member_epoch=LEAVE_GROUP_MEMBER_EPOCH,
+                    assigned_partitions={},
+                    partitions_pending_revocation={},
+                )
+            )
+
+    def _update_member(self, new: ConsumerGroupMember) -> None:
+        """Kafka's ``ConsumerGroup.updateMember``: the member, its static id, its partitions' owner."""
+        old = self._members.get(new.member_id)
+        if old is not None:
+            self._release(old)
+        for topic_id, parts in new.owned_partitions.items():
+            for p in parts:
+                previous = self._owners.setdefault((topic_id, p), (new.member_id, new.member_epoch))
+                if previous[0] != new.member_id:
+                    raise IllegalStateError(
+                        f"Cannot give partition {topic_id.hex()}-{p} to member {new.member_id} at epoch "
+                        f"{new.member_epoch}: member {previous[0]} still owns it at epoch {previous[1]}"
+                    )
+        self._members[new.member_id] = new
+        if new.instance_id is not None:
+            self._static_members[new.instance_id] = new.member_id
+
+    def _remove_member(self, member: ConsumerGroupMember) -> None:
+        self._release(member)
+        del self._members[member.member_id]
+        if member.instance_id is not None and self._static_members.get(member.instance_id) == member.member_id:
+            del self._static_members[member.instance_id]
+
+    def _release(self, member: ConsumerGroupMember) -> None:
+        for topic_id, parts in member.owned_partitions.items():
+            for p in parts:
+                if self._owners.get((topic_id, p), (member.member_id,))[0] == member.member_id:
+                    self._owners.pop((topic_id, p), None)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _throw_if_empty(value: str | None, message: str) -> None:
+    """Kafka's ``throwIfEmptyString``: a non-null value that is empty or whitespace."""
+    if value is not None and not value.strip():
+        raise InvalidRequestError(message)
+
+
+def _throw_if_epoch_invalid(member: ConsumerGroupMember, received: int, owned: TopicIdPartitions | None) -> None:
+    """Kafka's ``throwIfConsumerGroupMemberEpochIsInvalid`` (an epoch-0 rejoin always passes)."""
+    if received == 0:
+        return  # KIP-848: a fenced member rejoins with epoch 0 under its member id (KAFKA-19233)
+    if received > member.member_epoch:
+        raise FencedMemberEpochError(
+            f"The consumer group member has a greater member epoch ({received}) than the one known by the "
+            f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin."
+        )
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch or not is_subset(owned, member.assigned_partitions)
+    ):
+        # The previous epoch with only partitions still assigned: the bumped epoch was lost.
+        raise FencedMemberEpochError(
+            f"The consumer group member has a smaller member epoch ({received}) than the one known by the "
+            f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin."
+        )
