@@ -118,7 +118,7 @@ class GroupLagSampler:
         service = getattr(self.broker, "group_service", None)
         if service is None:
             return []
-        return service.coordinator.group_manager.metrics_view()[1]
+        return service.coordinator.group_manager.committed_offsets()
 
     @defer.inlineCallbacks
     def sample(self) -> Any:

@@ -35,7 +35,7 @@ log = logging.getLogger("mafka.broker.metrics")
 
 def render_metrics(broker: Any, snapshot: Snapshot, extra: list[Any] | None = None) -> bytes:
     """The exposition text of *snapshot* (any thread); *extra*: more prometheus_client collectors."""
-    snapshot.readers["monotonic_ms"] = int(time.monotonic() * 1000)
+    snapshot.monotonic_ms = int(time.monotonic() * 1000)
     blocks: list[Any] = list(families(snapshot, broker))
     for collector in extra or ():
         blocks.extend(collector.collect())

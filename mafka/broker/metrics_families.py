@@ -17,10 +17,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import fields
 from typing import Any
 
+from mafka.latency import LatencyWindow
+
 from .broker_topic_stats import TopicCounters
 from .metrics_snapshot import Snapshot
 from .metrics_text import TextBlock, block, label_value, number
-from .request_latency import LatencyWindow, is_slow
+from .request_latency import is_slow
 from .request_metrics import RequestMetrics
 
 __all__ = ["families", "QUANTILES"]
@@ -202,7 +204,7 @@ def _zookeeper(snap: Snapshot) -> Iterator[TextBlock]:
                    [({}, z.get("sync_connects", 0))])
     yield _window_summary("kafka_server_zookeeperclientmetrics_zookeeperrequestlatencyms",
                           "ZooKeeper request latency, ms (ZooKeeperRequestLatencyMs)",
-                          snap.readers.get("zookeeper_latency"), int(snap.readers.get("monotonic_ms", 0)))
+                          snap.readers.get("zookeeper_latency"), snap.monotonic_ms)
 
 
 def _requests(metrics: RequestMetrics | None) -> Iterator[TextBlock]:
@@ -232,7 +234,7 @@ def _mafka(snap: Snapshot, broker: Any) -> Iterator[TextBlock]:
                   (({"producer_group": group}, n) for group, n in snap.half_waiting.items()))
     latencies = getattr(broker, "request_latencies", None)
     if latencies is not None:
-        now = int(snap.readers.get("reactor_ms", snap.now_ms))
+        now = snap.now_ms
         p99 = latencies.percentiles("Produce", now, 0.99)[0]
         slow = is_slow(p99, latencies.samples("Produce", now), broker.config.mafka_slow_node_threshold_ms)
         yield _gauge("mafka_broker_slow", "1 while the Produce TP99 is above mafka.slow.node.threshold.ms",
@@ -258,10 +260,10 @@ def families(snap: Snapshot, broker: Any) -> Iterator[TextBlock]:
     if controller is not None:
         yield _window_summary("kafka_controller_controllerstats_leaderelectionrateandtimems",
                               "Leader elections and their time, ms (LeaderElectionRateAndTimeMs)",
-                              controller.stats.leader_elections, int(snap.readers.get("monotonic_ms", 0)))
+                              controller.stats.leader_elections, snap.monotonic_ms)
     log_manager = getattr(broker, "log_manager", None)
     yield _window_summary("kafka_log_logflushstats_logflushrateandtimems", "Log flushes and their time, ms (fsync)",
-                          getattr(log_manager, "flush_times", None), int(snap.readers.get("monotonic_ms", 0)))
+                          getattr(log_manager, "flush_times", None), snap.monotonic_ms)
     yield from _groups(snap)
     yield from _lag(snap)
     yield from _transactions(snap)

@@ -76,9 +76,10 @@ class Snapshot:
     delayed_delivered: int = 0
     half_waiting: dict[str, int] = field(default_factory=dict)
     cold: dict[str, Any] = field(default_factory=dict)
-    #: the longest reactor turn one step of taking this snapshot took (ms): what a scrape costs the reactor
-    longest_step_ms: float = 0.0
-    #: the same per kind of step (``partitions``, ``controller``, ``rest``)
+    #: monotonic ms when rendered: the time the latency windows (kept in monotonic ms) are read at
+    monotonic_ms: int = 0
+    #: the longest reactor turn one step of taking this snapshot took (ms), per kind of step
+    #: (``partitions``, ``controller``, ``rest``): what a scrape costs the reactor
     longest_steps: dict[str, float] = field(default_factory=dict)
     #: objects the render thread reads itself (their own locks)
     readers: dict[str, Any] = field(default_factory=dict)
@@ -178,7 +179,7 @@ def _rest(broker: Any, snap: Snapshot) -> None:
     service = getattr(broker, "group_service", None)
     if service is not None:
         manager = service.coordinator.group_manager
-        snap.groups, _, snap.offsets = manager.metrics_view()
+        snap.groups, snap.offsets = manager.group_states(), manager.offsets_count()
         snap.completed_rebalances, snap.offset_commits = manager.completed_rebalances, manager.offset_commits
     sampler = getattr(broker, "group_lag", None)
     if sampler is not None:
@@ -228,7 +229,6 @@ def take_snapshot(broker: Any) -> Any:
             done.errback()
         else:
             took = (time.perf_counter() - started) * 1000.0
-            snap.longest_step_ms = max(snap.longest_step_ms, took)
             snap.longest_steps[name] = max(snap.longest_steps.get(name, 0.0), took)
             broker.reactor.callLater(0, step)
 

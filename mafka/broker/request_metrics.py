@@ -25,7 +25,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from .request_latency import LatencyWindow
+from mafka.latency import LatencyWindow
 
 __all__ = ["RequestMetrics", "TIMES"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mafka.broker.request_latency import LatencyWindow
+from mafka.latency import LatencyWindow
 
 __all__ = ["ControllerStats"]
 

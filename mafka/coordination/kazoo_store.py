@@ -46,7 +46,6 @@ from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.logger import Logger
 
-from mafka.broker.request_latency import LatencyWindow
 from mafka.coordination.kazoo_batch import (
     MULTI_READ_PATHS,
     Batch,
@@ -77,6 +76,7 @@ from mafka.coordination.store import (
     validate_ops,
     validate_path,
 )
+from mafka.latency import LatencyWindow
 
 __all__ = ["KazooStore", "translate_error"]
 

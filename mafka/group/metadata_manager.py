@@ -156,16 +156,19 @@ class GroupMetadataManager:
     def partition_for(self, group_id: str) -> int:
         return offsets_partition_for(group_id, self.config.offsets_partitions)
 
-    def metrics_view(self) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int, int]], int]:
-        """For the metrics endpoint: ``(group, state, members)`` per group, ``(group, topic, partition,
-        committed offset)`` per committed offset, and the number of committed offsets (Kafka's NumOffsets)."""
-        groups = [(gid, entry.group.state.value, len(entry.group.members)) for gid, entry in self._groups.items()]
-        committed: list[tuple[str, str, int, int]] = []
-        for store in self._stores.values():
-            for gid, offsets in store.groups.items():
-                for (topic, index), record in offsets.offsets.items():
-                    committed.append((gid, topic, index, record.offset_and_metadata.offset))
-        return groups, committed, len(committed)
+    def group_states(self) -> list[tuple[str, str, int]]:
+        """For the metrics endpoint: ``(group, state, members)`` of every group coordinated here."""
+        return [(gid, entry.group.state.value, len(entry.group.members)) for gid, entry in self._groups.items()]
+
+    def committed_offsets(self) -> list[tuple[str, str, int, int]]:
+        """For consumer lag: ``(group, topic, partition, committed offset)`` of every committed offset here."""
+        return [(gid, topic, index, record.offset_and_metadata.offset)
+                for store in self._stores.values() for gid, offsets in store.groups.items()
+                for (topic, index), record in offsets.offsets.items()]
+
+    def offsets_count(self) -> int:
+        """Committed offsets held here (Kafka's NumOffsets)."""
+        return sum(len(offsets.offsets) for store in self._stores.values() for offsets in store.groups.values())
 
     def owned_partitions(self) -> set[int]:
         return set(self._owned)

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from mafka.broker.request_latency import LatencyWindow
+from mafka.latency import LatencyWindow
 from mafka.topics import TopicPartitionTuple
 
 from ..checkpoint import fsync_dir

@@ -123,7 +123,7 @@ def test_the_lag_sampler_asks_each_leader_once_for_ends_and_for_timestamps() -> 
                 responses.append(SimpleNamespace(topic=t["topic"], partitions=parts))
             return defer.succeed(SimpleNamespace(responses=responses))
 
-    manager = SimpleNamespace(metrics_view=lambda: ([], [("g", "t", 0, 5), ("g", "t", 1, 7), ("g", "t", 2, 9)], 3))
+    manager = SimpleNamespace(committed_offsets=lambda: [("g", "t", 0, 5), ("g", "t", 1, 7), ("g", "t", 2, 9)])
     leaders = {("t", 0): 1, ("t", 1): 2, ("t", 2): 2}
     broker = SimpleNamespace(
         reactor=clock, broker_id=1, config=SimpleNamespace(inter_broker_listener="PLAINTEXT"),
