@@ -321,6 +321,32 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = _key("group.initial.rebalance.delay.ms", "INT", 3000)
     group_max_size: int = _key("group.max.size", "INT", INT_MAX, at_least=1)
     offset_metadata_max_bytes: int = _key("offset.metadata.max.bytes", "INT", 4096)
+    # KIP-848's consumer groups (Kafka 4's defaults and bounds)
+    group_coordinator_rebalance_protocols: tuple[str, ...] = _key(
+        "group.coordinator.rebalance.protocols", "LIST", ("classic", "consumer"), one_of=("classic", "consumer")
+    )
+    group_consumer_session_timeout_ms: int = _key("group.consumer.session.timeout.ms", "INT", 45000, at_least=1)
+    group_consumer_min_session_timeout_ms: int = _key(
+        "group.consumer.min.session.timeout.ms", "INT", 45000, at_least=1
+    )
+    group_consumer_max_session_timeout_ms: int = _key(
+        "group.consumer.max.session.timeout.ms", "INT", 60000, at_least=1
+    )
+    group_consumer_heartbeat_interval_ms: int = _key("group.consumer.heartbeat.interval.ms", "INT", 5000, at_least=1)
+    group_consumer_min_heartbeat_interval_ms: int = _key(
+        "group.consumer.min.heartbeat.interval.ms", "INT", 5000, at_least=1
+    )
+    group_consumer_max_heartbeat_interval_ms: int = _key(
+        "group.consumer.max.heartbeat.interval.ms", "INT", 15000, at_least=1
+    )
+    group_consumer_max_size: int = _key("group.consumer.max.size", "INT", INT_MAX, at_least=1)
+    group_consumer_assignors: tuple[str, ...] = _key(
+        "group.consumer.assignors", "LIST", ("uniform", "range"), one_of=("uniform", "range")
+    )
+    group_consumer_migration_policy: str = _key(
+        "group.consumer.migration.policy", "STRING", "bidirectional",
+        one_of=("disabled", "upgrade", "downgrade", "bidirectional"),
+    )
     offsets_load_buffer_size: int = _key("offsets.load.buffer.size", "INT", 5242880, at_least=1)
     offsets_topic_replication_factor: int = _key("offsets.topic.replication.factor", "SHORT", 3, at_least=1)
     offsets_topic_num_partitions: int = _key("offsets.topic.num.partitions", "INT", 50, at_least=1)

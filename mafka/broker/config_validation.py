@@ -112,7 +112,28 @@ def cross_check(config: BrokerConfig) -> None:
             "connection.failed.authentication.delay.ms should always be less than connections.max.idle.ms"
             " to prevent failed authentication responses from timing out",
         )
+    _check_consumer_group_timeouts(config)
     check_listeners(config)
+
+
+def _check_consumer_group_timeouts(config: BrokerConfig) -> None:
+    """Kafka 4's ``GroupCoordinatorConfig`` checks of the KIP-848 session and heartbeat bounds."""
+    c = config
+    for key, value, low, high in (
+        ("group.consumer.session.timeout.ms", c.group_consumer_session_timeout_ms,
+         c.group_consumer_min_session_timeout_ms, c.group_consumer_max_session_timeout_ms),
+        ("group.consumer.heartbeat.interval.ms", c.group_consumer_heartbeat_interval_ms,
+         c.group_consumer_min_heartbeat_interval_ms, c.group_consumer_max_heartbeat_interval_ms),
+    ):
+        min_key, max_key = key.replace("consumer.", "consumer.min."), key.replace("consumer.", "consumer.max.")
+        if value < low:
+            raise _fail(config, key, f"{key} must be greater than or equal to {min_key}", value)
+        if value > high:
+            raise _fail(config, key, f"{key} must be less than or equal to {max_key}", value)
+    if c.group_consumer_heartbeat_interval_ms >= c.group_consumer_session_timeout_ms:
+        raise _fail(config, "group.consumer.heartbeat.interval.ms",
+                    "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms",
+                    c.group_consumer_heartbeat_interval_ms)
 
 def check_listeners(config: BrokerConfig) -> None:
     """The listener checks of ``validateValues`` (see the module docstring).

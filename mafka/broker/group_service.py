@@ -32,6 +32,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from mafka.group.consumer.group_types import ConsumerGroupConfig
+from mafka.group.consumer.member import TopicInfo
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.coordinator import subscribed_topics as _subscribed_topics
 from mafka.group.offsets import LogRecord, TxnMarker
@@ -138,15 +140,39 @@ class GroupService:
                 max_size=config.group_max_size,
                 offset_metadata_max_bytes=config.offset_metadata_max_bytes,
                 offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+                consumer=ConsumerGroupConfig(
+                    session_timeout_ms=config.group_consumer_session_timeout_ms,
+                    heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                    max_size=config.group_consumer_max_size,
+                    assignors=tuple(config.group_consumer_assignors),
+                ),
+                rebalance_protocols=tuple(config.group_coordinator_rebalance_protocols),
             ),
             lambda: int(broker.reactor.seconds() * 1000),
             ReactorTimers(broker.reactor),
             OffsetsTopicLog(broker),
+            self.topics_for_groups,
         )
+        self._topics: tuple[int, dict[str, TopicInfo]] = (-1, {})
         self._topic = InternalTopic(broker, GROUP_METADATA_TOPIC, log)
         # Stall guard (see :meth:`checked_coordinator`).
         self._stall = StallGuard(broker, self.coordinator, GROUP_METADATA_TOPIC, self.on_leadership, log,
                                  "group coordinator")
+
+    def topics_for_groups(self) -> dict[str, TopicInfo]:
+        """The cluster's topics as consumer groups see them (id, name, partition count), from the
+        metadata cache; rebuilt once per metadata generation.  Topics without an id are left out."""
+        cache = self.broker.metadata_cache
+        generation, topics = self._topics
+        if generation != cache.generation:
+            zero = bytes(16)
+            topics = {
+                name: TopicInfo(topic_id, name, len(cache.partitions.get(name, {})))
+                for name, topic_id in cache.topic_ids.items()
+                if topic_id != zero and cache.partitions.get(name)
+            }
+            self._topics = (cache.generation, topics)
+        return topics
 
     # ------------------------------------------------------------------ stalls
 

@@ -62,6 +62,9 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 
 from mafka.errors import ErrorCode
+from mafka.group.consumer.group_types import HeartbeatRequest, HeartbeatResponse
+from mafka.group.consumer.manager import ConsumerGroupEntry, ConsumerGroupManager
+from mafka.group.consumer.member import TopicInfo
 from mafka.group.consumer_protocol import PROTOCOL_TYPE, decode_subscription
 from mafka.group.coordinator_types import (
     DEAD_SUMMARY,
@@ -82,6 +85,7 @@ from mafka.group.coordinator_types import (
 )
 from mafka.group.metadata_manager import GroupMetadataManager
 from mafka.group.offsets import LoadItem, OffsetAndMetadata
+from mafka.group.offsets_records import GroupMetadataKey, encode_key, offsets_partition_for
 from mafka.group.rebalance import JoinArgs, Rebalancer
 from mafka.group.state import GroupMetadata, GroupState, Protocols, new_member_id
 from mafka.timers import Timers
@@ -112,18 +116,23 @@ class GroupCoordinator:
         clock: Callable[[], int],
         timers: Timers,
         offsets_log: OffsetsLog,
+        topics: Callable[[], Mapping[str, TopicInfo]] | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
+        #: KIP-848 ``consumer`` groups; ``topics`` is the cluster's topics as they see them.
+        self.consumer_groups = ConsumerGroupManager(
+            config.consumer, clock, timers, offsets_log, topics or dict, self.partition_for
+        )
         #: Kafka's ``groupManager``: ownership, loaded groups, offsets, ``__consumer_offsets`` writes.
-        self.group_manager = GroupMetadataManager(config, clock, offsets_log)
+        self.group_manager = GroupMetadataManager(config, clock, offsets_log, self.consumer_groups)
         self._rebalancer = Rebalancer(config, clock, timers, self.group_manager)
         self.active = True
 
     # ------------------------------------------------------------------ ownership
 
     def partition_for(self, group_id: str) -> int:
-        return self.group_manager.partition_for(group_id)
+        return offsets_partition_for(group_id, self.config.offsets_partitions)
 
     def owned_partitions(self) -> set[int]:
         return self.group_manager.owned_partitions()
@@ -200,6 +209,8 @@ class GroupCoordinator:
             return respond(JoinResult(error, member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
             return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
+        if not self._make_room_for_classic(group_id):
+            return respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         unknown = member_id == UNKNOWN_MEMBER_ID
         entry = self.group_manager.get_group(group_id)
         if entry is None:
@@ -433,6 +444,63 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------------ offsets
 
+    # ------------------------------------------------------------------ KIP-848 consumer groups
+
+    def consumer_group_heartbeat(self, request: HeartbeatRequest, respond: Callable[[HeartbeatResponse], None]) -> None:
+        """ConsumerGroupHeartbeat (KIP-848): ``respond`` once the group's records are written.
+
+        An Empty classic group under the same id becomes a consumer group (its offsets stay;
+        its metadata record gets a tombstone in the same write, as Kafka 4 converts it); a
+        classic group with members answers GROUP_ID_NOT_FOUND ("not a consumer group": Mafka
+        does not run classic and consumer members in one group).
+        """
+        if "consumer" not in self.config.rebalance_protocols:
+            return respond(HeartbeatResponse(ErrorCode.UNSUPPORTED_VERSION,
+                                              "The new consumer group protocol is not enabled."))
+        error = self._status_error(request.group_id)
+        if error is not None:
+            return respond(HeartbeatResponse(ErrorCode(error)))
+        classic = self.group_manager.get_group(request.group_id)
+        extra: list[tuple[bytes, bytes | None]] = []
+        on_created = None
+        if classic is not None and classic.group.state is not GroupState.DEAD:
+            if classic.group.members or classic.group.state is not GroupState.EMPTY:
+                return respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                  f"Group {request.group_id} is not a consumer group."))
+            if classic.group.generation_id > 0:
+                extra.append((encode_key(GroupMetadataKey(request.group_id)), None))
+
+            def on_created() -> None:
+                log.info("Converted the empty classic group %s to a consumer group", request.group_id)
+                self.group_manager.forget_group(classic, self._rebalancer.on_group_unloaded)
+
+        self.consumer_groups.heartbeat(request, respond, extra, on_created)
+
+    def describe_consumer_group(self, group_id: str) -> tuple[int, ConsumerGroupEntry | None]:
+        """ConsumerGroupDescribe for one group: ``(error, entry)``; GROUP_ID_NOT_FOUND for a
+        group that is not a consumer group (Kafka 4's message says which)."""
+        error = self._status_error(group_id)
+        if error is not None:
+            return error, None
+        entry = self.consumer_groups.get(group_id)
+        if entry is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        return ErrorCode.NONE, entry
+
+    def _make_room_for_classic(self, group_id: str) -> bool:
+        """A classic JoinGroup for ``group_id``: False if a consumer group with members holds the
+        id; an empty consumer group is deleted first (Kafka 4 converts it back)."""
+        entry = self.consumer_groups.get(group_id)
+        if entry is None:
+            return True
+        if entry.group.members:
+            return False
+        error, tombstones = self.consumer_groups.delete(group_id)
+        if error == ErrorCode.NONE and tombstones:
+            log.info("Converted the empty consumer group %s to a classic group", group_id)
+            self.group_manager.append_tombstones(entry.partition, tombstones)
+        return True
+
     def commit_offsets(
         self,
         group_id: str,
@@ -441,13 +509,23 @@ class GroupCoordinator:
         generation_id: int,
         offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
         respond: Callable[[dict[TopicPartitionTuple, int]], None],
+        api_version: int = 8,
     ) -> None:
+        """OffsetCommit: ``respond({partition: error})`` once appended.  A ``consumer`` group
+        checks the member epoch (``generation_id``) as Kafka 4 does (STALE_MEMBER_EPOCH; v9+
+        from its members)."""
         def all_(error: int) -> None:
             respond({tp: error for tp in offsets})
 
         error = self._status_error(group_id, allow_empty_id=True)
         if error is not None:
             return all_(error)
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(consumer, member_id, generation_id, False, api_version)
+            if error is not None:
+                return all_(error)
+            return self.group_manager.store_offsets(consumer, offsets, respond)
         entry = self.group_manager.get_group(group_id)
         if entry is None:
             if generation_id >= 0:
@@ -502,6 +580,12 @@ class GroupCoordinator:
         error = self._status_error(group_id)  # unlike OffsetCommit, "" is an invalid group id
         if error is not None:
             return all_(error)
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            error = self.consumer_groups.validate_offset_commit(consumer, member_id, generation_id, True, 9)
+            if error is not None:
+                return all_(ErrorCode.ILLEGAL_GENERATION if error == ErrorCode.STALE_MEMBER_EPOCH else error)
+            return self.group_manager.store_offsets(consumer, offsets, respond, producer_id, producer_epoch)
         entry = self.group_manager.get_group(group_id)
         if entry is None:
             entry = self.group_manager.add_group(group_id)
@@ -528,17 +612,28 @@ class GroupCoordinator:
         self.group_manager.complete_transaction(offsets_partition, producer_id, commit)
 
     def fetch_offsets(
-        self, group_id: str, partitions: list[TopicPartitionTuple] | None, require_stable: bool = False
+        self,
+        group_id: str,
+        partitions: list[TopicPartitionTuple] | None,
+        require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[int, dict[TopicPartitionTuple, OffsetFetchEntry]]:
         """Committed offsets of ``partitions`` (None: every partition the group has).
 
         With ``require_stable`` (OffsetFetch v7+, KIP-447) a partition with a commit in
         flight or in an open transaction answers UNSTABLE_OFFSET_COMMIT (Kafka's
         ``getOffsets``); without it pending transactional offsets are simply not seen.
+        ``member_id`` / ``member_epoch`` (v9) are checked against a ``consumer`` group's members.
         """
         error = self._status_error(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            error = self.consumer_groups.validate_offset_fetch(consumer, member_id, member_epoch)
+            if error is not None:
+                return error, {}
         return ErrorCode.NONE, self.group_manager.get_offsets(group_id, partitions, require_stable)
 
     # ------------------------------------------------------------------ admin
@@ -548,11 +643,16 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         # While a partition loads Kafka reports the error *and* the groups it already has.
         error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.group_manager.is_loading() else ErrorCode.NONE
-        return error, [
+        classic = [
             GroupOverview(gid, e.group.protocol_type or "", e.group.state.value)
             for gid, e in self.group_manager.current_groups()
             if e.group.state is not GroupState.DEAD
         ]
+        consumer = [
+            GroupOverview(gid, PROTOCOL_TYPE, str(e.group.state), "consumer")
+            for gid, e in self.consumer_groups.entries()
+        ]
+        return error, sorted(classic + consumer, key=lambda g: g.group_id)
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._status_error(group_id, allow_empty_id=True)
@@ -579,10 +679,14 @@ class GroupCoordinator:
         """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
         results: dict[str, int] = {}
         eligible: list[GroupEntry] = []
+        consumer_deletions: list[str] = []
         for gid in dict.fromkeys(group_ids):  # a group named twice is handled once (Kafka takes a set)
             error = self._status_error(gid, allow_empty_id=True)
             if error is not None:
                 results[gid] = error
+                continue
+            if self.consumer_groups.get(gid) is not None:
+                consumer_deletions.append(gid)
                 continue
             entry = self.group_manager.get_group(gid)
             if entry is None or entry.group.state is GroupState.DEAD:
@@ -591,9 +695,16 @@ class GroupCoordinator:
                 eligible.append(entry)
             else:
                 results[gid] = ErrorCode.NON_EMPTY_GROUP
-        if not eligible:
+        consumer_tombstones: dict[str, list[tuple[bytes, bytes | None]]] = {}
+        for gid in consumer_deletions:
+            error, tombstones = self.consumer_groups.delete(gid)
+            if error != ErrorCode.NONE:
+                results[gid] = error
+            else:
+                consumer_tombstones[gid] = tombstones
+        if not eligible and not consumer_tombstones:
             return respond(results)
-        outstanding = {"n": len(eligible)}
+        outstanding = {"n": len(eligible) + len(consumer_tombstones)}
 
         def one_done(gid: str, error: int) -> None:
             results[gid] = error  # NONE, or the append error mapped as a ``storeGroup`` error
@@ -604,6 +715,8 @@ class GroupCoordinator:
         for entry in eligible:
             gid = entry.group.group_id
             self.group_manager.delete_group(entry, partial(one_done, gid), self._rebalancer.on_group_unloaded)
+        for gid, tombstones in consumer_tombstones.items():
+            self.group_manager.delete_consumer_group(gid, tombstones, partial(one_done, gid))
 
     def delete_offsets(
         self,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mafka.errors import ErrorCode
+from mafka.group.consumer.group_types import ConsumerGroupConfig
 from mafka.group.state import GroupMetadata, MemberMetadata
 from mafka.timers import TimerHandle
 
@@ -77,6 +78,10 @@ class CoordinatorConfig:
     max_size: int = 2**31 - 1
     offset_metadata_max_bytes: int = 4096
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    #: KIP-848 ``consumer`` groups' settings (``group.consumer.*``)
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
+    #: ``group.coordinator.rebalance.protocols``: "consumer" enables ConsumerGroupHeartbeat
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,8 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    #: ``classic`` or ``consumer`` (ListGroups v5)
+    group_type: str = "classic"
 
 
 @dataclass(frozen=True)

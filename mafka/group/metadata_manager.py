@@ -29,6 +29,8 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 
 from mafka.errors import ErrorCode
+from mafka.group.consumer.manager import ConsumerGroupEntry, ConsumerGroupManager
+from mafka.group.consumer.records import is_consumer_group_key
 from mafka.group.coordinator_types import (
     INVALID_OFFSET,
     CoordinatorConfig,
@@ -36,7 +38,14 @@ from mafka.group.coordinator_types import (
     OffsetFetchEntry,
     OffsetsLog,
 )
-from mafka.group.offsets import GroupStateInfo, LoadItem, OffsetAndMetadata, OffsetStore
+from mafka.group.offsets import (
+    GroupStateInfo,
+    LoadItem,
+    LogRecord,
+    OffsetAndMetadata,
+    OffsetStore,
+    TxnMarker,
+)
 from mafka.group.offsets_records import (
     GroupMetadataKey,
     GroupMetadataValue,
@@ -55,6 +64,30 @@ log = logging.getLogger("mafka.group.coordinator")
 
 #: What the coordinator does with a group just loaded or about to be unloaded.
 GroupCallback = Callable[[GroupEntry], None]
+
+#: Record types 0–8 are the classic and consumer groups' (3–8); newer types (share groups, 9+)
+#: are skipped by a load until this coordinator serves them.
+_MAX_KNOWN_KEY_TYPE = 8
+
+
+def _split_load(
+    records: Iterable[LoadItem],
+) -> tuple[list[LoadItem], list[tuple[bytes, bytes | None]]]:
+    """A partition's records as ``(classic and offsets, consumer groups')``, each in log order."""
+    classic: list[LoadItem] = []
+    consumer: list[tuple[bytes, bytes | None]] = []
+    for item in records:
+        if isinstance(item, TxnMarker):
+            classic.append(item)
+            continue
+        key, value = (item.key, item.value) if isinstance(item, LogRecord) else (item[0], item[1])
+        if is_consumer_group_key(key):
+            consumer.append((key, value))
+        elif len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) > _MAX_KNOWN_KEY_TYPE:
+            continue
+        else:
+            classic.append(item)
+    return classic, consumer
 
 _COORDINATOR_UNAVAILABLE = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -133,10 +166,18 @@ class GroupMetadataManager:
     """The groups and offsets of the ``__consumer_offsets`` partitions this broker leads
     (see the module docstring)."""
 
-    def __init__(self, config: CoordinatorConfig, clock: Callable[[], int], offsets_log: OffsetsLog) -> None:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        clock: Callable[[], int],
+        offsets_log: OffsetsLog,
+        consumer_groups: ConsumerGroupManager | None = None,
+    ) -> None:
         self.config = config
         self._clock = clock
         self._log = offsets_log
+        #: the KIP-848 ``consumer`` groups of the same partitions (a group id is one or the other)
+        self.consumer_groups = consumer_groups
         self._groups: dict[str, GroupEntry] = {}
         #: counts since start for the metrics endpoint (Kafka's group-coordinator-metrics
         #: ``group-completed-rebalance-count`` and ``offset-commit-count``)
@@ -214,11 +255,17 @@ class GroupMetadataManager:
         """
         if self._loading.get(partition) != epoch:
             return False
+        classic_records, consumer_records = _split_load(records)
         store = OffsetStore()
-        values = store.load(records)
+        values = store.load(classic_records)
         now = self._clock()
         self._stores[partition] = store
+        consumer_ids = (
+            set(self.consumer_groups.load(partition, consumer_records)) if self.consumer_groups is not None else set()
+        )
         for group_id in sorted(set(values) | set(store.groups)):
+            if group_id in consumer_ids:
+                continue  # a consumer group's offsets: no classic group beside it
             entry = GroupEntry(_group_from_value(group_id, values.get(group_id), now), partition)
             old = self._groups.get(group_id)
             if old is not None:
@@ -264,6 +311,8 @@ class GroupMetadataManager:
         self._deferred_completions.clear()
 
     def _unload(self, partition: int, on_unloaded: GroupCallback) -> None:
+        if self.consumer_groups is not None:
+            self.consumer_groups.unload(partition)
         for group_id, entry in list(self._groups.items()):
             if entry.partition == partition:
                 del self._groups[group_id]
@@ -350,9 +399,37 @@ class GroupMetadataManager:
             lambda err, _o: done(ErrorCode.NONE if err == ErrorCode.NONE else _store_error(err)),
         )
 
+    def forget_group(self, entry: GroupEntry, on_unloaded: GroupCallback) -> None:
+        """Drop a classic group from memory (it became a consumer group; its offsets stay)."""
+        if self._groups.get(entry.group.group_id) is entry:
+            del self._groups[entry.group.group_id]
+            on_unloaded(entry)
+
+    def delete_consumer_group(
+        self, group_id: str, group_tombstones: list[tuple[bytes, bytes | None]], done: Callable[[int], None]
+    ) -> None:
+        """A deleted consumer group: tombstone its offsets and its records (*group_tombstones*);
+        ``done(error)`` once appended."""
+        partition = self.partition_for(group_id)
+        store = self._stores.get(partition)
+        offsets = store.delete_group(group_id)[:-1] if store is not None else []  # no classic metadata key
+        self._log.append(
+            partition, offsets + group_tombstones,
+            lambda err, _o: done(ErrorCode.NONE if err == ErrorCode.NONE else _store_error(err)),
+        )
+
+    def append_tombstones(self, partition: int, tombstones: list[tuple[bytes, bytes | None]]) -> None:
+        """Append records whose outcome nobody waits for (a failure is logged)."""
+        self._log.append(partition, tombstones, _log_failed_append(partition))
+
     # ------------------------------------------------------------------ offsets
 
-    def store_offsets(self, entry: GroupEntry, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
+    def _is_live(self, entry: GroupEntry | ConsumerGroupEntry) -> bool:
+        if isinstance(entry, ConsumerGroupEntry):
+            return self.consumer_groups is not None and self.consumer_groups.is_current(entry)
+        return self._groups.get(entry.group.group_id) is entry
+
+    def store_offsets(self, entry: GroupEntry | ConsumerGroupEntry, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
                       respond: Callable[[dict[TopicPartitionTuple, int]], None],
                       producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Kafka's ``storeOffsets``: a transactional commit when ``producer_id >= 0``."""
@@ -379,7 +456,7 @@ class GroupMetadataManager:
             ok = error == ErrorCode.NONE
             if self._stores.get(entry.partition) is store:
                 # A group deleted (or unloaded) meanwhile must not get its offsets back.
-                live = self._groups.get(group_id) is entry
+                live = self._is_live(entry)
                 if transactional:
                     store.complete_txn_commit(group_id, producer_id, valid, ok and live, base_offset)
                 else:
@@ -421,7 +498,8 @@ class GroupMetadataManager:
         entry = self._groups.get(group_id)
         store = self._stores.get(self.partition_for(group_id))
         missing = OffsetFetchEntry(INVALID_OFFSET, -1, "", ErrorCode.NONE)
-        if entry is None or entry.group.state is GroupState.DEAD or store is None:
+        consumer = self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None
+        if (not consumer and (entry is None or entry.group.state is GroupState.DEAD)) or store is None:
             return {tp: missing for tp in partitions or []}
         offsets = store.groups.get(group_id)
         wanted = partitions if partitions is not None else (sorted(offsets.offsets) if offsets else [])
@@ -471,6 +549,19 @@ class GroupMetadataManager:
 
         self._log.append(entry.partition, tombstones, appended)
 
+    def _expire_empty_consumer_groups(self, partition: int, store: OffsetStore) -> list[tuple[bytes, bytes | None]]:
+        """Kafka 4's ``cleanupGroupMetadata`` for consumer groups: an empty one without offsets is deleted."""
+        if self.consumer_groups is None:
+            return []
+        tombstones: list[tuple[bytes, bytes | None]] = []
+        for gid, entry in self.consumer_groups.entries():
+            if entry.partition == partition and not entry.group.members and gid not in store.groups:
+                error, records = self.consumer_groups.delete(gid)
+                if error == ErrorCode.NONE:
+                    log.info("Consumer group %s deleted: empty, with no offsets left", gid)
+                    tombstones += records
+        return tombstones
+
     def expire_offsets(self, subscribed_topics: Callable[[GroupMetadata], set[str] | None] | None = None) -> int:
         """Kafka's ``cleanupGroupMetadata``: drop offsets past ``offsets.retention.minutes``,
         and Empty groups left without offsets; write their tombstones. Returns the
@@ -482,6 +573,12 @@ class GroupMetadataManager:
                 continue
 
             def state_of(gid: str) -> GroupStateInfo:
+                consumer = self.consumer_groups.get(gid) if self.consumer_groups is not None else None
+                if consumer is not None:
+                    # Kafka 4's ConsumerGroup: by commit time, subscribed topics kept while it has members.
+                    if not consumer.group.members:
+                        return GroupState.EMPTY, None, None
+                    return GroupState.STABLE, None, set(consumer.group.subscription_metadata)
                 entry = self._groups.get(gid)
                 if entry is None or entry.group.protocol_type is None:
                     return None
@@ -507,6 +604,7 @@ class GroupMetadataManager:
                         # Generation 0: the group only stored offsets, no metadata record exists.
                         tombstones.append((encode_key(GroupMetadataKey(gid)), None))
                     log.info("Group %s transitioned to Dead in generation %d", gid, entry.group.generation_id)
+            tombstones += self._expire_empty_consumer_groups(partition, store)
             if tombstones:
                 self._log.append(partition, tombstones, _log_failed_append(partition))
         return removed_total

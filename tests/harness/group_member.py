@@ -3,6 +3,7 @@
     python tests/harness/group_member.py --client {confluent,kafka-python,aiokafka,mafka} \\
         --bootstrap HOST:PORT --group G --topic T [--group-instance-id X] \\
         [--session-timeout-ms N] [--heartbeat-interval-ms N] [--assignor roundrobin] [--commit] [--debug]
+        [--group-protocol consumer [--remote-assignor uniform]]
 
 It subscribes to one topic and prints one JSON object per line on stdout, flushed
 at once; ``t`` is ``time.monotonic()`` (CLOCK_MONOTONIC, comparable between
@@ -10,7 +11,9 @@ processes on one host):
 
 * ``{"event": "started", "client", "version", "pid", "t"}``
 * ``{"event": "subscribing", "t"}`` — just before the call that starts the group work
-* ``{"event": "assigned", "partitions": [...], "generation", "member_id", "t"}``
+* ``{"event": "assigned", "partitions": [...], "generation", "member_id", "t"}`` (confluent and
+  mafka also print ``added``: with an incremental protocol ``partitions`` is every partition held,
+  ``added`` what this assignment gave)
 * ``{"event": "revoked", "partitions": [...], "t"}`` and ``{"event": "lost", ...}``
 * ``{"event": "generation", "generation", "member_id", "t"}`` — whenever the
   (generation id, member id) the client holds changes, read from the client:
@@ -132,6 +135,13 @@ def _confluent_conf(args: argparse.Namespace, debug: dict[str, str]) -> dict[str
     }
     if args.group_instance_id:
         conf["group.instance.id"] = args.group_instance_id
+    if args.group_protocol == "consumer":
+        # KIP-848: the broker owns session, heartbeat and assignment; clients refuse those configs.
+        for key in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            del conf[key]
+        conf["group.protocol"] = "consumer"
+        if args.remote_assignor:
+            conf["group.remote.assignor"] = args.remote_assignor
     if args.debug:
         conf.update(debug)
     return conf
@@ -144,14 +154,24 @@ def _run_confluent_shaped(args: argparse.Namespace, consumer: Any, generation: A
     before close(), for librdkafka: a rebalance still pending when close() runs (another member's
     LeaveGroup as this one is told to stop) is served inside close() and can hang in
     rd_kafka_assign forever (librdkafka #4884)."""
+    # Incremental protocols (cooperative-sticky, KIP-848) hand over only the partitions added or
+    # revoked; eager ones revoke everything before each assignment.  Either way the partitions
+    # held are the union of the assigned ones minus the revoked or lost ones: "assigned" prints
+    # that whole set (and "added" what this callback gave).
+    held: set[int] = set()
+
     def on_assign(c: Any, partitions: list[Any]) -> None:
+        added = {p.partition for p in partitions}
+        held.update(added)
         gen, member = generation()
-        emit("assigned", partitions=sorted(p.partition for p in partitions), generation=gen, member_id=member)
+        emit("assigned", partitions=sorted(held), added=sorted(added), generation=gen, member_id=member)
 
     def on_revoke(c: Any, partitions: list[Any]) -> None:
+        held.difference_update(p.partition for p in partitions)
         emit("revoked", partitions=sorted(p.partition for p in partitions))
 
     def on_lost(c: Any, partitions: list[Any]) -> None:
+        held.difference_update(p.partition for p in partitions)
         emit("lost", partitions=sorted(p.partition for p in partitions))
 
     emit("subscribing")
@@ -380,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000)
     parser.add_argument("--assignor", choices=["roundrobin", "range"], default="roundrobin")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
+                        help="group.protocol (confluent, mafka): consumer is KIP-848's")
+    parser.add_argument("--remote-assignor", default="", help="group.remote.assignor with --group-protocol consumer")
     parser.add_argument("--commit", action="store_true", help="commit offset+1 synchronously after each message")
     parser.add_argument("--debug", action="store_true",
                         help="the client's group protocol log on stderr (librdkafka debug=cgrp; INFO logging)")

@@ -238,7 +238,8 @@ def handlers(broker: Any) -> dict[int, Any]:
             # v7+: a static member's group.instance.id (a replaced instance is FENCED_INSTANCE_ID).
             instance_id = body.group_instance_id if request.header.api_version >= 7 else None
             coordinator().commit_offsets(
-                body.group_id, body.member_id, instance_id, body.generation_id_or_member_epoch, offsets, respond
+                body.group_id, body.member_id, instance_id, body.generation_id_or_member_epoch, offsets, respond,
+                api_version=request.header.api_version,
             )
         else:
             respond({})
@@ -301,7 +302,8 @@ def handlers(broker: Any) -> dict[int, Any]:
         return d
 
     def fetch_offsets(
-        connection: Any, group_id: str, wanted: list[tuple[str, int]] | None, require_stable: bool
+        connection: Any, group_id: str, wanted: list[tuple[str, int]] | None, require_stable: bool,
+        member: tuple[str | None, int] = (None, -1),
     ) -> tuple[int, dict[tuple[str, int], OffsetFetchEntry]]:
         """One group's offsets as the principal may see them (Kafka 3.0's ``fetchOffsets``, 2.8's checks).
 
@@ -313,13 +315,13 @@ def handlers(broker: Any) -> dict[int, Any]:
         if not authz.allows(connection, DESCRIBE, GROUP, group_id):
             return ErrorCode.GROUP_AUTHORIZATION_FAILED, {}
         if wanted is None:
-            error, entries = coordinator().fetch_offsets(group_id, None, require_stable)
+            error, entries = coordinator().fetch_offsets(group_id, None, require_stable, *member)
             if error != ErrorCode.NONE:
                 return error, entries
             visible = authz.allowed_names(connection, DESCRIBE, TOPIC, (topic for topic, _ in entries))
             return error, {tp: e for tp, e in entries.items() if tp[0] in visible}
         allowed, refused = authz.split(connection, DESCRIBE, TOPIC, wanted, name_of=lambda tp: tp[0])
-        error, entries = coordinator().fetch_offsets(group_id, allowed, require_stable)
+        error, entries = coordinator().fetch_offsets(group_id, allowed, require_stable, *member)
         if error != ErrorCode.NONE or not refused:
             return error, entries
         hidden = set(refused)
@@ -333,7 +335,9 @@ def handlers(broker: Any) -> dict[int, Any]:
             # KIP-709: several groups, each answered with its own error (and no offsets on error).
             groups = []
             for g in body.groups:
-                error, entries = fetch_offsets(connection, g.group_id, _wanted(g.topics), require_stable)
+                # v9 (KIP-848): the asking member and its epoch (null / -1 below v9 and from admins).
+                member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+                error, entries = fetch_offsets(connection, g.group_id, _wanted(g.topics), require_stable, member)
                 groups.append({
                     "group_id": g.group_id,
                     "topics": _fetched_topics(entries) if error == ErrorCode.NONE else [],
@@ -386,6 +390,10 @@ def handlers(broker: Any) -> dict[int, Any]:
         # v4 (KIP-518): only groups in one of the named states (Kafka's names, e.g. "Stable").
         wanted = set(getattr(request.body, "states_filter", None) or ())
         groups = [g for g in groups if not wanted or g.state in wanted]
+        # v5 (KIP-848): only groups of the named types ("classic", "consumer"); Kafka compares
+        # the type names case-insensitively.
+        types = {t.lower() for t in getattr(request.body, "types_filter", None) or ()}
+        groups = [g for g in groups if not types or g.group_type in types]
         # Describe on the cluster lists every group (Kafka keeps it for compatibility);
         # otherwise only the groups the principal may Describe.
         if not authz.allows_cluster(connection, DESCRIBE):
@@ -394,7 +402,9 @@ def handlers(broker: Any) -> dict[int, Any]:
             "throttle_time_ms": 0,
             "error_code": error,
             "groups": [
-                {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state} for g in groups
+                {"group_id": g.group_id, "protocol_type": g.protocol_type, "group_state": g.state,
+                 "group_type": g.group_type}
+                for g in groups
             ],
         }
 

@@ -12,7 +12,7 @@ it is given to another, so members that keep their partitions never stop.
 * :mod:`.target_assignment`: the group's target assignment from the assignor;
 * :mod:`.group` (with :mod:`.group_types`, :mod:`.subscriptions`): the group and its
   heartbeat, timers and record replay;
-* :mod:`.records`: Kafka 4's ``__consumer_offsets`` record types for these groups.
-
-Not wired into the broker yet (issue 32): no handler serves ConsumerGroupHeartbeat.
+* :mod:`.records`: Kafka 4's ``__consumer_offsets`` record types for these groups;
+* :mod:`.manager`: the groups a coordinator holds: heartbeats written before they are
+  answered, timers, loading and the member-epoch checks of offset commits and fetches.
 """

@@ -1,10 +1,10 @@
-"""ConsumerGroupDescribe (api key 69), decoded at v0–1, not advertised.
+"""ConsumerGroupDescribe (api key 69), decoded and advertised at v0–1.
 
 Describes groups of the KIP-848 protocol: each member's subscription, current
 and target assignment.  v1 adds member_type per member (KIP-1099: −1 unknown,
 0 classic, 1 consumer); the v1 request is the v0 one.  Flexible from v0.
 
-Not advertised until the broker serves it (issue 32).
+Served by :mod:`mafka.broker.handlers.consumer_groups`.
 
 Fields follow Kafka 4.4's ``ConsumerGroupDescribeRequest.json`` /
 ``ConsumerGroupDescribeResponse.json`` (its common structs Assignment and
@@ -31,7 +31,7 @@ def _assignment(name: str) -> Field:
 SPEC = api(
     69,
     "ConsumerGroupDescribe",
-    advertised=None,
+    advertised=(0, 1),
     decode=(0, 1),
     flexible="0+",
     request=[

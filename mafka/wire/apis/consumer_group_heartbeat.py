@@ -1,4 +1,4 @@
-"""ConsumerGroupHeartbeat (api key 68), decoded at v0–1, not advertised.
+"""ConsumerGroupHeartbeat (api key 68), decoded and advertised at v0–1.
 
 The next-generation consumer group protocol (KIP-848): one heartbeat carries
 the member's subscription and owned partitions and returns its assignment.
@@ -6,8 +6,8 @@ v1 adds subscribed_topic_regex (Kafka 4.0) and lets the consumer generate its
 member id.  Flexible from v0.  The response's assignment is a nullable struct
 (KIP-893): null when the assignment did not change.
 
-Not advertised until the broker serves it (issue 32): a broker without a
-handler closes the connection, as Kafka does for an API it does not enable.
+Served by :mod:`mafka.broker.handlers.consumer_groups` (``group.coordinator.rebalance.protocols``
+without ``consumer`` answers UNSUPPORTED_VERSION).
 
 Fields follow Kafka 4.4's ``ConsumerGroupHeartbeatRequest.json`` /
 ``ConsumerGroupHeartbeatResponse.json`` (the fields versioned ``0+`` are in
@@ -23,7 +23,7 @@ from ..schema import F
 SPEC = api(
     68,
     "ConsumerGroupHeartbeat",
-    advertised=None,
+    advertised=(0, 1),
     decode=(0, 1),
     flexible="0+",
     request=[

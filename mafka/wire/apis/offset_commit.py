@@ -1,8 +1,10 @@
-"""OffsetCommit (api key 8), decoded at v2–8.
+"""OffsetCommit (api key 8), decoded at v2–9.
 
 Request v2–4 carry retention_time_ms (−1 = broker default; gone from v5), v6
 adds committed_leader_epoch per partition, v7 group_instance_id (static
-members, KIP-345), v8 is flexible. The v3 response adds throttle_time_ms.
+members, KIP-345), v8 is flexible, v9 is v8 from a KIP-848 member (generation_id_or_member_epoch is
+its member epoch; a stale one is STALE_MEMBER_EPOCH where v8 got ILLEGAL_GENERATION).
+The v3 response adds throttle_time_ms.
 aiokafka caps this API at v3.
 
 Fields follow Kafka's ``OffsetCommitRequest.json`` / ``OffsetCommitResponse.json``.
@@ -16,8 +18,8 @@ from ..schema import F
 SPEC = api(
     8,
     "OffsetCommit",
-    advertised=(0, 8),
-    decode=(2, 8),
+    advertised=(0, 9),
+    decode=(2, 9),
     flexible="8+",
     request=[
         F("group_id", "string", "0+"),

@@ -1,10 +1,11 @@
-"""OffsetFetch (api key 9), decoded at v1–8.
+"""OffsetFetch (api key 9), decoded at v1–9.
 
 v2: null topics = all, plus a top-level error_code; v3 adds
 throttle_time_ms, v5 committed_leader_epoch per partition, v6 is flexible,
 v7 require_stable (KIP-447), v8 asks for several groups at once (KIP-709:
 ``groups``, each answered with its own error_code; the single-group fields
-are gone).
+are gone), v9 names the asking member and its epoch (KIP-848: a consumer-protocol
+member's stale epoch is STALE_MEMBER_EPOCH; null/-1 from admin clients).
 
 Fields follow Kafka's ``OffsetFetchRequest.json`` / ``OffsetFetchResponse.json``.
 """
@@ -17,8 +18,8 @@ from ..schema import F
 SPEC = api(
     9,
     "OffsetFetch",
-    advertised=(0, 8),
-    decode=(1, 8),
+    advertised=(0, 9),
+    decode=(1, 9),
     flexible="6+",
     request=[
         F("group_id", "string", "0-7"),
@@ -29,6 +30,8 @@ SPEC = api(
         ),
         F("groups", "[]OffsetFetchRequestGroup", "8+",
             F("group_id", "string", "8+"),
+            F("member_id", "string", "9+", nullable="9+"),
+            F("member_epoch", "int32", "9+", default=-1),
             F("topics", "[]OffsetFetchRequestTopics", "8+",
                 F("name", "string", "8-9"),
                 F("partition_indexes", "[]int32", "8+"),

@@ -27,8 +27,8 @@ from .strategies import mafka_fields, values
 
 # shared/reference/kafka-protocol.md §2.3: advertised (min, max) per api key.
 REFERENCE_TABLE = {
-    0: (0, 9), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 8), 9: (0, 8), 10: (0, 2), 11: (0, 5),
-    12: (0, 3), 13: (0, 4), 14: (0, 3), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 4),
+    0: (0, 9), 1: (0, 11), 2: (0, 7), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 2), 11: (0, 5),
+    12: (0, 3), 13: (0, 4), 14: (0, 3), 15: (0, 5), 16: (0, 5), 17: (0, 1), 18: (0, 4),
     19: (0, 4), 20: (0, 3), 21: (0, 1), 22: (0, 4), 23: (2, 3), 24: (0, 3), 25: (0, 3),
     26: (0, 3), 27: (0, 1), 28: (0, 3), 32: (0, 2), 33: (0, 1), 36: (0, 2), 37: (0, 1),
     42: (0, 1), 44: (0, 1),
@@ -52,6 +52,9 @@ REFERENCE_TABLE = {
     # Transaction admin APIs of KIP-664 (Kafka 3.0): DescribeTransactions, ListTransactions.
     65: (0, 0), 66: (0, 0),
     # Produce v8 (KIP-467 record errors) and v9 (flexible) are issue #14's.
+    # KIP-848 of issue #32: ConsumerGroupHeartbeat and ConsumerGroupDescribe at librdkafka
+    # 2.16's versions; OffsetCommit/OffsetFetch v9 (member epochs) and ListGroups v5 (types) above.
+    68: (0, 1), 69: (0, 1),
 }  # fmt: skip
 # Decode floors above the advertised minimum.  Produce and Fetch decode from v0: old clients'
 # magic 0/1 message sets are converted by the broker (mafka.wire.legacy_records).

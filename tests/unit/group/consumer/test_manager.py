@@ -1,0 +1,165 @@
+"""The coordinator's consumer groups (:mod:`mafka.group.consumer.manager` through
+:class:`~mafka.group.coordinator.GroupCoordinator`): writes before answers, failed writes rolled
+back, timers, a load rebuilding the group, conversions from and to classic groups, and the
+member-epoch checks of offset commits and fetches.  Fake clock, timers and log."""
+
+from __future__ import annotations
+
+from mafka.errors import ErrorCode as E
+from mafka.group.consumer.group_types import ConsumerGroupConfig, HeartbeatRequest
+from mafka.group.consumer.records import is_consumer_group_key
+from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
+from mafka.group.offsets import OffsetAndMetadata
+from tests.unit.group.consumer.group_helpers import topics
+from tests.unit.group.fakes import Clock, FakeLog, Timers
+
+GROUP = "cg"
+TOPICS = topics(foo=4)
+SESSION_MS = 10_000
+
+
+def make(log: FakeLog | None = None, clock: Clock | None = None) -> tuple[GroupCoordinator, FakeLog, Timers]:
+    clock = clock or Clock()
+    timers = Timers(clock)
+    log = log or FakeLog()
+    config = CoordinatorConfig(offsets_partitions=1, consumer=ConsumerGroupConfig(session_timeout_ms=SESSION_MS))
+    coordinator = GroupCoordinator(config, clock, timers, log, lambda: TOPICS)
+    assert coordinator.on_elected(0, 1)
+    assert coordinator.complete_load(0, 1, log.durable[0])
+    return coordinator, log, timers
+
+
+def heartbeat(coordinator: GroupCoordinator, member: str, epoch: int, **fields) -> list:
+    answers: list = []
+    request = HeartbeatRequest(GROUP, member, epoch, **fields)
+    coordinator.consumer_group_heartbeat(request, answers.append)
+    return answers
+
+
+def join(coordinator: GroupCoordinator, member: str) -> list:
+    return heartbeat(coordinator, member, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"],
+                     topic_partitions={})
+
+
+def test_a_join_is_answered_only_once_its_records_are_written() -> None:
+    coordinator, log, _ = make()
+    log.auto = False
+    answers = join(coordinator, "m1")
+    assert answers == [] and len(log.held) == 1
+    assert all(is_consumer_group_key(k) for k, _ in log.held[0][1])
+    log.release()
+    (r,) = answers
+    assert r.error_code == E.NONE and r.member_epoch == 1
+    assert sum(len(ps) for ps in r.assignment.values()) == 4
+
+
+def test_a_failed_write_answers_an_error_and_forgets_what_it_applied() -> None:
+    coordinator, log, _ = make()
+    (first,) = join(coordinator, "m1")
+    log.auto = False
+    answers = join(coordinator, "m2")
+    log.release(E.NOT_LEADER_OR_FOLLOWER)
+    assert answers[0].error_code == E.NOT_COORDINATOR
+    group = coordinator.consumer_groups.get(GROUP).group
+    assert set(group.members) == {"m1"} and group.group_epoch == first.member_epoch
+    log.auto = True
+    (again,) = join(coordinator, "m2")
+    assert again.error_code == E.NONE
+
+
+def test_a_group_created_by_a_failed_write_is_forgotten() -> None:
+    coordinator, log, _ = make()
+    log.auto = False
+    answers = join(coordinator, "m1")
+    log.release(E.NOT_ENOUGH_REPLICAS)
+    assert answers[0].error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert coordinator.consumer_groups.get(GROUP) is None
+
+
+def test_a_silent_member_is_fenced_by_its_session_timer_and_the_fencing_is_written() -> None:
+    coordinator, log, timers = make()
+    join(coordinator, "m1")
+    join(coordinator, "m2")
+    appended = len(log.appends)
+    for _ in range(4):  # m2 heartbeats every quarter session; m1 is silent for a whole session
+        timers.advance(SESSION_MS // 4 + 1)
+        heartbeat(coordinator, "m2", coordinator.consumer_groups.get(GROUP).group.members["m2"].member_epoch)
+    group = coordinator.consumer_groups.get(GROUP).group
+    assert set(group.members) == {"m2"}
+    assert len(log.appends) > appended
+
+
+def test_a_new_coordinator_resumes_the_group_from_its_records() -> None:
+    coordinator, log, _ = make()
+    join(coordinator, "m1")
+    join(coordinator, "m2")
+    m1 = coordinator.consumer_groups.get(GROUP).group.members["m1"]
+    heartbeat(coordinator, "m1", m1.member_epoch, topic_partitions=m1.assigned_partitions)
+    before = coordinator.consumer_groups.get(GROUP).group.snapshot()
+    successor, _, _ = make(log)
+    after = successor.consumer_groups.get(GROUP).group.snapshot()
+    assert after == before
+    # the member carries on at its epoch: no fencing after a failover
+    m2 = after.members["m2"]
+    (r,) = heartbeat(successor, "m2", m2.member_epoch)
+    assert r.error_code == E.NONE
+
+
+def test_commits_and_fetches_check_member_epochs() -> None:
+    coordinator, _, _ = make()
+    (r,) = join(coordinator, "m1")
+    offsets = {("foo", 0): OffsetAndMetadata(5, -1, "", 0, None)}
+    results: list = []
+    coordinator.commit_offsets(GROUP, "m1", None, r.member_epoch + 1, offsets, results.append, api_version=9)
+    coordinator.commit_offsets(GROUP, "m1", None, r.member_epoch, offsets, results.append, api_version=8)
+    coordinator.commit_offsets(GROUP, "nobody", None, r.member_epoch, offsets, results.append, api_version=9)
+    coordinator.commit_offsets(GROUP, "", None, -1, offsets, results.append, api_version=9)
+    coordinator.commit_offsets(GROUP, "m1", None, r.member_epoch, offsets, results.append, api_version=9)
+    assert [x[("foo", 0)] for x in results] == [
+        E.STALE_MEMBER_EPOCH, E.UNSUPPORTED_VERSION, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID, E.NONE,
+    ]
+    assert coordinator.fetch_offsets(GROUP, [("foo", 0)], False, "m1", r.member_epoch + 1)[0] == E.STALE_MEMBER_EPOCH
+    error, entries = coordinator.fetch_offsets(GROUP, [("foo", 0)], False, "m1", r.member_epoch)
+    assert error == E.NONE and entries[("foo", 0)].offset == 5
+    error, entries = coordinator.fetch_offsets(GROUP, None)  # an admin client
+    assert error == E.NONE and entries[("foo", 0)].offset == 5
+
+
+def test_an_empty_classic_group_converts_and_keeps_its_offsets() -> None:
+    coordinator, _, _ = make()
+    done: list = []
+    coordinator.commit_offsets(GROUP, "", None, -1, {("foo", 1): OffsetAndMetadata(7, -1, "", 0, None)}, done.append)
+    assert coordinator.group_manager.get_group(GROUP) is not None
+    (r,) = join(coordinator, "m1")
+    assert r.error_code == E.NONE
+    assert coordinator.group_manager.get_group(GROUP) is None
+    assert coordinator.fetch_offsets(GROUP, [("foo", 1)])[1][("foo", 1)].offset == 7
+    error, groups = coordinator.list_groups()
+    assert [(g.group_id, g.group_type, g.state) for g in groups] == [(GROUP, "consumer", "Stable")]
+
+
+def test_a_classic_join_is_refused_while_consumer_members_run_and_allowed_once_empty() -> None:
+    coordinator, log, _ = make()
+    (r,) = join(coordinator, "m1")
+    joins: list = []
+    args = (GROUP, "", None, False, "c", "/h", 30_000, 10_000, "consumer", [("range", b"")], joins.append)
+    coordinator.join_group(*args)
+    assert joins[-1].error == E.INCONSISTENT_GROUP_PROTOCOL
+    heartbeat(coordinator, "m1", -1)
+    appended = len(log.appends)
+    coordinator.join_group(*args)
+    assert coordinator.consumer_groups.get(GROUP) is None
+    assert any(v is None for _, records in log.appends[appended:] for k, v in records if is_consumer_group_key(k))
+
+
+def test_delete_groups_refuses_a_group_with_members_and_tombstones_an_empty_one() -> None:
+    coordinator, log, _ = make()
+    join(coordinator, "m1")
+    results: list = []
+    coordinator.delete_groups([GROUP], results.append)
+    assert results[-1] == {GROUP: E.NON_EMPTY_GROUP}
+    heartbeat(coordinator, "m1", -1)
+    coordinator.delete_groups([GROUP], results.append)
+    assert results[-1] == {GROUP: E.NONE}
+    successor, _, _ = make(log)
+    assert successor.consumer_groups.get(GROUP) is None
