@@ -321,9 +321,20 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: int = _key("group.initial.rebalance.delay.ms", "INT", 3000)
     group_max_size: int = _key("group.max.size", "INT", INT_MAX, at_least=1)
     offset_metadata_max_bytes: int = _key("offset.metadata.max.bytes", "INT", 4096)
+    # KIP-932's share groups (Kafka 4.2's defaults)
+    group_share_session_timeout_ms: int = _key("group.share.session.timeout.ms", "INT", 45000, at_least=1)
+    group_share_heartbeat_interval_ms: int = _key("group.share.heartbeat.interval.ms", "INT", 5000, at_least=1)
+    group_share_max_size: int = _key("group.share.max.size", "INT", 200, at_least=1)
+    group_share_record_lock_duration_ms: int = _key("group.share.record.lock.duration.ms", "INT", 30000, at_least=1000)
+    group_share_delivery_count_limit: int = _key("group.share.delivery.count.limit", "INT", 5, at_least=2)
+    group_share_partition_max_record_locks: int = _key(
+        "group.share.partition.max.record.locks", "INT", 2000, at_least=100
+    )
+    group_share_max_share_sessions: int = _key("group.share.max.share.sessions", "INT", 2000, at_least=1)
     # KIP-848's consumer groups (Kafka 4's defaults and bounds)
     group_coordinator_rebalance_protocols: tuple[str, ...] = _key(
-        "group.coordinator.rebalance.protocols", "LIST", ("classic", "consumer"), one_of=("classic", "consumer")
+        "group.coordinator.rebalance.protocols", "LIST", ("classic", "consumer", "share"),
+        one_of=("classic", "consumer", "share"),
     )
     group_consumer_session_timeout_ms: int = _key("group.consumer.session.timeout.ms", "INT", 45000, at_least=1)
     group_consumer_min_session_timeout_ms: int = _key(

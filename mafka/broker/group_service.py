@@ -37,6 +37,7 @@ from mafka.group.consumer.member import TopicInfo
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.coordinator import subscribed_topics as _subscribed_topics
 from mafka.group.offsets import LogRecord, TxnMarker
+from mafka.group.share.group_types import ShareGroupConfig
 from mafka.topics import GROUP_METADATA_TOPIC
 from mafka.wire.records import ControlRecordType, Record, build_batch
 
@@ -145,8 +146,14 @@ class GroupService:
                     heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                     max_size=config.group_consumer_max_size,
                     assignors=tuple(config.group_consumer_assignors),
+                    migration_policy=config.group_consumer_migration_policy,
                 ),
                 rebalance_protocols=tuple(config.group_coordinator_rebalance_protocols),
+                share=ShareGroupConfig(
+                    session_timeout_ms=config.group_share_session_timeout_ms,
+                    heartbeat_interval_ms=config.group_share_heartbeat_interval_ms,
+                    max_size=config.group_share_max_size,
+                ),
             ),
             lambda: int(broker.reactor.seconds() * 1000),
             ReactorTimers(broker.reactor),

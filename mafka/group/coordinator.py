@@ -60,6 +60,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
+from typing import Any
 
 from mafka.errors import ErrorCode
 from mafka.group.consumer.group_types import HeartbeatRequest, HeartbeatResponse
@@ -87,6 +88,8 @@ from mafka.group.metadata_manager import GroupMetadataManager
 from mafka.group.offsets import LoadItem, OffsetAndMetadata
 from mafka.group.offsets_records import GroupMetadataKey, encode_key, offsets_partition_for
 from mafka.group.rebalance import JoinArgs, Rebalancer
+from mafka.group.share import group_types as share_types
+from mafka.group.share.manager import ShareGroupManager
 from mafka.group.state import GroupMetadata, GroupState, Protocols, new_member_id
 from mafka.timers import Timers
 from mafka.topics import TopicPartitionTuple
@@ -124,8 +127,12 @@ class GroupCoordinator:
         self.consumer_groups = ConsumerGroupManager(
             config.consumer, clock, timers, offsets_log, topics or dict, self.partition_for
         )
+        #: KIP-932 share groups.
+        self.share_groups = ShareGroupManager(
+            config.share, clock, timers, offsets_log, topics or dict, self.partition_for
+        )
         #: Kafka's ``groupManager``: ownership, loaded groups, offsets, ``__consumer_offsets`` writes.
-        self.group_manager = GroupMetadataManager(config, clock, offsets_log, self.consumer_groups)
+        self.group_manager = GroupMetadataManager(config, clock, offsets_log, self.consumer_groups, self.share_groups)
         self._rebalancer = Rebalancer(config, clock, timers, self.group_manager)
         self.active = True
 
@@ -460,6 +467,9 @@ class GroupCoordinator:
         error = self._status_error(request.group_id)
         if error is not None:
             return respond(HeartbeatResponse(ErrorCode(error)))
+        if self.share_groups.get(request.group_id) is not None:
+            return respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
+                                              f"Group {request.group_id} is not a consumer group."))
         classic = self.group_manager.get_group(request.group_id)
         extra: list[tuple[bytes, bytes | None]] = []
         on_created = None
@@ -476,6 +486,34 @@ class GroupCoordinator:
 
         self.consumer_groups.heartbeat(request, respond, extra, on_created)
 
+    def share_group_heartbeat(
+        self, request: share_types.HeartbeatRequest, respond: Callable[[share_types.HeartbeatResponse], None]
+    ) -> None:
+        """ShareGroupHeartbeat (KIP-932): ``respond`` once the group's records are written.  A group id
+        held by a classic or consumer group answers GROUP_ID_NOT_FOUND ("not a share group"), as Kafka."""
+        if "share" not in self.config.rebalance_protocols:
+            return respond(share_types.HeartbeatResponse(ErrorCode.UNSUPPORTED_VERSION, "Share groups are not enabled."))
+        error = self._status_error(request.group_id)
+        if error is not None:
+            return respond(share_types.HeartbeatResponse(ErrorCode(error)))
+        classic = self.group_manager.get_group(request.group_id)
+        if self.consumer_groups.get(request.group_id) is not None or (
+            classic is not None and classic.group.state is not GroupState.DEAD
+        ):
+            return respond(share_types.HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
+                                                         f"Group {request.group_id} is not a share group."))
+        self.share_groups.heartbeat(request, respond)
+
+    def describe_share_group(self, group_id: str) -> tuple[int, Any]:
+        """ShareGroupDescribe for one group: ``(error, entry)``."""
+        error = self._status_error(group_id)
+        if error is not None:
+            return error, None
+        entry = self.share_groups.get(group_id)
+        if entry is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, None
+        return ErrorCode.NONE, entry
+
     def describe_consumer_group(self, group_id: str) -> tuple[int, ConsumerGroupEntry | None]:
         """ConsumerGroupDescribe for one group: ``(error, entry)``; GROUP_ID_NOT_FOUND for a
         group that is not a consumer group (Kafka 4's message says which)."""
@@ -490,6 +528,8 @@ class GroupCoordinator:
     def _make_room_for_classic(self, group_id: str) -> bool:
         """A classic JoinGroup for ``group_id``: False if a consumer group with members holds the
         id; an empty consumer group is deleted first (Kafka 4 converts it back)."""
+        if self.share_groups.get(group_id) is not None:
+            return False
         entry = self.consumer_groups.get(group_id)
         if entry is None:
             return True
@@ -652,7 +692,8 @@ class GroupCoordinator:
             GroupOverview(gid, PROTOCOL_TYPE, str(e.group.state), "consumer")
             for gid, e in self.consumer_groups.entries()
         ]
-        return error, sorted(classic + consumer, key=lambda g: g.group_id)
+        share = [GroupOverview(gid, "share", str(e.group.state), "share") for gid, e in self.share_groups.entries()]
+        return error, sorted(classic + consumer + share, key=lambda g: g.group_id)
 
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self._status_error(group_id, allow_empty_id=True)

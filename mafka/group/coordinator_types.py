@@ -17,6 +17,7 @@ from typing import Protocol
 
 from mafka.errors import ErrorCode
 from mafka.group.consumer.group_types import ConsumerGroupConfig
+from mafka.group.share.group_types import ShareGroupConfig
 from mafka.group.state import GroupMetadata, MemberMetadata
 from mafka.timers import TimerHandle
 
@@ -80,8 +81,11 @@ class CoordinatorConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     #: KIP-848 ``consumer`` groups' settings (``group.consumer.*``)
     consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
-    #: ``group.coordinator.rebalance.protocols``: "consumer" enables ConsumerGroupHeartbeat
-    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+    #: ``group.coordinator.rebalance.protocols``: "consumer" enables ConsumerGroupHeartbeat,
+    #: "share" ShareGroupHeartbeat
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer", "share")
+    #: KIP-932 share groups' settings (``group.share.*``)
+    share: ShareGroupConfig = field(default_factory=ShareGroupConfig)
 
 
 @dataclass(frozen=True)

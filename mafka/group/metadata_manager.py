@@ -54,6 +54,8 @@ from mafka.group.offsets_records import (
     offsets_partition_for,
 )
 from mafka.group.offsets_records import MemberMetadata as MemberRecord
+from mafka.group.share.manager import ShareGroupManager
+from mafka.group.share.records import is_share_group_key
 from mafka.group.state import GroupMetadata, GroupState, MemberMetadata
 from mafka.topics import TopicPartitionTuple
 
@@ -65,17 +67,18 @@ log = logging.getLogger("mafka.group.coordinator")
 #: What the coordinator does with a group just loaded or about to be unloaded.
 GroupCallback = Callable[[GroupEntry], None]
 
-#: Record types 0–8 are the classic and consumer groups' (3–8); newer types (share groups, 9+)
-#: are skipped by a load until this coordinator serves them.
-_MAX_KNOWN_KEY_TYPE = 8
+#: Record types 0–2 are classic groups' and offsets, 3–8 consumer groups', 10–15 share groups';
+#: other types (a newer coordinator's) are skipped by a load.
+_CLASSIC_KEY_TYPES = (0, 1, 2)
 
 
 def _split_load(
     records: Iterable[LoadItem],
-) -> tuple[list[LoadItem], list[tuple[bytes, bytes | None]]]:
-    """A partition's records as ``(classic and offsets, consumer groups')``, each in log order."""
+) -> tuple[list[LoadItem], list[tuple[bytes, bytes | None]], list[tuple[bytes, bytes | None]]]:
+    """A partition's records as ``(classic and offsets, consumer groups', share groups')``, each in log order."""
     classic: list[LoadItem] = []
     consumer: list[tuple[bytes, bytes | None]] = []
+    share: list[tuple[bytes, bytes | None]] = []
     for item in records:
         if isinstance(item, TxnMarker):
             classic.append(item)
@@ -83,11 +86,11 @@ def _split_load(
         key, value = (item.key, item.value) if isinstance(item, LogRecord) else (item[0], item[1])
         if is_consumer_group_key(key):
             consumer.append((key, value))
-        elif len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) > _MAX_KNOWN_KEY_TYPE:
-            continue
-        else:
+        elif is_share_group_key(key):
+            share.append((key, value))
+        elif len(key) >= 2 and int.from_bytes(key[:2], "big", signed=True) in _CLASSIC_KEY_TYPES:
             classic.append(item)
-    return classic, consumer
+    return classic, consumer, share
 
 _COORDINATOR_UNAVAILABLE = (
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -172,12 +175,15 @@ class GroupMetadataManager:
         clock: Callable[[], int],
         offsets_log: OffsetsLog,
         consumer_groups: ConsumerGroupManager | None = None,
+        share_groups: ShareGroupManager | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
         self._log = offsets_log
         #: the KIP-848 ``consumer`` groups of the same partitions (a group id is one or the other)
         self.consumer_groups = consumer_groups
+        #: the KIP-932 share groups of the same partitions
+        self.share_groups = share_groups
         self._groups: dict[str, GroupEntry] = {}
         #: counts since start for the metrics endpoint (Kafka's group-coordinator-metrics
         #: ``group-completed-rebalance-count`` and ``offset-commit-count``)
@@ -255,7 +261,7 @@ class GroupMetadataManager:
         """
         if self._loading.get(partition) != epoch:
             return False
-        classic_records, consumer_records = _split_load(records)
+        classic_records, consumer_records, share_records = _split_load(records)
         store = OffsetStore()
         values = store.load(classic_records)
         now = self._clock()
@@ -263,6 +269,8 @@ class GroupMetadataManager:
         consumer_ids = (
             set(self.consumer_groups.load(partition, consumer_records)) if self.consumer_groups is not None else set()
         )
+        if self.share_groups is not None:
+            consumer_ids |= set(self.share_groups.load(partition, share_records))
         for group_id in sorted(set(values) | set(store.groups)):
             if group_id in consumer_ids:
                 continue  # a consumer group's offsets: no classic group beside it
@@ -313,6 +321,8 @@ class GroupMetadataManager:
     def _unload(self, partition: int, on_unloaded: GroupCallback) -> None:
         if self.consumer_groups is not None:
             self.consumer_groups.unload(partition)
+        if self.share_groups is not None:
+            self.share_groups.unload(partition)
         for group_id, entry in list(self._groups.items()):
             if entry.partition == partition:
                 del self._groups[group_id]

@@ -279,7 +279,7 @@ def kcat_library_path() -> str | None:
 def make_member(client: str, name: str, bootstrap: str, group: str, topic: str, log_dir: Path, *,
                 instance_id: str | None = None, session_timeout_ms: int = 6000,
                 heartbeat_interval_ms: int = 1000, commit: bool = True, assignor: str = "roundrobin",
-                group_protocol: str = "classic") -> Member:
+                group_protocol: str = "classic", work_ms: float = 0.0) -> Member:
     """A member (not started) of ``group`` on ``topic`` through ``client`` (one of :data:`ALL_CLIENTS`)."""
     log_path = log_dir / f"{name}.log"
     if client == "kcat":
@@ -309,6 +309,8 @@ def make_member(client: str, name: str, bootstrap: str, group: str, topic: str, 
         argv += ["--group-instance-id", instance_id]
     if group_protocol != "classic":
         argv += ["--group-protocol", group_protocol]
+    if work_ms:
+        argv += ["--work-ms", str(work_ms)]
     if commit:
         argv.append("--commit")
     return Member(name, argv, log_path, client)

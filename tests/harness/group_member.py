@@ -189,6 +189,8 @@ def _run_confluent_shaped(args: argparse.Namespace, consumer: Any, generation: A
             if msg.error() is not None:
                 emit("error", error=str(msg.error()))
                 continue
+            if args.work_ms:
+                time.sleep(args.work_ms / 1000)  # the application's work on the record
             emit("consumed", partition=msg.partition(), offset=msg.offset(), value=decode(msg.value()))
             if args.commit:
                 offsets = {msg.partition(): msg.offset() + 1}
@@ -399,7 +401,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group-instance-id", default="")
     parser.add_argument("--session-timeout-ms", type=int, default=10000)
     parser.add_argument("--heartbeat-interval-ms", type=int, default=1000)
-    parser.add_argument("--assignor", choices=["roundrobin", "range"], default="roundrobin")
+    parser.add_argument("--assignor", choices=["roundrobin", "range", "cooperative-sticky"], default="roundrobin",
+                        help="cooperative-sticky: confluent and mafka only")
+    parser.add_argument("--work-ms", type=float, default=0.0, help="confluent, mafka: sleep this long per record")
     parser.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic",
                         help="group.protocol (confluent, mafka): consumer is KIP-848's")
     parser.add_argument("--remote-assignor", default="", help="group.remote.assignor with --group-protocol consumer")

@@ -247,3 +247,39 @@ class TestConsumerProtocol:
         assert sorted(map(len, after.values())) == sorted(map(len, before.values()))
         for m in (a, b):
             assert not [e for e in m.snapshot("error", after=probe_started)], m.tail()
+
+    def test_a_static_member_restarted_within_its_session_takes_its_partitions_back_alone(self, cluster, groups):
+        topic = create_topic(cluster, partitions=PARTITIONS, rf=3)
+        g = groups(cluster, topic)
+        a, b = g.add("a", instance_id="static-a"), g.add("b", instance_id="static-b")
+        before = wait_covered(g, [a, b], 45)
+        stopped = time.monotonic()
+        assert a.stop() == 0, a.tail()  # a static member leaves with epoch -2: it keeps its partitions
+        a2 = g.add("a", instance_id="static-a")
+        wait_until(lambda: sorted(a2.assignment() or []) == before["a"], 30,
+                   lambda: f"the restarted static member holds {a2.assignment()}, before {before['a']}\n{g.explain()}")
+        traces = [e for e in b.snapshot(after=stopped) if e["event"] in ("assigned", "revoked", "lost")]
+        assert not traces, f"b saw the static member's restart: {traces}\n{b.tail()}"
+
+    def test_a_regex_subscription_follows_new_matching_topics(self, cluster):
+        from confluent_kafka import Consumer
+
+        prefix = f"rx{uuid.uuid4().hex[:6]}"
+        first = create_topic(cluster, partitions=2, rf=3, name=f"{prefix}-one")
+        create_topic(cluster, partitions=2, rf=3, name=f"other{prefix}")
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"g-{prefix}",
+                             "group.protocol": "consumer", "topic.metadata.refresh.interval.ms": 1000})
+        try:
+            consumer.subscribe([f"^{prefix}-.*"])
+
+            def assigned() -> set[tuple[str, int]]:
+                consumer.poll(0.2)
+                return {(tp.topic, tp.partition) for tp in consumer.assignment()}
+
+            wait_until(lambda: assigned() == {(first, 0), (first, 1)}, 45,
+                       lambda: f"assignment {assigned()}, expected {first}'s two partitions only")
+            second = create_topic(cluster, partitions=1, rf=3, name=f"{prefix}-two")
+            wait_until(lambda: assigned() == {(first, 0), (first, 1), (second, 0)}, 45,
+                       lambda: f"assignment {assigned()} after {second} was created")
+        finally:
+            consumer.close()

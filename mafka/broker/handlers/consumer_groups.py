@@ -32,7 +32,7 @@ CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 _MEMBER_TYPE_CONSUMER = 1
 
 
-def _client_host(connection: Any) -> str:
+def client_host(connection: Any) -> str:
     """Kafka's clientHost: ``InetAddress.toString`` of the peer, e.g. ``/127.0.0.1``."""
     return "/" + connection.peer.rsplit(":", 1)[0]
 
@@ -90,7 +90,7 @@ def handlers(broker: Any) -> dict[int, Any]:
             d.callback(heartbeat_response(HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
             return d
         hb = heartbeat_request(body, request.header.api_version, request.header.client_id or "",
-                               _client_host(connection))
+                               client_host(connection))
         coordinator().consumer_group_heartbeat(hb, lambda r: d.callback(heartbeat_response(r)))
         return d
 
