@@ -1,7 +1,8 @@
 """The asyncio face: ``AIOProducer`` and ``AIOConsumer`` on the application's event loop.
 
 Same core as the synchronous clients (:class:`~mafka.client.sender.ProducerEngine`,
-:class:`~mafka.client.fetcher.Fetcher`, :class:`~mafka.client.group_member.GroupMember`),
+:class:`~mafka.client.fetcher.Fetcher`, :class:`~mafka.client.group_member.GroupMember` or,
+with ``group.protocol=consumer``, :class:`~mafka.client.consumer_group_member.ConsumerGroupMember`),
 driven directly by the running loop — no extra thread.  Shaped like aiokafka where
 asyncio services use it today::
 
@@ -42,6 +43,7 @@ from typing import Any, NamedTuple
 
 from mafka.client.aio_util import wait_event
 from mafka.client.config import parse_config
+from mafka.client.consumer_group_member import ConsumerGroupMember, new_group_member
 from mafka.client.fetcher import Fetcher
 from mafka.client.group_member import GroupMember, RebalanceEvent
 from mafka.client.group_metadata import ConsumerGroupMetadata
@@ -266,7 +268,7 @@ class AIOConsumer:
         self._config = cfg = parse_config("consumer", _settings(conf, kwargs))
         self._kernel = Kernel(cfg)
         self._group_id = cfg.get("group.id")
-        self._member: GroupMember | None = None
+        self._member: GroupMember | ConsumerGroupMember | None = None
         self._fetcher = Fetcher(self._kernel, self._committed if self._group_id else None)
         self._data = asyncio.Event()
         self._fetcher.on_data = self._data.set
@@ -288,7 +290,7 @@ class AIOConsumer:
         self._started = True
         self._fetcher.start()
         if self._group_id:
-            self._member = GroupMember(self._kernel, self._notify)
+            self._member = new_group_member(self._kernel, self._notify)
             self._kernel.spawn(self._member.run())
             if self._auto_commit:
                 self._kernel.spawn(self._auto_commit_loop())

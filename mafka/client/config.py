@@ -105,6 +105,17 @@ Cross-key rules (producer):
   Mafka's producers mix with JVM producers on one topic; unkeyed records use
   the sticky partitioner, as both librdkafka and Java do.
 
+Cross-key rules (consumer):
+
+* ``group.protocol`` is ``classic`` (JoinGroup/SyncGroup, the default, as in Java and
+  librdkafka) or ``consumer`` (KIP-848's ConsumerGroupHeartbeat).  With ``consumer``,
+  ``partition.assignment.strategy``, ``heartbeat.interval.ms`` and ``session.timeout.ms`` are
+  the coordinator's to decide: setting one is a ConfigError in Java's words
+  (``session.timeout.ms cannot be set when group.protocol=CONSUMER``; librdkafka refuses them
+  too).  ``group.remote.assignor`` names the coordinator's assignor (``uniform``, ``range``;
+  unset: the coordinator's default); with ``classic`` it is ignored, as librdkafka does (Java
+  refuses it).
+
 Derived defaults (librdkafka), used only when the key is not set:
 ``metadata.max.age.ms`` = 3 × ``topic.metadata.refresh.interval.ms`` (when
 that is > 0); ``sticky.partitioning.linger.ms`` = min(900000, 2 ×
@@ -337,6 +348,9 @@ PROPERTIES: tuple[Prop, ...] = (
     Prop("max.poll.interval.ms", "int", 300000, _C, lo=1, hi=86400000),
     Prop("partition.assignment.strategy", "list", ("range", "roundrobin"), _C,
          choices=_words("range", "roundrobin", "cooperative-sticky"), check=_assignors),
+    # KIP-848: "consumer" uses ConsumerGroupHeartbeat and the coordinator's assignor.
+    Prop("group.protocol", "enum", "classic", _C, choices=_words("classic", "consumer")),
+    Prop("group.remote.assignor", "str", None, _C, check=_not_empty),
     Prop("enable.auto.commit", "bool", True, _C),
     Prop("auto.commit.interval.ms", "int", 5000, _C, lo=0, hi=86400000),
     Prop("enable.auto.offset.store", "bool", True, _C),
@@ -789,6 +803,22 @@ _TLS_KEYS = (*_TLS_FILES, "ssl.key.password", "ssl.endpoint.identification.algor
              "enable.ssl.certificate.verification")
 
 
+#: Keys the consumer protocol takes from the coordinator instead (Java's
+#: ``CONSUMER_PROTOCOL_UNSUPPORTED_CONFIGS``; librdkafka refuses the same three).
+_CONSUMER_PROTOCOL_UNSUPPORTED = ("partition.assignment.strategy", "heartbeat.interval.ms", "session.timeout.ms")
+
+
+def _group_protocol(role: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
+    if role != "consumer" or values["group.protocol"] != "consumer":
+        return
+    refused = [name for name in _CONSUMER_PROTOCOL_UNSUPPORTED if name in spelled]
+    if refused:
+        key, raw = spelled[refused[0]]
+        # Java's ConfigException text (ConsumerConfig.checkUnsupportedConfigsPostProcess).
+        raise ConfigError(", ".join(spelled[name][0] for name in refused)
+                          + " cannot be set when group.protocol=CONSUMER", key, raw)
+
+
 def _security(role: str, values: dict[str, Any], spelled: dict[str, tuple[str, Any]]) -> None:
     protocol = values["security.protocol"]
     if protocol in SASL_PROTOCOLS:
@@ -839,5 +869,6 @@ _RULES: tuple[Callable[[str, dict[str, Any], dict[str, tuple[str, Any]]], None],
     _transactions,
     _derived_defaults,
     _fetch_max_bytes,
+    _group_protocol,
     _security,
 )

@@ -9,7 +9,10 @@ not call ``assign()``/``incremental_assign()`` gets the default (the
 partitions as given).  Offsets: with ``enable.auto.offset.store`` each
 returned message stores ``offset + 1``; ``enable.auto.commit`` commits
 stored offsets every ``auto.commit.interval.ms``, before partitions are
-revoked, and at :meth:`Consumer.close`.
+revoked, and at :meth:`Consumer.close`.  ``group.protocol`` chooses the group
+protocol: ``classic`` (JoinGroup/SyncGroup, the default) or ``consumer``
+(KIP-848: :mod:`mafka.client.consumer_group_member`; partitions move
+incrementally, the coordinator assigns).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mafka.client.config import parse_config
+from mafka.client.consumer_group_member import ConsumerGroupMember, new_group_member
 from mafka.client.fetcher import EARLIEST, LATEST, Fetcher
 from mafka.client.group_member import GroupMember, RebalanceEvent
 from mafka.client.group_metadata import ConsumerGroupMetadata
@@ -65,7 +69,7 @@ class Consumer:
         self._kernel = Kernel(cfg)  # first: a bad bootstrap.servers raises before a thread exists
         self._thread = LoopThread("mafka-consumer")
         self._group_id = cfg.get("group.id")
-        self._member: GroupMember | None = None
+        self._member: GroupMember | ConsumerGroupMember | None = None
         self._events: deque[Any] = deque()
         self._fetcher = Fetcher(self._kernel, self._fetch_committed if self._group_id else None)
         self._auto_store = bool(cfg["enable.auto.offset.store"])
@@ -85,7 +89,7 @@ class Consumer:
     async def _start(self) -> None:
         self._fetcher.start()
         if self._group_id:
-            self._member = GroupMember(self._kernel, self._notify)
+            self._member = new_group_member(self._kernel, self._notify)
             self._kernel.spawn(self._member.run())
             if self._auto_commit:
                 self._kernel.spawn(self._auto_commit_loop())
@@ -127,7 +131,7 @@ class Consumer:
         self._thread.run(self._leave(member), timeout=10)
         self._unassign_all()
 
-    async def _leave(self, member: GroupMember) -> None:
+    async def _leave(self, member: GroupMember | ConsumerGroupMember) -> None:
         member.unsubscribe()
         await member.leave()
         member.owned = set()
