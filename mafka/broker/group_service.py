@@ -146,6 +146,7 @@ class GroupService:
                     heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                     max_size=config.group_consumer_max_size,
                     assignors=tuple(config.group_consumer_assignors),
+                    migration_policy=config.group_consumer_migration_policy,
                 ),
                 rebalance_protocols=tuple(config.group_coordinator_rebalance_protocols),
                 share=ShareGroupConfig(

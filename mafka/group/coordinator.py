@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -84,9 +85,10 @@ from mafka.group.coordinator_types import (
     SyncResult,
     join_result,
 )
+from mafka.group.group_migration import GroupMigration
 from mafka.group.metadata_manager import GroupMetadataManager
 from mafka.group.offsets import LoadItem, OffsetAndMetadata
-from mafka.group.offsets_records import GroupMetadataKey, encode_key, offsets_partition_for
+from mafka.group.offsets_records import offsets_partition_for
 from mafka.group.rebalance import JoinArgs, Rebalancer
 from mafka.group.share import group_types as share_types
 from mafka.group.share.manager import ShareGroupManager
@@ -125,7 +127,9 @@ class GroupCoordinator:
         self._clock = clock
         #: KIP-848 ``consumer`` groups; ``topics`` is the cluster's topics as they see them.
         self.consumer_groups = ConsumerGroupManager(
-            config.consumer, clock, timers, offsets_log, topics or dict, self.partition_for
+            # a downgrade never makes a classic group larger than group.max.size
+            replace(config.consumer, classic_max_size=config.max_size),
+            clock, timers, offsets_log, topics or dict, self.partition_for,
         )
         #: KIP-932 share groups.
         self.share_groups = ShareGroupManager(
@@ -134,6 +138,9 @@ class GroupCoordinator:
         #: Kafka's ``groupManager``: ownership, loaded groups, offsets, ``__consumer_offsets`` writes.
         self.group_manager = GroupMetadataManager(config, clock, offsets_log, self.consumer_groups, self.share_groups)
         self._rebalancer = Rebalancer(config, clock, timers, self.group_manager)
+        #: KIP-848's online upgrade and downgrade, and classic members of consumer groups.
+        self._migration = GroupMigration(clock, self.group_manager, self.consumer_groups, self._rebalancer,
+                                         topics or dict)
         self.active = True
 
     # ------------------------------------------------------------------ ownership
@@ -216,6 +223,13 @@ class GroupCoordinator:
             return respond(JoinResult(error, member_id))
         if not (self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms):
             return respond(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
+        if self._migration.serves_classic(group_id):
+            # KIP-848: a consumer group with members takes classic members (Kafka 4's
+            # classicGroupJoinToConsumerGroup).
+            return self._migration.classic_join(
+                group_id, member_id, group_instance_id, require_known_member_id, client_id, client_host,
+                rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols, respond,
+            )
         if not self._make_room_for_classic(group_id):
             return respond(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         unknown = member_id == UNKNOWN_MEMBER_ID
@@ -331,6 +345,8 @@ class GroupCoordinator:
             if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                 error = ErrorCode.REBALANCE_IN_PROGRESS
             return respond(SyncResult(error))
+        if self.consumer_groups.get(group_id) is not None:
+            return self._migration.classic_sync(group_id, generation_id, member_id, group_instance_id, respond)
         entry = self.group_manager.get_group(group_id)
         if entry is None:
             return respond(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
@@ -388,6 +404,8 @@ class GroupCoordinator:
         if error is not None:
             # A loading coordinator answers blindly, as Kafka does.
             return ErrorCode.NONE if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else error
+        if self.consumer_groups.get(group_id) is not None:
+            return self._migration.classic_heartbeat(group_id, member_id, group_instance_id, generation_id)
         entry = self.group_manager.get_group(group_id)
         if entry is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -415,6 +433,8 @@ class GroupCoordinator:
         error = self._status_error(group_id)
         if error is not None:
             return error, []
+        if self.consumer_groups.get(group_id) is not None:
+            return self._migration.classic_leave(group_id, leaving)
         entry = self.group_manager.get_group(group_id)
         if entry is None:
             return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]
@@ -456,10 +476,10 @@ class GroupCoordinator:
     def consumer_group_heartbeat(self, request: HeartbeatRequest, respond: Callable[[HeartbeatResponse], None]) -> None:
         """ConsumerGroupHeartbeat (KIP-848): ``respond`` once the group's records are written.
 
-        An Empty classic group under the same id becomes a consumer group (its offsets stay;
-        its metadata record gets a tombstone in the same write, as Kafka 4 converts it); a
-        classic group with members answers GROUP_ID_NOT_FOUND ("not a consumer group": Mafka
-        does not run classic and consumer members in one group).
+        A classic group under the same id becomes a consumer group (its offsets stay; its
+        metadata record gets a tombstone in the same write, as Kafka 4 converts it): an Empty
+        one at once, one with members by KIP-848's online upgrade
+        (``group.consumer.migration.policy``; see :mod:`mafka.group.group_migration`).
         """
         if "consumer" not in self.config.rebalance_protocols:
             return respond(HeartbeatResponse(ErrorCode.UNSUPPORTED_VERSION,
@@ -470,21 +490,7 @@ class GroupCoordinator:
         if self.share_groups.get(request.group_id) is not None:
             return respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
                                               f"Group {request.group_id} is not a consumer group."))
-        classic = self.group_manager.get_group(request.group_id)
-        extra: list[tuple[bytes, bytes | None]] = []
-        on_created = None
-        if classic is not None and classic.group.state is not GroupState.DEAD:
-            if classic.group.members or classic.group.state is not GroupState.EMPTY:
-                return respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND,
-                                                  f"Group {request.group_id} is not a consumer group."))
-            if classic.group.generation_id > 0:
-                extra.append((encode_key(GroupMetadataKey(request.group_id)), None))
-
-            def on_created() -> None:
-                log.info("Converted the empty classic group %s to a consumer group", request.group_id)
-                self.group_manager.forget_group(classic, self._rebalancer.on_group_unloaded)
-
-        self.consumer_groups.heartbeat(request, respond, extra, on_created)
+        self._migration.consumer_heartbeat(request, respond)
 
     def share_group_heartbeat(
         self, request: share_types.HeartbeatRequest, respond: Callable[[share_types.HeartbeatResponse], None]

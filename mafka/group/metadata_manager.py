@@ -435,9 +435,13 @@ class GroupMetadataManager:
     # ------------------------------------------------------------------ offsets
 
     def _is_live(self, entry: GroupEntry | ConsumerGroupEntry) -> bool:
+        """The group still exists: the same entry, or the group converted to the other protocol
+        meanwhile (KIP-848's online upgrade or downgrade keeps the group and its offsets)."""
+        gid = entry.group.group_id
+        consumer = self.consumer_groups.get(gid) if self.consumer_groups is not None else None
         if isinstance(entry, ConsumerGroupEntry):
-            return self.consumer_groups is not None and self.consumer_groups.is_current(entry)
-        return self._groups.get(entry.group.group_id) is entry
+            return consumer is entry or (consumer is None and gid in self._groups)
+        return self._groups.get(gid) is entry or (gid not in self._groups and consumer is not None)
 
     def store_offsets(self, entry: GroupEntry | ConsumerGroupEntry, offsets: Mapping[TopicPartitionTuple, OffsetAndMetadata],
                       respond: Callable[[dict[TopicPartitionTuple, int]], None],

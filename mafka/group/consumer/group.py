@@ -42,6 +42,14 @@ Contract:
 * **Regular expressions** are resolved against the topics passed in (Python's ``re``,
   matching whole names, internal topics excluded), each heartbeat; the resolved topics are
   part of the subscription metadata, so a new matching topic bumps the group epoch.
+* **Classic members** (KIP-848's online migration): a member may use the classic protocol
+  (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, handled by :mod:`.classic_members`, which uses
+  the heartbeat steps here); it carries ``ClassicMemberMetadata`` in its records, its own
+  session timeout and join/sync timers (:class:`~.classic_members.ClassicTimers`).  Fencing
+  (:meth:`ConsumerGroup.fence_members`) that leaves only classic members downgrades the group
+  when ``group.consumer.migration.policy`` allows it: every record is tombstoned, the group
+  is Dead and :attr:`ConsumerGroup.converted_to_classic` tells the coordinator what classic
+  group it became (:mod:`.migration`).
 * **States** (:attr:`ConsumerGroup.state`), as Kafka 4 reports them: Empty (no members),
   Assigning (group epoch ahead of the target assignment epoch), Reconciling (some member is
   not Stable at the target epoch), Stable, and Dead once the group's records are deleted.
@@ -59,7 +67,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -79,6 +87,7 @@ from mafka.errors import (
     UnsupportedAssignorError,
 )
 from mafka.group.consumer.assignor_api import PartitionAssignor
+from mafka.group.consumer.classic_members import ClassicTimers
 from mafka.group.consumer.group_types import (
     ConsumerGroupConfig,
     ConsumerGroupState,
@@ -101,6 +110,7 @@ from mafka.group.consumer.member import (
     is_subset,
     partitions_of,
 )
+from mafka.group.consumer.migration import Downgrade, downgrade_on_fence, group_tombstones
 from mafka.group.consumer.reconciliation import reconcile
 from mafka.group.consumer.records import (
     ConsumerGroupCurrentMemberAssignmentKey,
@@ -189,6 +199,11 @@ class ConsumerGroup:
         # Soft state (not in the records): the timers.
         self._session_deadlines: dict[str, int] = {}
         self._rebalance_deadlines: dict[str, tuple[int, int]] = {}  # member → (epoch, deadline)
+        #: the join and sync timers of members using the classic protocol
+        self.classic_timers = ClassicTimers()
+        #: set once a fencing or a classic join downgraded this group (it is Dead): the classic
+        #: group it became, for the coordinator to install (:mod:`.migration`)
+        self.converted_to_classic: Downgrade | None = None
 
     # ------------------------------------------------------------------ views
 
@@ -398,61 +413,18 @@ class ConsumerGroup:
             ),
             client_id=request.client_id,
             client_host=request.client_host,
+            classic_member_metadata=None,  # a member heartbeating uses the consumer protocol (now)
         )
-        bump = False
-        if updated != member:
-            records.append(member_subscription_record(self.group_id, updated))
-            bump = (
-                updated.subscribed_topic_names != member.subscribed_topic_names
-                or updated.subscribed_topic_regex != member.subscribed_topic_regex
-            )
-        members_after = dict(self._members)
-        if replaced is not None:
-            members_after.pop(replaced, None)
-        members_after[updated.member_id] = updated
-        metadata = compute_subscription_metadata(members_after.values(), topics)
-        if metadata != self._subscription_metadata:
-            records.append(subscription_metadata_record(self.group_id, metadata))
-            bump = True
-        group_epoch = self.group_epoch + 1 if bump else self.group_epoch
-        if bump:
-            records.append(group_epoch_record(self.group_id, group_epoch))
-
+        group_epoch, metadata = self._update_subscription(member, updated, replaced, topics, records)
         # 2. A new target assignment if the group epoch moved past it.
-        if group_epoch > self.assignment_epoch:
-            assignor_name = self.preferred_assignor(members_after.values())
-            computed = build_target_assignment(
-                self.group_id,
-                group_epoch,
-                self._assignors[assignor_name],
-                self._members,
-                self._target,
-                metadata,
-                lambda m: subscribed_topics(m, metadata),
-                updated_member=updated,
-                replaced_member_id=replaced,
-            )
-            log.info(
-                "[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
-                self.group_id, group_epoch, assignor_name,
-            )
-            records.extend(computed.records)
-            target_epoch, target = group_epoch, computed.members.get(updated.member_id, {})
-        else:
-            target_epoch = self.assignment_epoch
-            target = self._target.get(replaced if replaced is not None else updated.member_id, {})
-
+        target_epoch, target = self._update_target(updated, replaced, group_epoch, metadata, records)
         # 3. Reconcile the member towards its target.
-        reconciled = updated
-        if not updated.is_reconciled_to(target_epoch):
-            reconciled = reconcile(updated, target_epoch, target, self.current_partition_epoch, owned)
-        if reconciled != updated:
-            records.append(current_assignment_record(self.group_id, reconciled))
+        reconciled = self._reconcile(updated, target_epoch, target, owned, records)
 
         self._apply(records)
         if replaced is not None:
-            self._session_deadlines.pop(replaced, None)
-            self._rebalance_deadlines.pop(replaced, None)
+            self._forget_timers(replaced)
+        self.classic_timers.forget(member_id)  # a classic member that now heartbeats has no join or sync timer
         self._session_deadlines[member_id] = now_ms + self.config.session_timeout_ms
         if reconciled != updated:
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
@@ -478,6 +450,90 @@ class ConsumerGroup:
             ),
             tuple(records),
         )
+
+    # Steps 1-3 of a member's heartbeat, shared with classic members' JoinGroup
+    # (:mod:`.classic_members`): each appends the records of its change, none applies them.
+
+    def _update_subscription(
+        self,
+        member: ConsumerGroupMember,
+        updated: ConsumerGroupMember,
+        replaced: str | None,
+        topics: Mapping[str, TopicInfo],
+        records: list[CoordinatorRecord],
+    ) -> tuple[int, dict[str, TopicInfo]]:
+        """Step 1: *updated* replaces *member* (and the static member *replaced*, if any); a change
+        of its subscribed topics, or of the subscribed topics' metadata, bumps the group epoch.
+        Returns the group epoch and the subscription metadata after the change."""
+        bump = False
+        if updated != member:
+            records.append(member_subscription_record(self.group_id, updated))
+            bump = (
+                updated.subscribed_topic_names != member.subscribed_topic_names
+                or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            )
+        metadata = compute_subscription_metadata(self._members_after(updated, replaced).values(), topics)
+        if metadata != self._subscription_metadata:
+            records.append(subscription_metadata_record(self.group_id, metadata))
+            bump = True
+        group_epoch = self.group_epoch + 1 if bump else self.group_epoch
+        if bump:
+            records.append(group_epoch_record(self.group_id, group_epoch))
+        return group_epoch, metadata
+
+    def _members_after(self, updated: ConsumerGroupMember, replaced: str | None) -> dict[str, ConsumerGroupMember]:
+        members_after = dict(self._members)
+        if replaced is not None:
+            members_after.pop(replaced, None)
+        members_after[updated.member_id] = updated
+        return members_after
+
+    def _update_target(
+        self,
+        updated: ConsumerGroupMember,
+        replaced: str | None,
+        group_epoch: int,
+        metadata: Mapping[str, TopicInfo],
+        records: list[CoordinatorRecord],
+    ) -> tuple[int, TopicIdPartitions]:
+        """Step 2: a new target assignment if *group_epoch* moved past the target's epoch.
+        Returns the target epoch and *updated*'s target."""
+        if group_epoch <= self.assignment_epoch:
+            return self.assignment_epoch, self._target.get(replaced if replaced is not None else updated.member_id, {})
+        assignor_name = self.preferred_assignor(self._members_after(updated, replaced).values())
+        computed = build_target_assignment(
+            self.group_id,
+            group_epoch,
+            self._assignors[assignor_name],
+            self._members,
+            self._target,
+            metadata,
+            lambda m: subscribed_topics(m, metadata),
+            updated_member=updated,
+            replaced_member_id=replaced,
+        )
+        log.info(
+            "[GroupId %s] Computed a new target assignment for epoch %d with '%s' assignor.",
+            self.group_id, group_epoch, assignor_name,
+        )
+        records.extend(computed.records)
+        return group_epoch, computed.members.get(updated.member_id, {})
+
+    def _reconcile(
+        self,
+        updated: ConsumerGroupMember,
+        target_epoch: int,
+        target: TopicIdPartitions,
+        owned: TopicIdPartitions | None,
+        records: list[CoordinatorRecord],
+    ) -> ConsumerGroupMember:
+        """Step 3: *updated* reconciled towards its target (itself if already there)."""
+        reconciled = updated
+        if not updated.is_reconciled_to(target_epoch):
+            reconciled = reconcile(updated, target_epoch, target, self.current_partition_epoch, owned)
+        if reconciled != updated:
+            records.append(current_assignment_record(self.group_id, reconciled))
+        return reconciled
 
     def _dynamic_member(self, member_id: str, epoch: int, owned: TopicIdPartitions | None) -> ConsumerGroupMember:
         member = self._members.get(member_id)
@@ -509,23 +565,13 @@ class ConsumerGroup:
                 return self._members.get(member_id) or ConsumerGroupMember(member_id), None
             if existing.member_id == member_id:
                 return existing, None  # the same member rejoining (after being fenced, say)
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
+                # (A classic predecessor is replaced at once: it never sends a leave with -2.)
                 raise UnreleasedInstanceIdError(
                     f"Static member {member_id} with instance id {instance_id} cannot join the group because "
                     f"the instance id is owned by {existing.member_id} member."
                 )
-            # The predecessor left with -2: the new member takes over its partitions and target.
-            new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            records.extend(self._removal_records(existing.member_id))
-            records.append(member_subscription_record(self.group_id, new_member))
-            records.append(target_assignment_record(self.group_id, member_id, self._target.get(existing.member_id, {})))
-            records.append(current_assignment_record(self.group_id, new_member))
-            log.info(
-                "[GroupId %s] Static member with instance id %s re-joins the consumer group. "
-                "Created a new member %s to replace the existing member %s.",
-                self.group_id, instance_id, member_id, existing.member_id,
-            )
-            return new_member, existing.member_id
+            return self._replacement(existing, member_id, records), existing.member_id
         if existing is None:
             raise UnknownMemberIdError(f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
@@ -534,6 +580,23 @@ class ConsumerGroup:
             )
         _throw_if_epoch_invalid(existing, epoch, owned)
         return existing, None
+
+    def _replacement(
+        self, existing: ConsumerGroupMember, member_id: str, records: list[CoordinatorRecord]
+    ) -> ConsumerGroupMember:
+        """Kafka's ``replaceMember``: *member_id* takes over the static member *existing*'s
+        subscription, partitions and target (appends the records, applies none)."""
+        new_member = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        records.extend(self._removal_records(existing.member_id))
+        records.append(member_subscription_record(self.group_id, new_member))
+        records.append(target_assignment_record(self.group_id, member_id, self._target.get(existing.member_id, {})))
+        records.append(current_assignment_record(self.group_id, new_member))
+        log.info(
+            "[GroupId %s] Static member with instance id %s re-joins the consumer group. "
+            "Created a new member %s to replace the existing member %s.",
+            self.group_id, existing.instance_id, member_id, existing.member_id,
+        )
+        return new_member
 
     def _leave(self, request: HeartbeatRequest, topics: Mapping[str, TopicInfo]) -> HeartbeatResult:
         """Kafka 4's ``consumerGroupLeave``: -1 removes the member, -2 parks a static member."""
@@ -580,9 +643,32 @@ class ConsumerGroup:
         ]
 
     def _fence(self, member: ConsumerGroupMember, topics: Mapping[str, TopicInfo] | None) -> tuple[CoordinatorRecord, ...]:
-        """Kafka's ``consumerGroupFenceMember``: remove the member, bump the group epoch; applied."""
-        records = self._removal_records(member.member_id)
-        remaining = [m for m in self._members.values() if m.member_id != member.member_id]
+        """Kafka's ``consumerGroupFenceMember``: :meth:`fence_members` of one member."""
+        return self.fence_members((member,), topics)
+
+    def fence_members(
+        self, members: Sequence[ConsumerGroupMember], topics: Mapping[str, TopicInfo] | None
+    ) -> tuple[CoordinatorRecord, ...]:
+        """Kafka's ``consumerGroupFenceMembers``: remove *members* and bump the group epoch once;
+        applied.  If only members using the classic protocol would remain and
+        ``group.consumer.migration.policy`` allows it, the group is downgraded instead
+        (:mod:`.migration`): every record of it is tombstoned, it is Dead, and
+        :attr:`converted_to_classic` tells what classic group it became."""
+        if not members:
+            return ()
+        downgrade = downgrade_on_fence(
+            self, members, f"Downgrade group {self.group_id} from consumer to classic for member leaving."
+        )
+        if downgrade is not None:
+            records = group_tombstones(self)
+            self._apply(records)
+            self.converted_to_classic = downgrade
+            self._clear_timers()
+            log.info("[GroupId %s] Converted the consumer group to a classic group.", self.group_id)
+            return tuple(records)
+        leaving = {m.member_id for m in members}
+        records = [r for member_id in sorted(leaving) for r in self._removal_records(member_id)]
+        remaining = [m for m in self._members.values() if m.member_id not in leaving]
         if topics is not None:
             metadata = compute_subscription_metadata(remaining, topics)
         else:
@@ -596,17 +682,37 @@ class ConsumerGroup:
             records.append(subscription_metadata_record(self.group_id, metadata))
         records.append(group_epoch_record(self.group_id, self.group_epoch + 1))
         self._apply(records)
-        self._session_deadlines.pop(member.member_id, None)
-        self._rebalance_deadlines.pop(member.member_id, None)
+        for member_id in leaving:
+            self._forget_timers(member_id)
         return tuple(records)
+
+    # Soft state (not in the records): timers.
+
+    def schedule_session_timeout(self, member_id: str, deadline_ms: int) -> None:
+        """The member is fenced at *deadline_ms* unless this is called again before (a classic
+        member's session timeout is its own, :mod:`.classic_members` sets it)."""
+        self._session_deadlines[member_id] = deadline_ms
+
+    def _forget_timers(self, member_id: str) -> None:
+        self._session_deadlines.pop(member_id, None)
+        self._rebalance_deadlines.pop(member_id, None)
+        self.classic_timers.forget(member_id)
+
+    def _clear_timers(self) -> None:
+        self._session_deadlines.clear()
+        self._rebalance_deadlines.clear()
+        self.classic_timers.clear()
 
     def expire(self, now_ms: int, topics: Mapping[str, TopicInfo] | None = None) -> ExpireResult:
         """Fence every member whose session or rebalance timeout has passed at *now_ms*.
 
-        A session expires ``group.consumer.session.timeout.ms`` after the member's last
-        successful heartbeat; a rebalance timeout fires when a member asked to revoke
-        partitions at some epoch is still at that epoch its rebalance timeout later.
-        Timers are handled in deadline order, each fencing bumping the group epoch once.
+        A session expires ``group.consumer.session.timeout.ms`` (a classic member's: its own
+        session timeout) after the member's last successful heartbeat; a rebalance timeout
+        fires when a member asked to revoke partitions at some epoch is still at that epoch its
+        rebalance timeout later; a classic member's join and sync timers are those of
+        :class:`~.classic_members.ClassicTimers`.  Timers are handled in deadline order, each
+        fencing bumping the group epoch once (or downgrading the group, after which nothing
+        more is fenced).
 
         Args:
             topics: the cluster's topics, if at hand (else the subscription metadata can only
@@ -620,21 +726,29 @@ class ConsumerGroup:
             for member_id, (_, deadline) in self._rebalance_deadlines.items()
             if deadline <= now_ms
         ]
+        classic_due = {(deadline, member_id): reason for deadline, member_id, reason in self.classic_timers.due(now_ms)}
+        due += [(deadline, 2, member_id) for deadline, member_id in classic_due]
         fenced: list[FencedMember] = []
         records: list[CoordinatorRecord] = []
-        for _, kind, member_id in sorted(due):
+        for deadline, kind, member_id in sorted(due):
+            if self._dead:
+                break  # a fencing downgraded the group to a classic group
             member = self._members.get(member_id)
             if kind == 0:
                 if self._session_deadlines.pop(member_id, None) is None or member is None:
                     continue
                 reason = "the member session expired."
-            else:
+            elif kind == 1:
                 timer = self._rebalance_deadlines.pop(member_id, None)
                 if timer is None or member is None or member.member_epoch != timer[0]:
                     continue  # the member moved past the epoch it had to revoke at
                 reason = (
                     f"it failed to transition from epoch {timer[0]} within {member.rebalance_timeout_ms}ms."
                 )
+            else:
+                if member is None:
+                    continue
+                reason = classic_due[(deadline, member_id)]
             log.info("[GroupId %s] Member %s fenced from the group because %s", self.group_id, member_id, reason)
             records.extend(self._fence(member, topics))
             fenced.append(FencedMember(member_id, reason))
@@ -644,6 +758,9 @@ class ConsumerGroup:
         """When :meth:`expire` has something to do next, or None if no timer runs."""
         deadlines = list(self._session_deadlines.values())
         deadlines += [deadline for _, deadline in self._rebalance_deadlines.values()]
+        classic = self.classic_timers.next_deadline_ms()
+        if classic is not None:
+            deadlines.append(classic)
         return min(deadlines, default=None)
 
     def on_loaded(self, now_ms: int) -> None:
@@ -787,6 +904,7 @@ class ConsumerGroup:
                     subscribed_topic_regex=value.subscribed_topic_regex or None,
                     rebalance_timeout_ms=value.rebalance_timeout_ms,
                     server_assignor_name=value.server_assignor,
+                    classic_member_metadata=value.classic_member_metadata,
                 )
             )
             return

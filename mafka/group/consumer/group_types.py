@@ -16,6 +16,7 @@ from mafka.group.consumer.member import ConsumerGroupMember, TopicIdPartitions, 
 from mafka.group.consumer.records import CoordinatorRecord
 
 __all__ = [
+    "MIGRATION_POLICIES",
     "ConsumerGroupConfig",
     "ConsumerGroupState",
     "ExpireResult",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 
+#: ``group.consumer.migration.policy``'s values (Kafka's ``ConsumerGroupMigrationPolicy``)
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
 @dataclass(frozen=True)
 class ConsumerGroupConfig:
     """The broker's ``group.consumer.*`` settings a group needs (Kafka 4's defaults).
@@ -38,12 +43,19 @@ class ConsumerGroupConfig:
         heartbeat_interval_ms: ``group.consumer.heartbeat.interval.ms``.
         max_size: ``group.consumer.max.size``.
         assignors: ``group.consumer.assignors`` by name; the first is the default.
+        migration_policy: ``group.consumer.migration.policy``: whether a classic group may be
+            upgraded to a consumer group online (``upgrade``), a consumer group left with classic
+            members only downgraded (``downgrade``), both (``bidirectional``) or neither
+            (``disabled``: then no classic member may join a consumer group either).
+        classic_max_size: ``group.max.size``: a downgrade never makes a classic group larger.
     """
 
     session_timeout_ms: int = 45_000
     heartbeat_interval_ms: int = 5_000
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
+    migration_policy: str = "bidirectional"
+    classic_max_size: int = 2**31 - 1
 
     def __post_init__(self) -> None:
         for name, value in (
@@ -55,6 +67,21 @@ class ConsumerGroupConfig:
                 raise ConfigError(f"Invalid value {value} for configuration {name}: Value must be at least 1")
         if not self.assignors:
             raise ConfigError("Invalid value for configuration group.consumer.assignors: it must name an assignor")
+        if self.migration_policy not in MIGRATION_POLICIES:
+            raise ConfigError(
+                f"Invalid value {self.migration_policy} for configuration group.consumer.migration.policy: "
+                f"String must be one of: {', '.join(MIGRATION_POLICIES)}"
+            )
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """Kafka's ``ConsumerGroupMigrationPolicy.isUpgradeEnabled``."""
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """Kafka's ``ConsumerGroupMigrationPolicy.isDowngradeEnabled``."""
+        return self.migration_policy in ("downgrade", "bidirectional")
 
 
 def configured_assignors(names: Iterable[str]) -> dict[str, PartitionAssignor]:

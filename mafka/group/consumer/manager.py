@@ -24,13 +24,20 @@ Contract:
   key types 3–8) into groups; deleted groups (tombstoned) are not kept.  Timers start at
   load time (Kafka's ``onLoaded``): every member gets a full session.
 * **Offsets.**  :meth:`validate_offset_commit` / :meth:`validate_offset_fetch` are Kafka 4's
-  ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch``.
+  ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch`` (a classic member's epoch is
+  its generation: a mismatch is ILLEGAL_GENERATION, and it may commit below v9).
+* **Migration.**  A heartbeat may create a group from an upgraded classic group's records
+  (``seed``); :meth:`write` writes what a classic member's request changed.  A group that an
+  operation downgraded (:attr:`ConsumerGroup.converted_to_classic`) is forgotten and
+  :attr:`on_downgrade` installs the classic group; the group's tombstones and the classic
+  group's record are one append, and if it fails the classic group is dropped and this group
+  rebuilt from its written records.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from mafka.errors import ErrorCode
@@ -44,11 +51,12 @@ from mafka.group.consumer.group_types import (
     configured_assignors,
 )
 from mafka.group.consumer.member import TopicInfo
+from mafka.group.consumer.migration import Downgrade
 from mafka.group.consumer.records import CoordinatorRecord, decode_record, encode_key, encode_record
 from mafka.group.coordinator_types import OffsetsLog
 from mafka.timers import TimerHandle, Timers
 
-__all__ = ["ConsumerGroupEntry", "ConsumerGroupManager", "append_error"]
+__all__ = ["ConsumerGroupEntry", "ConsumerGroupManager", "DowngradeHook", "append_error"]
 
 log = logging.getLogger("mafka.group.coordinator")
 
@@ -84,6 +92,12 @@ class ConsumerGroupEntry:
     timer_at: int | None = None
 
 
+#: ``on_downgrade(entry, downgrade) -> (classic group records, undo)``; see :attr:`ConsumerGroupManager.on_downgrade`
+DowngradeHook = Callable[
+    [ConsumerGroupEntry, Downgrade], tuple[list[tuple[bytes, bytes | None]], Callable[[], None]]
+]
+
+
 class ConsumerGroupManager:
     """The consumer groups of the ``__consumer_offsets`` partitions a coordinator leads.
 
@@ -114,6 +128,10 @@ class ConsumerGroupManager:
         self._partition_for = partition_for
         self._assignors: dict[str, PartitionAssignor] = configured_assignors(config.assignors)
         self._groups: dict[str, ConsumerGroupEntry] = {}
+        #: installs the classic group a downgraded consumer group becomes (the coordinator sets it):
+        #: returns the classic group's records, to write with the consumer group's tombstones, and
+        #: an undo for a failed write.  Without it a downgraded group is simply gone.
+        self.on_downgrade: DowngradeHook | None = None
 
     # ------------------------------------------------------------------ registry
 
@@ -194,12 +212,18 @@ class ConsumerGroupManager:
         respond: Callable[[HeartbeatResponse], None],
         extra_records: Iterable[tuple[bytes, bytes | None]] = (),
         on_created: Callable[[], None] | None = None,
+        seed: Sequence[CoordinatorRecord] = (),
+        on_create_failed: Callable[[], None] | None = None,
     ) -> None:
         """ConsumerGroupHeartbeat for a group of an owned partition (the caller checked that).
 
         A join (epoch 0) to a group not held here creates it; any other heartbeat gets
         GROUP_ID_NOT_FOUND.  *extra_records* are appended in the same batch, before the group's
-        (a converted classic group's tombstone); *on_created* runs once a new group is registered.
+        (a converted classic group's tombstone); *seed* are the records a new group starts from
+        (an upgraded classic group's, :mod:`.migration`: replayed before the heartbeat, written
+        with it, each seeded member's session timer started); *on_created* runs once a new group
+        is registered, *on_create_failed* if the write that created it then fails (the group is
+        forgotten again).
         """
         gid = request.group_id
         entry = self._groups.get(gid)
@@ -208,7 +232,15 @@ class ConsumerGroupManager:
             if request.member_epoch != 0:
                 respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found."))
                 return
-            entry = ConsumerGroupEntry(self._new_group(gid), self._partition_for(gid))
+            group = self._new_group(gid)
+            now = self._clock()
+            for record in seed:
+                group.replay(record)
+            for member in group.members.values():
+                classic = member.classic_member_metadata
+                timeout = classic.session_timeout_ms if classic is not None else self.config.session_timeout_ms
+                group.schedule_session_timeout(member.member_id, now + timeout)
+            entry = ConsumerGroupEntry(group, self._partition_for(gid))
         result = entry.group.heartbeat(request, self._clock(), self._topics())
         if result.response.error_code != ErrorCode.NONE:
             respond(result.response)
@@ -217,11 +249,6 @@ class ConsumerGroupManager:
             self._groups[gid] = entry
             if on_created is not None:
                 on_created()
-        self._arm(entry)
-        encoded = list(extra_records) + [encode_record(r) for r in result.records]
-        if not encoded:
-            respond(result.response)
-            return
 
         def done(error: int) -> None:
             if error == ErrorCode.NONE:
@@ -229,7 +256,20 @@ class ConsumerGroupManager:
             else:
                 respond(HeartbeatResponse(ErrorCode(append_error(error)), None))
 
-        self._write(entry, result.records, encoded, done, created)
+        records = (*seed, *result.records) if created else result.records
+        self._commit(entry, records, done, extra=extra_records, created=created, on_create_failed=on_create_failed)
+
+    def write(self, entry: ConsumerGroupEntry, records: Sequence[CoordinatorRecord], done: Callable[[int], None]) -> None:
+        """Write *records*, already applied to *entry*'s group by one of its operations (a classic
+        member's JoinGroup or LeaveGroup, :mod:`.classic_members`); ``done(error)`` once appended
+        (the raw append error: :func:`append_error` maps it).  Re-arms the group's timer; a group
+        the operation downgraded becomes a classic group (see :attr:`on_downgrade`)."""
+        self._commit(entry, records, done)
+
+    def rearm(self, entry: ConsumerGroupEntry) -> None:
+        """The group's timers changed without a record (a classic member's heartbeat or sync)."""
+        if self.is_current(entry):
+            self._arm(entry)
 
     # ------------------------------------------------------------------ timers
 
@@ -251,11 +291,62 @@ class ConsumerGroupManager:
         if not self.is_current(entry):
             return
         result = entry.group.expire(self._clock(), self._topics())
-        self._arm(entry)
-        if result.records:
-            self._write(entry, result.records, [encode_record(r) for r in result.records], lambda _e: None, False)
+        self._commit(entry, result.records, lambda _e: None)
 
     # ------------------------------------------------------------------ writes
+
+    def _commit(
+        self,
+        entry: ConsumerGroupEntry,
+        records: Sequence[CoordinatorRecord],
+        done: Callable[[int], None],
+        *,
+        extra: Iterable[tuple[bytes, bytes | None]] = (),
+        created: bool = False,
+        on_create_failed: Callable[[], None] | None = None,
+    ) -> None:
+        """Write *records* (applied to the group already), after *extra*; arm the group's timer."""
+        encoded = list(extra) + [encode_record(r) for r in records]
+        downgrade = entry.group.converted_to_classic
+        if downgrade is not None and self.is_current(entry):
+            self._downgrade(entry, downgrade, encoded, done)
+            return
+        self._arm(entry)
+        if not encoded:
+            done(ErrorCode.NONE)
+            return
+        self._write(entry, records, encoded, done, created, on_create_failed)
+
+    def _downgrade(
+        self,
+        entry: ConsumerGroupEntry,
+        downgrade: Downgrade,
+        encoded: list[tuple[bytes, bytes | None]],
+        done: Callable[[int], None],
+    ) -> None:
+        """The group became a classic group: forget it, let :attr:`on_downgrade` install the
+        classic group, and write the group's tombstones and the classic group's record in one
+        batch.  If that write fails, the classic group is dropped and this group rebuilt from
+        its written records (as Kafka's timeline reverts both)."""
+        gid = entry.group.group_id
+        self.unload_group(gid)
+        classic_records: list[tuple[bytes, bytes | None]] = []
+        undo: Callable[[], None] | None = None
+        if self.on_downgrade is not None:
+            classic_records, undo = self.on_downgrade(entry, downgrade)
+
+        def appended(error: int, _offset: int | None) -> None:
+            if error != ErrorCode.NONE:
+                log.warning("Write of consumer group %s's conversion to a classic group to __consumer_offsets-%d "
+                            "failed: %s", gid, entry.partition, ErrorCode(error).name)
+                if undo is not None:
+                    undo()
+                if gid not in self._groups:
+                    self._groups[gid] = entry
+                    self._rebuild(entry)
+            done(error)
+
+        self._log.append(entry.partition, encoded + classic_records, appended)
 
     def _write(
         self,
@@ -264,6 +355,7 @@ class ConsumerGroupManager:
         encoded: list[tuple[bytes, bytes | None]],
         done: Callable[[int], None],
         created: bool,
+        on_create_failed: Callable[[], None] | None = None,
     ) -> None:
         records = tuple(records)
         rebuilds = entry.rebuilds
@@ -286,6 +378,8 @@ class ConsumerGroupManager:
                         entry.group.group_id, entry.partition, ErrorCode(error).name)
             if created and not entry.written:
                 self.unload_group(entry.group.group_id)
+                if on_create_failed is not None:
+                    on_create_failed()
             else:
                 self._rebuild(entry)
             done(error)
@@ -335,11 +429,12 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if not transactional and api_version < 9:
+        if not transactional and api_version < 9 and not member.uses_classic_protocol:
             # Kafka raises UnsupportedVersionException: the modern protocol needs v9.
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            # A classic member's generation id is its member epoch.
+            return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
         return None
 
     def validate_offset_fetch(self, entry: ConsumerGroupEntry, member_id: str | None, member_epoch: int) -> int | None:
@@ -350,5 +445,5 @@ class ConsumerGroupManager:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
         return None

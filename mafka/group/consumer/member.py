@@ -26,6 +26,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # records.py imports this module
+    from mafka.group.consumer.records import ClassicMemberMetadata
 
 __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
@@ -144,6 +148,9 @@ class ConsumerGroupMember:
         assigned_partitions: the partitions it may consume now.
         partitions_pending_revocation: partitions it must give up (it still owns them until it
             reports them gone).
+        classic_member_metadata: for a member using the classic protocol (JoinGroup/SyncGroup/
+            Heartbeat in a consumer group, KIP-848's online migration), its session timeout and
+            its JoinGroup protocols; None for a member using ConsumerGroupHeartbeat.
     """
 
     member_id: str
@@ -160,6 +167,7 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: TopicIdPartitions = field(default_factory=dict)
     partitions_pending_revocation: TopicIdPartitions = field(default_factory=dict)
+    classic_member_metadata: ClassicMemberMetadata | None = None
 
     def __post_init__(self) -> None:
         # Normalise once here so that equality means "the same partitions".
@@ -177,6 +185,11 @@ class ConsumerGroupMember:
     @property
     def is_static(self) -> bool:
         return self.instance_id is not None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        """Kafka's ``useClassicProtocol``: the member joined with JoinGroup, not ConsumerGroupHeartbeat."""
+        return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         """STABLE at *target_assignment_epoch* (Kafka's ``isReconciledTo``)."""

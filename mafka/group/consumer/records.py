@@ -688,6 +688,7 @@ def member_subscription_record(group_id: str, member: ConsumerGroupMember) -> Co
             subscribed_topic_regex=member.subscribed_topic_regex,
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             server_assignor=member.server_assignor_name,
+            classic_member_metadata=member.classic_member_metadata,
         ),
     )
 
