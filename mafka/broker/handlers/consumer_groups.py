@@ -28,8 +28,9 @@ from mafka.security.acl import AclOperation, ResourceType
 __all__ = ["handlers"]
 
 CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
-#: ConsumerGroupDescribe v1's member type: 1 = the member uses the consumer protocol.
-_MEMBER_TYPE_CONSUMER = 1
+#: ConsumerGroupDescribe v1's member type (KIP-1099): 0 = a classic member of an upgraded group,
+#: 1 = the member uses the consumer protocol.
+_MEMBER_TYPE_CLASSIC, _MEMBER_TYPE_CONSUMER = 0, 1
 
 
 def client_host(connection: Any) -> str:
@@ -130,7 +131,10 @@ def handlers(broker: Any) -> dict[int, Any]:
                     "subscribed_topic_regex": member.subscribed_topic_regex,
                     "assignment": topic_partitions(member.assigned_partitions),
                     "target_assignment": topic_partitions(group.target_assignment.get(member.member_id, {})),
-                    "member_type": _MEMBER_TYPE_CONSUMER if version >= 1 else -1,
+                    "member_type": (
+                        (_MEMBER_TYPE_CLASSIC if member.uses_classic_protocol else _MEMBER_TYPE_CONSUMER)
+                        if version >= 1 else -1
+                    ),
                 })
             groups.append({
                 "error_code": ErrorCode.NONE,

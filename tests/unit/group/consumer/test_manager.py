@@ -8,6 +8,7 @@ from __future__ import annotations
 from mafka.errors import ErrorCode as E
 from mafka.group.consumer.group_types import ConsumerGroupConfig, HeartbeatRequest
 from mafka.group.consumer.records import is_consumer_group_key
+from mafka.group.consumer_protocol import Subscription, encode_subscription
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.offsets import OffsetAndMetadata
 from tests.unit.group.consumer.group_helpers import topics
@@ -138,16 +139,43 @@ def test_an_empty_classic_group_converts_and_keeps_its_offsets() -> None:
     assert [(g.group_id, g.group_type, g.state) for g in groups] == [(GROUP, "consumer", "Stable")]
 
 
-def test_a_classic_join_is_refused_while_consumer_members_run_and_allowed_once_empty() -> None:
-    coordinator, log, _ = make()
-    (r,) = join(coordinator, "m1")
+def classic_join_args(joins: list) -> tuple:
+    subscription = encode_subscription(Subscription(topics=["foo"]))
+    return (GROUP, "", None, False, "c", "/h", 30_000, 10_000, "consumer", [("range", subscription)], joins.append)
+
+
+def test_with_migration_disabled_a_classic_join_is_refused_while_consumer_members_run() -> None:
+    clock = Clock()
+    log = FakeLog()
+    config = CoordinatorConfig(offsets_partitions=1,
+                               consumer=ConsumerGroupConfig(session_timeout_ms=SESSION_MS, migration_policy="disabled"))
+    coordinator = GroupCoordinator(config, clock, Timers(clock), log, lambda: TOPICS)
+    assert coordinator.on_elected(0, 1) and coordinator.complete_load(0, 1, [])
+    join(coordinator, "m1")
     joins: list = []
-    args = (GROUP, "", None, False, "c", "/h", 30_000, 10_000, "consumer", [("range", b"")], joins.append)
-    coordinator.join_group(*args)
+    coordinator.join_group(*classic_join_args(joins))
     assert joins[-1].error == E.INCONSISTENT_GROUP_PROTOCOL
+    assert set(coordinator.consumer_groups.get(GROUP).group.members) == {"m1"}
+
+
+def test_a_classic_member_joins_a_running_consumer_group_as_a_classic_member() -> None:
+    coordinator, _, _ = make()
+    join(coordinator, "m1")
+    joins: list = []
+    coordinator.join_group(*classic_join_args(joins))  # require_known_member_id False: joins at once
+    assert joins and joins[-1].error == E.NONE, joins
+    members = coordinator.consumer_groups.get(GROUP).group.members
+    assert len(members) == 2
+    assert [m.uses_classic_protocol for _, m in sorted(members.items(), key=lambda kv: kv[0] != "m1")] == [False, True]
+
+
+def test_a_classic_join_converts_an_empty_consumer_group_back() -> None:
+    coordinator, log, _ = make()
+    join(coordinator, "m1")
     heartbeat(coordinator, "m1", -1)
     appended = len(log.appends)
-    coordinator.join_group(*args)
+    joins: list = []
+    coordinator.join_group(*classic_join_args(joins))
     assert coordinator.consumer_groups.get(GROUP) is None
     assert any(v is None for _, records in log.appends[appended:] for k, v in records if is_consumer_group_key(k))
 
