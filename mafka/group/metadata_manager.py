@@ -54,6 +54,7 @@ from mafka.group.offsets_records import (
     offsets_partition_for,
 )
 from mafka.group.offsets_records import MemberMetadata as MemberRecord
+from mafka.group.recorded_groups import RecordedGroupEntry
 from mafka.group.share.manager import ShareGroupManager
 from mafka.group.share.records import is_share_group_key
 from mafka.group.state import GroupMetadata, GroupState, MemberMetadata
@@ -439,7 +440,7 @@ class GroupMetadataManager:
         meanwhile (KIP-848's online upgrade or downgrade keeps the group and its offsets)."""
         gid = entry.group.group_id
         consumer = self.consumer_groups.get(gid) if self.consumer_groups is not None else None
-        if isinstance(entry, ConsumerGroupEntry):
+        if isinstance(entry, RecordedGroupEntry):
             return consumer is entry or (consumer is None and gid in self._groups)
         return self._groups.get(gid) is entry or (gid not in self._groups and consumer is not None)
 

@@ -11,7 +11,7 @@ encode one type.  Plain Python: time from ``clock()`` (ms), delays from a
 
 Contract:
 
-* **Write before answer.**  :meth:`RecordedGroups.write` appends the records a change applied;
+* **Write before answer.**  :meth:`RecordedGroups.commit` appends the records a change applied;
   its ``done(error)`` runs once the append completed (acks=all: replicated).  If the append
   fails the group is rebuilt from the records known to be written, so memory never runs ahead
   of the log for long, and a group that only the failed write created is forgotten.
@@ -233,22 +233,25 @@ class RecordedGroups(Generic[G]):
         if not self.is_current(entry):
             return
         records = self.kind.expire(entry.group, self._clock(), self.topics())
-        self.arm(entry)
-        if records:
-            self.write(entry, records, [], lambda _e: None, created=False)
+        self.commit(entry, records, lambda _e: None)
 
     # ------------------------------------------------------------------ writes
 
-    def write(
+    def commit(
         self,
         entry: RecordedGroupEntry[G],
         records: Iterable[Any],
-        extra: list[tuple[bytes, bytes | None]],
         done: Callable[[int], None],
-        created: bool,
+        *,
+        extra: Iterable[tuple[bytes, bytes | None]] = (),
+        created: bool = False,
+        on_create_failed: Callable[[], None] | None = None,
     ) -> None:
-        """Append *extra* (already-encoded records of no group held here) and *records* (applied to
-        ``entry.group`` already); ``done(error)`` when the append completed (see the module docstring)."""
+        """Re-arm the group's timer and append *extra* (already-encoded records of no group held
+        here) and *records* (applied to ``entry.group`` already); ``done(error)`` when the append
+        completed, with the raw append error (:func:`append_error` maps it).  *created*: the write
+        creates the group, which is forgotten again (and *on_create_failed* runs) if it fails."""
+        self.arm(entry)
         records = tuple(records)
         encoded = list(extra) + [self.kind.encode(r) for r in records]
         if not encoded:
@@ -274,6 +277,8 @@ class RecordedGroups(Generic[G]):
                         self.kind.name, entry.group_id, entry.partition, ErrorCode(error).name)
             if created and not entry.written:
                 self.unload_group(entry.group_id)
+                if on_create_failed is not None:
+                    on_create_failed()
             else:
                 self._rebuild(entry)
             done(error)

@@ -128,7 +128,6 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
             return
         if created:
             self.register(entry)
-        self.arm(entry)
         if result.left_member_id is not None:
             self._member_gone(gid, result.left_member_id)
 
@@ -140,7 +139,7 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
             if result.initialize is not None:
                 self._initialize(entry, result.initialize)
 
-        self.write(entry, result.records, [], done, created)
+        self.commit(entry, result.records, done, created=created)
 
     def _initialize(self, entry: RecordedGroupEntry[ShareGroup], request: InitializeRequest) -> None:
         if self.initializer is None:
@@ -157,7 +156,7 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
                 applied = entry.group.initialize_done(partitions, now, self.topics())
             else:
                 applied = entry.group.initialize_failed(partitions, now)
-            self.write(entry, applied, [], _log_failure(entry.group_id), created=False)
+            self.commit(entry, applied, _log_failure(entry.group_id))
 
         self.initializer(request, answered)
 
