@@ -17,6 +17,7 @@ from mafka.errors import InvalidTopicError
 __all__ = [
     "GROUP_METADATA_TOPIC",
     "INTERNAL_TOPICS",
+    "SHARE_GROUP_STATE_TOPIC",
     "TRANSACTION_STATE_TOPIC",
     "TopicPartitionTuple",
     "is_valid_topic_name",
@@ -28,7 +29,9 @@ TopicPartitionTuple = tuple[str, int]
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC})
+#: KIP-932's share-partition state, kept by the share coordinator (Kafka's ``Topic.SHARE_GROUP_STATE_TOPIC_NAME``)
+SHARE_GROUP_STATE_TOPIC = "__share_group_state"
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC})
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]{1,249}\Z")

@@ -358,6 +358,32 @@ class BrokerConfig:
         "group.consumer.migration.policy", "STRING", "bidirectional",
         one_of=("disabled", "upgrade", "downgrade", "bidirectional"),
     )
+    # KIP-932's share coordinator and __share_group_state (Kafka 4.4's ShareCoordinatorConfig);
+    # snapshot.update.records.per.snapshot's upper bound (500) is checked by the share coordinator service
+    share_coordinator_state_topic_num_partitions: int = _key(
+        "share.coordinator.state.topic.num.partitions", "INT", 50, at_least=1
+    )
+    share_coordinator_state_topic_replication_factor: int = _key(
+        "share.coordinator.state.topic.replication.factor", "SHORT", 3, at_least=1
+    )
+    share_coordinator_state_topic_min_isr: int = _key("share.coordinator.state.topic.min.isr", "SHORT", 2, at_least=1)
+    share_coordinator_state_topic_segment_bytes: int = _key(
+        "share.coordinator.state.topic.segment.bytes", "INT", 104857600, at_least=1
+    )
+    share_coordinator_state_topic_compression_codec: int = _key(
+        "share.coordinator.state.topic.compression.codec", "INT", 0
+    )
+    share_coordinator_snapshot_update_records_per_snapshot: int = _key(
+        "share.coordinator.snapshot.update.records.per.snapshot", "INT", 500, at_least=0
+    )
+    share_coordinator_write_timeout_ms: int = _key("share.coordinator.write.timeout.ms", "INT", 5000, at_least=1)
+    share_coordinator_load_buffer_size: int = _key("share.coordinator.load.buffer.size", "INT", 5242880, at_least=1)
+    share_coordinator_state_topic_prune_interval_ms: int = _key(
+        "share.coordinator.state.topic.prune.interval.ms", "INT", 300000, at_least=1
+    )
+    share_coordinator_cold_partition_snapshot_interval_ms: int = _key(
+        "share.coordinator.cold.partition.snapshot.interval.ms", "INT", 300000, at_least=1
+    )
     offsets_load_buffer_size: int = _key("offsets.load.buffer.size", "INT", 5242880, at_least=1)
     offsets_topic_replication_factor: int = _key("offsets.topic.replication.factor", "SHORT", 3, at_least=1)
     offsets_topic_num_partitions: int = _key("offsets.topic.num.partitions", "INT", 50, at_least=1)

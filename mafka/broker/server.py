@@ -71,6 +71,8 @@ from .replica_selector import replica_selector_for
 from .replication_quota import ReplicationQuota, is_throttled_replica
 from .request_latency import RequestLatencies, request_name
 from .request_metrics import RequestMetrics
+from .share_coordinator_service import ShareCoordinatorService
+from .share_persister import SharePersister
 from .topic_configs import TopicConfigManager, apply_log_config
 from .transaction_service import TransactionService
 from .user_configs import UserConfigCache
@@ -148,6 +150,9 @@ class KafkaServer:
         self.interbroker_security: InterBrokerSecurity | None = None
         self.group_service: GroupService | None = None
         self.transaction_service: TransactionService | None = None
+        #: KIP-932's share coordinator (``__share_group_state``) and the persister that reaches it
+        self.share_coordinator_service: ShareCoordinatorService | None = None
+        self.share_persister: SharePersister | None = None
         self._dispatcher: Dispatcher | None = None
         self._open_timer: Any = None
         #: peers whose listener refuses, hidden from clients (mafka.broker.peer_liveness)
@@ -203,6 +208,8 @@ class KafkaServer:
             self.group_service.on_metadata_update()
         if self.transaction_service is not None:
             self.transaction_service.on_metadata_update()
+        if self.share_coordinator_service is not None:
+            self.share_coordinator_service.on_metadata_update()
 
     def auto_create_topic(self, name: str) -> None:
         """Writes a new topic's znodes (Kafka 2.8 ZK mode: any broker may); the controller does the rest."""
@@ -326,11 +333,15 @@ class KafkaServer:
         self.group_service = GroupService(self)
         self.delayed_delivery = DelayedDelivery(self.replica_manager)
         self.transaction_service = TransactionService(self)
+        self.share_coordinator_service = ShareCoordinatorService(self)
+        self.share_persister = SharePersister(self)
         group_service, transaction_service = self.group_service, self.transaction_service
+        share_coordinator_service = self.share_coordinator_service
 
         def on_leadership(topic: str, index: int, is_leader: bool, leader_epoch: int | None) -> None:
             group_service.on_leadership(topic, index, is_leader, leader_epoch)
             transaction_service.on_leadership(topic, index, is_leader, leader_epoch)
+            share_coordinator_service.on_leadership(topic, index, is_leader, leader_epoch)
 
         self.replica_manager.leadership_listener = on_leadership
 
@@ -506,6 +517,8 @@ class KafkaServer:
         self.rebalancer = RebalancerService(self)
         bg.every("rebalancer", 1.0, self._rebalancer_tick)
         txns.startup()  # its coordinator's passes (timed-out aborts, id expiration)
+        if self.share_coordinator_service is not None:
+            self.share_coordinator_service.startup()  # its stall check, pruning and cold snapshots
 
     def _monitor_pass(self) -> defer.Deferred:
         """The slow-node report: inputs copied on the reactor, computed off it, written to ZooKeeper."""
@@ -568,6 +581,10 @@ class KafkaServer:
             self.group_service.shutdown()
         if self.transaction_service is not None:
             self.transaction_service.shutdown()
+        if self.share_persister is not None:
+            self.share_persister.close()
+        if self.share_coordinator_service is not None:
+            self.share_coordinator_service.shutdown()
         if self.topic_configs is not None:
             self.topic_configs.stop()
         if self.authorizer is not None:

@@ -40,6 +40,15 @@ _FIXTURE_NAMES = {
         )
         for kind in ("Request", "Response")
     ),
+    # KIP-932's inter-broker share-group state APIs, verbatim from Kafka 4.4.
+    *(
+        f"{api}{kind}"
+        for api in (
+            "InitializeShareGroupState", "ReadShareGroupState", "WriteShareGroupState", "DeleteShareGroupState",
+            "ReadShareGroupStateSummary",
+        )
+        for kind in ("Request", "Response")
+    ),
 }
 
 

@@ -70,7 +70,9 @@ def test_decode_ranges_match_the_reference():
     for key, (_, hi) in REFERENCE_TABLE.items():
         spec = API_SPECS[key]
         assert spec.decode == (REFERENCE_DECODE_FLOOR.get(key, REFERENCE_TABLE[key][0]), hi), spec.name
-    inter_broker = {4: (2, 5), 5: (1, 1), 6: (5, 7), 7: (2, 2)}
+    inter_broker = {4: (2, 5), 5: (1, 1), 6: (5, 7), 7: (2, 2),
+                    # KIP-932's share-group state APIs at Kafka 4.4's versions (broker to share coordinator)
+                    83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1)}
     for key, rng in inter_broker.items():
         assert API_SPECS[key].decode == rng
         assert API_SPECS[key].advertised is None
