@@ -147,10 +147,11 @@ bench-scale: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_scale.py $(if $(RECORDS),--records $(RECORDS)) $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # librdkafka's own test suite against a local 3-broker cluster (LIBRDKAFKA=path to a checkout, e.g.
-# git clone -b v2.15.0 https://github.com/confluentinc/librdkafka; TESTS=0011,0118 runs a subset).
+# git clone -b v2.15.0 https://github.com/confluentinc/librdkafka; TESTS=0011,0118 runs a subset;
+# GROUP_PROTOCOL=consumer runs the consumers with KIP-848, the tests told Kafka 4.0).
 conformance: system-deps $(STAMP)
 	@scripts/install-system-deps.sh conformance
-	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS))
+	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS)) $(if $(GROUP_PROTOCOL),--group-protocol $(GROUP_PROTOCOL))
 
 # The compose cluster (docker/README.md): images built locally (no registry), then 3 ZooKeeper
 # members and 3 brokers.  docker-down keeps the volumes unless DOWN_FLAGS=-v.

@@ -1,17 +1,30 @@
-"""``mafka consumer-groups``: Kafka 2.8's ``kafka-consumer-groups.sh --bootstrap-server`` for Mafka.
+"""``mafka consumer-groups``: ``kafka-consumer-groups.sh --bootstrap-server`` for Mafka.
+
+Kafka 2.8's tool for classic groups, with Kafka 4's additions for the group
+types of KIP-848 (``classic`` and ``consumer``).
 
 Actions (exactly one):
 
-* ``--list [--state [s,…]]``: the consumer groups of every broker (protocol
-  type ``consumer`` or empty), :meth:`AdminClient.list_consumer_groups`; with
-  ``--state`` the ``GROUP STATE`` table.
-* ``--describe (--group g … | --all-groups) [--offsets | --members [--verbose] | --state]``:
+* ``--list [--state [s,…]] [--type [t,…]]``: the consumer groups of every
+  broker (protocol type ``consumer`` or empty),
+  :meth:`AdminClient.list_consumer_groups`; with ``--state`` and/or ``--type``
+  Kafka 4's ``GROUP [TYPE] [STATE]`` table, filtered by the states / types
+  given (``--type classic,consumer``; Kafka 4 takes no other type here).
+* ``--describe (--group g … | --all-groups) [--offsets | --members [--verbose] | --state [--verbose]]``:
   Kafka's three tables, column widths computed from the data exactly as
-  ``ConsumerGroupCommand`` does; unknown values print ``-``.  Groups come from
+  ``ConsumerGroupCommand`` does; unknown values print ``-``.  A classic group
+  prints Kafka 2.8's tables, as it always has: it is described by
   :meth:`AdminClient.describe_groups` (DescribeGroups at the coordinator; member
-  assignments decoded here, :mod:`mafka.group.consumer_protocol`), committed
-  offsets from ``list_consumer_group_offsets``, log-end offsets from
-  ``list_offsets`` (latest, at each partition's leader).
+  assignments decoded here, :mod:`mafka.group.consumer_protocol`).  A group
+  that DescribeGroups does not know (``Dead``) is asked again with
+  :meth:`AdminClient.describe_consumer_groups` (ConsumerGroupDescribe), and a
+  consumer group prints Kafka 4's tables: ``--members`` with
+  ``--verbose`` adds CURRENT-EPOCH, CURRENT-ASSIGNMENT, TARGET-EPOCH,
+  TARGET-ASSIGNMENT (and UPGRADED when classic and consumer members mix),
+  ``--state`` has Kafka 4's layout and with ``--verbose`` GROUP-EPOCH and
+  TARGET-ASSIGNMENT-EPOCH.  Committed offsets come from
+  ``list_consumer_group_offsets``, log-end offsets from ``list_offsets``
+  (latest, at each partition's leader).
 * ``--reset-offsets (--group g | --all-groups) (--topic t[:p,…] … | --all-topics)
   (--to-earliest | --to-latest | --to-current | --to-offset N | --shift-by n |
   --to-datetime T | --by-duration D) [--dry-run | --execute | --export]``:
@@ -35,7 +48,8 @@ active members", "is rebalancing", the dry-run WARN and the clamping WARN
 lines go to stderr; argument errors print their message on stderr.  Unlike
 Kafka (which exits 0 after ``printError``), every error exits with status 1.
 
-Not supported: ``--from-file``.
+Not supported: ``--from-file``, ``--validate-regex``, and Kafka 4's LEADER-EPOCH column of
+``--offsets --verbose`` (the offsets table is the same for both group types).
 """
 
 from __future__ import annotations
@@ -53,7 +67,13 @@ from typing import Any
 
 from mafka.cli.clients import admin_config
 from mafka.client.admin import AdminClient
-from mafka.client.admin_types import ConsumerGroupState, ConsumerGroupTopicPartitions, OffsetSpec
+from mafka.client.admin_types import (
+    ConsumerGroupDescription,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    OffsetSpec,
+)
 from mafka.client.kafka_error import KafkaError as ClientError
 from mafka.client.kafka_error import KafkaException
 from mafka.client.message import TopicPartition as ClientPartition
@@ -74,13 +94,20 @@ __all__ = [
     "format_offsets",
     "format_members",
     "format_state",
+    "format_consumer_members",
+    "format_consumer_state",
+    "format_list",
     "format_reset",
     "format_delete_offsets",
 ]
 
 MISSING = "-"
 
-STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+#: Kafka 4's ``GroupState.groupStatesForType(CONSUMER)``: what ``--state`` accepts.
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
+#: What ``--list --type`` accepts (Kafka 4's ``consumerGroupTypesFromString``), by Java's names.
+TYPES = ("Classic", "Consumer")
+REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest", "to-latest",
              "to-current", "from-file")
@@ -138,21 +165,36 @@ class Node:
 
 @dataclass
 class Member:
+    """A member; the last three only for a consumer group (Kafka 4's MemberDescription)."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
     host: str
     assignment: list[TopicPartitionTuple] = field(default_factory=list)
+    target_assignment: list[TopicPartitionTuple] = field(default_factory=list)
+    member_epoch: int | None = None
+    #: True: speaks the consumer protocol; False: a classic member of a consumer group; None: not told.
+    upgraded: bool | None = None
 
 
 @dataclass
 class GroupDescription:
+    """A described group; ``group_type`` ``"consumer"`` for a KIP-848 group, whose epochs are set."""
+
     group_id: str
     state: str
     protocol_type: str
     assignor: str
     coordinator: Node
     members: list[Member] = field(default_factory=list)
+    group_type: str = "classic"
+    group_epoch: int | None = None
+    target_assignment_epoch: int | None = None
+
+    @property
+    def is_consumer_group(self) -> bool:
+        return self.group_type == "consumer"
 
 
 @dataclass
@@ -172,7 +214,8 @@ class PartitionRow:
 
 @dataclass
 class MemberRow:
-    """One line of the members table (Kafka's ``MemberAssignmentState``)."""
+    """One line of the members table (Kafka's ``MemberAssignmentState``); the fields after
+    ``assignment`` are Kafka 4's, printed only for a consumer group."""
 
     group: str
     consumer_id: str
@@ -181,18 +224,22 @@ class MemberRow:
     group_instance_id: str
     num_partitions: int
     assignment: list[TopicPartitionTuple]
+    target_assignment: list[TopicPartitionTuple] = field(default_factory=list)
+    current_epoch: int | None = None
+    target_epoch: int | None = None
+    upgraded: bool | None = None
+
+
+@dataclass(frozen=True)
+class GroupListing:
+    """One group of ``--list`` (Kafka 4's ``GroupListing``): Kafka's names of state and type."""
+
+    group_id: str
+    state: str
+    group_type: str
 
 
 # --------------------------------------------------------------------------- requests
-
-
-_STATE_NAMES = {
-    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
-    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
-    ConsumerGroupState.STABLE: "Stable",
-    ConsumerGroupState.DEAD: "Dead",
-    ConsumerGroupState.EMPTY: "Empty",
-}
 
 
 class GroupAdmin:
@@ -227,18 +274,33 @@ class GroupAdmin:
 
     # -- operations ------------------------------------------------------------
 
-    def list_groups(self) -> list[tuple[str, str]]:
-        """(group, state) of every consumer group of every broker, in first-seen order."""
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None) -> list[GroupListing]:
+        """Every consumer group of every broker, in first-seen order; only those in ``states``
+        and of ``types`` (Kafka's names, e.g. ``"Stable"``, ``"Consumer"``) if given."""
+        wanted_states = {ConsumerGroupState.from_broker(s) for s in states} if states else None
+        wanted_types = {ConsumerGroupType.from_broker(t) for t in types} if types else None
         listed = self._result("listConsumerGroups",
-                              self.admin.list_consumer_groups(request_timeout=self.timeout_s))
+                              self.admin.list_consumer_groups(wanted_states, self.timeout_s, wanted_types))
         if listed.errors:
             raise CommandFailed(self._java("listConsumerGroups", listed.errors[0].error))
-        seen: dict[str, str] = {}
+        seen: dict[str, GroupListing] = {}
         for g in listed.valid:
-            seen.setdefault(g.group_id, _STATE_NAMES.get(g.state, "Unknown"))
-        return list(seen.items())
+            seen.setdefault(g.group_id, GroupListing(g.group_id, g.state.broker_name, g.type.broker_name))
+        return list(seen.values())
 
     def describe_group(self, group: str) -> GroupDescription:
+        """The group as DescribeGroups tells it; a group it does not know (``Dead``) is asked
+        again with ConsumerGroupDescribe, and described from that if it is a consumer group."""
+        classic = self._describe_classic(group)
+        if classic.state != "Dead":
+            return classic
+        (future,) = self.admin.describe_consumer_groups([group], request_timeout=self.timeout_s).values()
+        described: ConsumerGroupDescription = self._result("describeConsumerGroups", future)
+        if described.type is not ConsumerGroupType.CONSUMER:
+            return classic
+        return _consumer_group(described)
+
+    def _describe_classic(self, group: str) -> GroupDescription:
         (future,) = self.admin.describe_groups([group], request_timeout=self.timeout_s).values()
         g = self._result("describeConsumerGroups", future)
         protocol_type = g.protocol_type or ""
@@ -349,6 +411,22 @@ class GroupAdmin:
         return ErrorCode.NONE
 
 
+def _consumer_group(d: ConsumerGroupDescription) -> GroupDescription:
+    """A consumer group (KIP-848) as ``describe_consumer_groups`` tells it."""
+    members = [
+        Member(m.member_id, m.group_instance_id, m.client_id, m.host,
+               [(tp.topic, tp.partition) for tp in m.assignment.topic_partitions],
+               [(tp.topic, tp.partition) for tp in (m.target_assignment.topic_partitions
+                                                    if m.target_assignment is not None else [])],
+               m.member_epoch, m.upgraded)
+        for m in d.members
+    ]
+    c = d.coordinator
+    node = Node(c.id, c.host, c.port) if c is not None else Node(-1, "", -1)
+    return GroupDescription(d.group_id, d.state.broker_name, PROTOCOL_TYPE, d.partition_assignor or "", node,
+                            members, "consumer", d.group_epoch, d.target_assignment_epoch)
+
+
 # --------------------------------------------------------------------------- formatting
 
 
@@ -417,6 +495,98 @@ def format_state(d: GroupDescription) -> list[str]:
     return [
         _fmt(widths, ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")),
         _fmt(widths, (d.group_id, coordinator, d.assignor, d.state, len(d.members))),
+    ]
+
+
+def format_list(groups: list[GroupListing], with_type: bool, with_state: bool) -> list[str]:
+    """Kafka 4's ``printGroupInfo`` (``--list`` with ``--type`` / ``--state``): the GROUP column
+    10 wider than the longest id (at least 15), TYPE and STATE 20 wide, every column padded."""
+    width = max([15, *(len(g.group_id) for g in groups)]) + 10
+    widths = [width]
+    header = ["GROUP"]
+    if with_type:
+        widths.append(20)
+        header.append("TYPE")
+    if with_state:
+        widths.append(20)
+        header.append("STATE")
+    lines = [_fmt(widths, header)]
+    for g in groups:
+        values = [g.group_id]
+        if with_type:
+            values.append(g.group_type)
+        if with_state:
+            values.append(g.state)
+        lines.append(_fmt(widths, values))
+    return lines
+
+
+def _assignment_text_4(assignment: list[TopicPartitionTuple]) -> str:
+    """Kafka 4's ``getAssignmentString``: ``t:0,1;u:0`` (partitions sorted, entries sorted), ``-`` if none."""
+    if not assignment:
+        return MISSING
+    by_topic: dict[str, list[int]] = {}
+    for t, p in assignment:
+        by_topic.setdefault(t, []).append(p)
+    return ";".join(sorted(t + ":" + ",".join(map(str, sorted(ps))) for t, ps in by_topic.items()))
+
+
+def format_consumer_members(rows: list[MemberRow], verbose: bool) -> list[str]:
+    """Kafka 4's ``printMembers`` for a consumer group (header first; note the trailing spaces).
+
+    With ``verbose``: CURRENT-EPOCH (the member's epoch), CURRENT-ASSIGNMENT, TARGET-EPOCH
+    (the group's target assignment epoch), TARGET-ASSIGNMENT, and UPGRADED when the group
+    has both classic and consumer-protocol members (a group being upgraded).
+    """
+    g = max([15, *(len(r.group) for r in rows)])
+    c = max([15, *(len(r.consumer_id) for r in rows)])
+    i = max([17, *(len(r.group_instance_id) for r in rows)])
+    h = max([15, *(len(r.host) for r in rows)])
+    k = max([15, *(len(r.client_id) for r in rows)])
+    current = max([20, *(len(_assignment_text_4(r.assignment)) for r in rows)])
+    target = max([20, *(len(_assignment_text_4(r.target_assignment)) for r in rows)])
+    with_instance = any(r.group_instance_id for r in rows)
+    migrating = any(r.upgraded is False for r in rows) and any(r.upgraded is True for r in rows)
+    base: tuple[int, ...] = (g, c, i, h, k, 15) if with_instance else (g, c, h, k, 15)
+    extra: tuple[int, ...] = (15, current, 15, target, 0) if migrating else (15, current, 15, target)
+    header = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance else []), "HOST", "CLIENT-ID",
+              "#PARTITIONS"]
+    line = _fmt(base, header) + " "
+    if verbose:
+        line += _fmt(extra, ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT",
+                             *(["UPGRADED"] if migrating else [])])
+    lines = [line]
+    for r in rows:
+        values: list[object] = [r.group, r.consumer_id, *([r.group_instance_id] if with_instance else []), r.host,
+                                r.client_id, r.num_partitions]
+        line = _fmt(base, values) + " "
+        if verbose:
+            more: list[object] = [r.current_epoch, _assignment_text_4(r.assignment), r.target_epoch,
+                                  _assignment_text_4(r.target_assignment)]
+            if migrating:
+                more.append(None if r.upgraded is None else str(r.upgraded).lower())
+            line += _fmt(extra, more)
+        lines.append(line)
+    return lines
+
+
+def format_consumer_state(d: GroupDescription, verbose: bool) -> list[str]:
+    """Kafka 4's ``printStates`` for a consumer group: GROUP as wide as the id (at least 15),
+    the coordinator as ``host:port  (id)``; with ``verbose`` GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH."""
+    coordinator = f"{d.coordinator.host}:{d.coordinator.port}  ({d.coordinator.node_id})"
+    strategy = d.assignor or MISSING
+    if verbose:
+        widths: tuple[int, ...] = (max(15, len(d.group_id)), max(25, len(coordinator)), 20, 20, 15, 25, 0)
+        return [
+            _fmt(widths, ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "GROUP-EPOCH",
+                          "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS")),
+            _fmt(widths, (d.group_id, coordinator, strategy, d.state, d.group_epoch, d.target_assignment_epoch,
+                          len(d.members))),
+        ]
+    widths = (max(15, len(d.group_id)), max(25, len(coordinator)), 20, 20, 0)
+    return [
+        _fmt(widths, ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")),
+        _fmt(widths, (d.group_id, coordinator, strategy, d.state, len(d.members))),
     ]
 
 
@@ -517,6 +687,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--verbose", dest="members_verbose", action="store_true")
     p.add_argument("--offsets", action="store_true")
     p.add_argument("--state", nargs="?", const="", default=None)
+    p.add_argument("--type", nargs="?", const="", default=None, dest="group_type",
+                   help="with --list: the groups' types, or only groups of these types (classic,consumer)")
     p.add_argument("--timeout", type=int, default=5000, help="ms (Kafka's)")
     p.add_argument("--command-config", metavar="FILE",
                    help="Property file containing configs to be passed to Admin Client.")
@@ -557,6 +729,9 @@ def check_args(args: argparse.Namespace) -> str:
                 raise UsageError(f"Option [{opt}] can't be used without option [describe]")
         if args.state is not None and not args.list:
             raise UsageError("Option [state] can't be used without option [describe] or [list]")
+    if getattr(args, "group_type", None) is not None and not args.list:
+        # Kafka 4: ``typeOpt.availableIf(listOpt)``, joptsimple's message.
+        raise UsageError("Option(s) [type] are unavailable given other options on the command line")
     if args.delete and not args.group and not args.all_groups:
         raise UsageError("Option [delete] takes one of these options: [group], [all-groups]")
     if args.delete and args.topic:
@@ -586,12 +761,30 @@ def check_args(args: argparse.Namespace) -> str:
     return chosen_actions[0]
 
 
+def _java_split(text: str) -> list[str]:
+    """Java's ``String.split(",")``: trailing empty strings are dropped."""
+    parts = text.split(",")
+    while len(parts) > 1 and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def _states(text: str) -> set[str]:
+    """Kafka 4's ``groupStatesFromString``: case-insensitive names of a consumer group's states."""
     by_lower = {s.lower(): s for s in STATES}
-    parsed = {by_lower.get(s.strip().lower()) for s in text.split(",")}
+    parsed = {by_lower.get(s.strip().lower()) for s in _java_split(text)}
     if None in parsed:
         raise UsageError(f"Invalid state list '{text}'. Valid states are: {', '.join(STATES)}")
     return {s for s in parsed if s is not None}
+
+
+def _types(text: str) -> set[str]:
+    """Kafka 4's ``consumerGroupTypesFromString``: ``classic`` and/or ``consumer``, any case."""
+    by_lower = {t.lower(): t for t in TYPES}
+    parsed = {by_lower.get(t.strip()) for t in _java_split(text.lower())}
+    if None in parsed:
+        raise UsageError(f"Invalid types list '{text}'. Valid types are: {', '.join(TYPES)}")
+    return {t for t in parsed if t is not None}
 
 
 class Command:
@@ -611,7 +804,7 @@ class Command:
         print(f"[{stamp}] WARN {message} (kafka.admin.ConsumerGroupCommand$)", file=sys.stderr)
 
     def _group_ids(self) -> list[str]:
-        return [g for g, _ in self.admin.list_groups()] if self.args.all_groups else list(self.args.group)
+        return [g.group_id for g in self.admin.list_groups()] if self.args.all_groups else list(self.args.group)
 
     def _describe_all(self, group_ids: list[str]) -> dict[str, GroupDescription]:
         described = {g: self.admin.describe_group(g) for g in group_ids}
@@ -620,17 +813,18 @@ class Command:
     # -- list ----------------------------------------------------------------
 
     def list(self) -> None:
-        wanted = _states(self.args.state) if self.args.state else set()
-        groups = self.admin.list_groups()
-        if self.args.state is None:
-            for g, _ in groups:
-                print(g)
+        """Kafka 4's ``listGroups``: ids only, or the table when ``--type`` or ``--state`` is given."""
+        with_type = self.args.group_type is not None
+        with_state = self.args.state is not None
+        if not with_type and not with_state:
+            for g in self.admin.list_groups():
+                print(g.group_id)
             return
-        rows = [(g, s) for g, s in groups if not wanted or s in wanted]
-        width = max([15, *(len(g) for g, _ in rows)])
-        print(_fmt((width, 0), ("GROUP", "STATE")))
-        for g, s in rows:
-            print(_fmt((width, 0), (g, s)))
+        states = _states(self.args.state) if self.args.state else set()
+        types = _types(self.args.group_type) if self.args.group_type else set()
+        groups = self.admin.list_groups(states, types)
+        for line in format_list(groups, with_type, with_state):
+            print(line)
 
     # -- describe ------------------------------------------------------------
 
@@ -640,7 +834,7 @@ class Command:
             self.print_error(f"Consumer group '{group}' does not exist.")
         elif state == "Empty":
             print(f"\nConsumer group '{group}' has no active members.", file=sys.stderr)
-        elif state in ("PreparingRebalance", "CompletingRebalance"):
+        elif state in REBALANCING:
             print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=sys.stderr)
         elif state != "Stable":
             raise CommandFailed(f"Expected a valid consumer group state, but found '{state}'.")
@@ -671,23 +865,26 @@ class Command:
 
     def describe(self) -> None:
         descriptions = self._describe_all(self._group_ids())
+        verbose = self.args.members_verbose
         if self.args.members:
-            verbose = self.args.members_verbose
             members = {
                 g: [MemberRow(g, m.member_id, m.host, m.client_id, m.group_instance_id or "", len(m.assignment),
-                              m.assignment if verbose else []) for m in d.members]
+                              m.assignment if verbose or d.is_consumer_group else [], m.target_assignment,
+                              m.member_epoch, d.target_assignment_epoch, m.upgraded) for m in d.members]
                 for g, d in descriptions.items()
             }
             for g, d in descriptions.items():
                 if self.should_print(g, d.state, len(members[g])):
                     print()
-                    for line in format_members(members[g], verbose):
+                    lines = format_consumer_members(members[g], verbose) if d.is_consumer_group \
+                        else format_members(members[g], verbose)
+                    for line in lines:
                         print(line)
         elif self.args.state is not None:
             for g, d in descriptions.items():
                 if self.should_print(g, d.state, 1):
                     print()
-                    for line in format_state(d):
+                    for line in format_consumer_state(d, verbose) if d.is_consumer_group else format_state(d):
                         print(line)
         else:
             offsets = {g: self.offset_rows(d) for g, d in descriptions.items()}

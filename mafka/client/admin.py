@@ -225,13 +225,21 @@ class AdminClient:
     # -- groups ------------------------------------------------------------------------------
 
     def list_consumer_groups(self, states: set[ConsumerGroupState] | None = None,
-                             request_timeout: float | None = None) -> Future[ListConsumerGroupsResult]:
-        """Future(ListConsumerGroupsResult): the consumer groups of every broker, with their states.
+                             request_timeout: float | None = None,
+                             types: set[ConsumerGroupType] | None = None) -> Future[ListConsumerGroupsResult]:
+        """Future(ListConsumerGroupsResult): the consumer groups of every broker, with their
+        states and types (CLASSIC / CONSUMER, from ListGroups v5).
 
-        ``states`` keeps only groups in those states.  A broker that cannot be
-        asked adds a KafkaException to ``errors``; the others still list theirs.
+        ``states`` keeps only groups in those states, ``types`` only groups of those types
+        (confluent-kafka's ``types``, Java's ``ListGroupsOptions.withTypes``); both are sent
+        to brokers that filter (ListGroups v4 / v5) and applied to every answer.  A broker
+        that cannot be asked adds a KafkaException to ``errors``; the others still list theirs.
+
+        Raises:
+            TypeError: ``states`` / ``types`` not a set of ConsumerGroupState / ConsumerGroupType.
+            ValueError: ``types`` holds UNKNOWN.
         """
-        return admin_groups.list_consumer_groups(self._core, states, request_timeout)
+        return admin_groups.list_consumer_groups(self._core, states, request_timeout, types)
 
     def list_groups(self, group: str | None = None, timeout: float = -1) -> list[GroupMetadata]:
         """The legacy, blocking group listing: GroupMetadata for every group (or just ``group``).
@@ -246,7 +254,11 @@ class AdminClient:
                                  ) -> dict[str, Future[ConsumerGroupDescription]]:
         """{group: Future(ConsumerGroupDescription)} from each group's coordinator.
 
-        A group that does not exist is described as DEAD with no members (the broker's answer).
+        As Kafka 4's admin client: ConsumerGroupDescribe first (a consumer group, type
+        CONSUMER, with its epochs and each member's epoch and target assignment), and
+        DescribeGroups for a group that is not a consumer group (type CLASSIC) or a
+        coordinator without ConsumerGroupDescribe.  A group that does not exist is
+        described as DEAD with no members (DescribeGroups' answer).
         """
         return admin_groups.describe_consumer_groups(self._core, group_ids, request_timeout)
 

@@ -1,14 +1,29 @@
 """Groups: listing, describing and deleting them (an API family of :class:`~mafka.client.admin.AdminClient`).
 
 ListGroups goes to every broker, since each lists only the groups it
-coordinates (then DescribeGroups there, for their states and protocol
-types); DescribeGroups and DeleteGroups go to each group's coordinator
-(:meth:`~mafka.client.admin_core.AdminCore.coordinated`).  Two shapes:
-confluent-kafka's consumer-group API (``list_consumer_groups``,
+coordinates; DescribeGroups, ConsumerGroupDescribe and DeleteGroups go to
+each group's coordinator (:meth:`~mafka.client.admin_core.AdminCore.coordinated`).
+Two shapes: confluent-kafka's consumer-group API (``list_consumer_groups``,
 ``describe_consumer_groups``, consumer groups only, assignments decoded) and
 the legacy one of any protocol type (``list_groups``, ``describe_groups``:
-:class:`~mafka.client.admin_types.GroupMetadata`, raw member bytes).
+:class:`~mafka.client.admin_types.GroupMetadata`, raw member bytes, DescribeGroups only).
 Committed offsets are :mod:`mafka.client.admin_group_offsets`'.
+
+Kafka 4's group types (KIP-848), as Java's admin client handles them:
+
+* ``list_consumer_groups`` sends ListGroups at the highest version both sides
+  speak.  From v4 each group comes with its state and from v5 with its type
+  (``classic`` / ``consumer``), and the ``states`` / ``types`` filters travel
+  to the broker (``states_filter``, ``types_filter``).  A broker that answers
+  no state (ListGroups < v4) is asked DescribeGroups for it, as before; one
+  that answers no type (< v5) has only classic groups.  The filters are
+  applied here as well, so an older broker's answer is filtered alike.
+* ``describe_consumer_groups`` is Java's ``DescribeConsumerGroupsHandler``:
+  ConsumerGroupDescribe (69) first, and DescribeGroups for a group it answers
+  GROUP_ID_NOT_FOUND (not a consumer group: a classic group, or none) or
+  UNSUPPORTED_VERSION, or when the coordinator speaks no version of 69.
+  Once a group has fallen back it stays with DescribeGroups through
+  coordinator retries.  Classic groups are described exactly as before.
 """
 
 from __future__ import annotations
@@ -41,6 +56,7 @@ from mafka.client.admin_types import (
 )
 from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.message import TopicPartition
+from mafka.client.transport import UnsupportedByBroker
 from mafka.errors import ErrorCode, raise_for_code
 from mafka.group.consumer_protocol import decode_assignment
 
@@ -57,6 +73,14 @@ log = logging.getLogger("mafka.client.admin")
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DELETE_GROUPS = 42
+CONSUMER_GROUP_DESCRIBE = 69
+
+# ConsumerGroupDescribe v1's member_type (KIP-1099): -1 not reported, 0 classic member, 1 consumer member.
+_MEMBER_TYPE_CONSUMER = 1
+_MEMBER_TYPE_UNKNOWN = -1
+
+# ConsumerGroupDescribe answers for which Java's handler turns to DescribeGroups.
+_CLASSIC_FALLBACK = frozenset({ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION})
 
 # ListGroups/DescribeGroups list these protocol types as consumer groups ("" = offsets only).
 _CONSUMER_PROTOCOLS = ("consumer", "")
@@ -82,37 +106,85 @@ async def _all_brokers(core: AdminCore, deadline: float | None) -> list[int]:
     return sorted(md.brokers)
 
 
+async def _consumer_groups_on(core: AdminCore, node: int, deadline: float | None,
+                              states: set[ConsumerGroupState], types: set[ConsumerGroupType]
+                              ) -> list[ConsumerGroupListing]:
+    """The consumer groups (protocol type ``consumer`` or empty) ``node`` coordinates, filtered.
+
+    ListGroups carries the filters to brokers that take them (v4 states, v5 types); the
+    state of a group listed without one (< v4) comes from DescribeGroups, and a group
+    listed without a type (< v5) is classic, the only type such a broker has.
+    """
+    timeout = core.left(deadline, core.request_timeout)
+    body: dict[str, Any] = {}
+    if states and ConsumerGroupState.UNKNOWN not in states:  # no broker lists a group as "Unknown"
+        body["states_filter"] = sorted(s.broker_name for s in states)
+    if types:
+        body["types_filter"] = sorted(t.broker_name for t in types)
+    listed = await core.kernel.send(node, LIST_GROUPS, body, timeout=timeout)
+    raise_for_code(listed.error_code)
+    found: dict[str, tuple[str, ConsumerGroupState | None, ConsumerGroupType]] = {}
+    for g in listed.groups:
+        if g.protocol_type not in _CONSUMER_PROTOCOLS:
+            continue
+        state = ConsumerGroupState.from_broker(g.group_state) if g.group_state else None
+        kind = ConsumerGroupType.from_broker(g.group_type) if g.group_type else ConsumerGroupType.CLASSIC
+        found[g.group_id] = (g.protocol_type, state, kind)
+    stateless = [gid for gid, (_, state, _) in found.items() if state is None]
+    if stateless:
+        described = await core.kernel.send(node, DESCRIBE_GROUPS, {"groups": stateless}, timeout=timeout)
+        for d in described.groups:
+            if d.group_id in found:
+                protocol_type, _, kind = found[d.group_id]
+                state = ConsumerGroupState.from_broker(d.group_state) if not d.error_code \
+                    else ConsumerGroupState.UNKNOWN
+                found[d.group_id] = (protocol_type, state, kind)
+    out = []
+    for gid, (protocol_type, maybe_state, kind) in found.items():
+        state = maybe_state if maybe_state is not None else ConsumerGroupState.UNKNOWN
+        if (states and state not in states) or (types and kind not in types):
+            continue
+        out.append(ConsumerGroupListing(gid, protocol_type == "", state, kind))
+    return out
+
+
+def _check_set(values: Any, name: str, kind: type, kind_name: str) -> set[Any]:
+    """confluent-kafka's argument checks for ``states`` / ``types``: a set of enum members."""
+    if values is None:
+        return set()
+    if not isinstance(values, set):
+        raise TypeError(f"'{name}' must be a set")
+    for value in values:
+        if not isinstance(value, kind):
+            raise TypeError(f"All elements of {name} must be of type {kind_name}")
+    return values
+
+
 def list_consumer_groups(core: AdminCore, states: set[ConsumerGroupState] | None = None,
-                         request_timeout: float | None = None) -> Future[ListConsumerGroupsResult]:
-    """ListGroups + DescribeGroups at every broker (:meth:`AdminClient.list_consumer_groups`)."""
-    if states is not None:
-        if not isinstance(states, set):
-            raise TypeError("'states' must be a set")
-        for state in states:
-            if not isinstance(state, ConsumerGroupState):
-                raise TypeError("All elements of states must be of type ConsumerGroupState")
+                         request_timeout: float | None = None,
+                         types: set[ConsumerGroupType] | None = None) -> Future[ListConsumerGroupsResult]:
+    """ListGroups (+ DescribeGroups where it answers no state) at every broker
+    (:meth:`AdminClient.list_consumer_groups`)."""
+    wanted_states = _check_set(states, "states", ConsumerGroupState, "ConsumerGroupState")
+    wanted_types = _check_set(types, "types", ConsumerGroupType, "ConsumerGroupType")
+    if ConsumerGroupType.UNKNOWN in wanted_types:
+        raise ValueError("UNKNOWN type is not allowed")  # librdkafka's refusal
     fut = new_future()
 
     async def work(deadline: float | None) -> None:
         valid: list[ConsumerGroupListing] = []
         errors: list[Exception] = []
         nodes = await _all_brokers(core, deadline)
-        answers = await asyncio.gather(*(_groups_on(core, n, deadline) for n in nodes), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(_consumer_groups_on(core, n, deadline, wanted_states, wanted_types) for n in nodes),
+            return_exceptions=True)
         for answer in answers:
             if isinstance(answer, BaseException):
                 if not isinstance(answer, Exception):
                     raise answer
                 errors.append(kafka_exception(answer))
                 continue
-            for g in answer:
-                if g.protocol_type not in _CONSUMER_PROTOCOLS:
-                    continue
-                state = ConsumerGroupState.from_broker(g.group_state) if not g.error_code \
-                    else ConsumerGroupState.UNKNOWN
-                if states and state not in states:
-                    continue
-                valid.append(ConsumerGroupListing(g.group_id, g.protocol_type == "", state,
-                                                  ConsumerGroupType.CLASSIC))
+            valid.extend(answer)
         resolve(fut, ListConsumerGroupsResult(valid, errors))
 
     core.run([fut], work, request_timeout)
@@ -184,10 +256,81 @@ def _description(core: AdminCore, g: Any, node: int) -> ConsumerGroupDescription
     )
 
 
+def _partitions(assignment: Any) -> list[TopicPartition]:
+    """A ConsumerGroupDescribe ``Assignment`` as TopicPartitions, in the broker's order."""
+    return [TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions]
+
+
+def _consumer_description(core: AdminCore, g: Any, node: int) -> ConsumerGroupDescription:
+    """A ConsumerGroupDescribe group as Java's ``handledConsumerGroupResponse`` shapes it."""
+    members = [
+        MemberDescription(
+            m.member_id, m.client_id, m.client_host, MemberAssignment(_partitions(m.assignment)),
+            m.instance_id, MemberAssignment(_partitions(m.target_assignment)), m.member_epoch,
+            None if m.member_type == _MEMBER_TYPE_UNKNOWN else m.member_type == _MEMBER_TYPE_CONSUMER,
+        )
+        for m in g.members
+    ]
+    return ConsumerGroupDescription(
+        g.group_id, False, members, g.assignor_name, ConsumerGroupState.from_broker(g.group_state),
+        core.kernel.metadata.brokers.get(node), type=ConsumerGroupType.CONSUMER,
+        group_epoch=g.group_epoch, target_assignment_epoch=g.assignment_epoch,
+    )
+
+
 def describe_consumer_groups(core: AdminCore, group_ids: list[str], request_timeout: float | None = None
                              ) -> dict[str, Future[ConsumerGroupDescription]]:
-    """DescribeGroups at each group's coordinator (:meth:`AdminClient.describe_consumer_groups`)."""
-    return _describe_groups(core, group_ids, partial(_description, core), request_timeout)
+    """ConsumerGroupDescribe, else DescribeGroups, at each group's coordinator
+    (:meth:`AdminClient.describe_consumer_groups`; see the module docstring)."""
+    check_list(group_ids, "group_ids", str, "group ids")
+    no_duplicates(group_ids, "group id")
+    futures = {g: new_future() for g in group_ids}
+    consumer = partial(_consumer_description, core)
+    classic = partial(_description, core)
+
+    async def describe(group: str) -> ConsumerGroupDescription:
+        use_classic = False  # sticky, as Java's ``useClassicGroupApi``: retries skip 69
+
+        async def call(node: int) -> ConsumerGroupDescription:
+            nonlocal use_classic
+            if not use_classic:
+                try:
+                    response = await core.kernel.send(node, CONSUMER_GROUP_DESCRIBE,
+                                                      {"group_ids": [group], "include_authorized_operations": False})
+                except UnsupportedByBroker:
+                    log.debug("group %s: coordinator %s speaks no ConsumerGroupDescribe", group, node)
+                    use_classic = True
+                else:
+                    g = _entry(response.groups, group)
+                    if g.error_code in _CLASSIC_FALLBACK:
+                        log.debug("group %s: not a consumer group (%s); describing it as a classic group",
+                                  group, ErrorCode(g.error_code).name)
+                        use_classic = True
+                    else:
+                        raise_for_code(g.error_code, g.error_message)
+                        return consumer(g, node)
+            response = await core.kernel.send(node, DESCRIBE_GROUPS, {"groups": [group]})
+            g = _entry(response.groups, group)
+            raise_for_code(g.error_code)
+            result: ConsumerGroupDescription = classic(g, node)
+            return result
+
+        return await core.coordinated(group, call)
+
+    async def work(deadline: float | None) -> None:
+        await core.each(futures, describe)
+
+    core.run(futures.values(), work, request_timeout)
+    return futures
+
+
+def _entry(groups: Any, group: str) -> Any:
+    """``group``'s entry of a describe response (UNKNOWN_SERVER_ERROR if the broker left it out)."""
+    for g in groups:
+        if g.group_id == group:
+            return g
+    raise_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"group {group} missing from the response")
+    raise AssertionError("unreachable")
 
 
 def delete_consumer_groups(core: AdminCore, group_ids: list[str], request_timeout: float | None = None

@@ -16,6 +16,12 @@ Two deliberate differences, both widening rather than narrowing:
 * :class:`ListConsumerGroupsResult` listings carry the group's real state
   (the admin client asks DescribeGroups), where librdkafka reports UNKNOWN
   against brokers whose ListGroups predates states (v4).
+* Kafka 4's consumer groups (KIP-848) are described as Java's admin client
+  describes them: :class:`ConsumerGroupState` has ``ASSIGNING`` and
+  ``RECONCILING`` (which librdkafka reports as UNKNOWN),
+  :class:`ConsumerGroupDescription` has ``group_epoch`` and
+  ``target_assignment_epoch``, :class:`MemberDescription` ``member_epoch``
+  and ``upgraded`` (all None for classic groups, as Java's empty Optionals).
 """
 
 from __future__ import annotations
@@ -97,7 +103,12 @@ class AlterConfigOpType(_Ordered):
 
 
 class ConsumerGroupState(_Ordered):
-    """A classic group's state; confluent-kafka's numbering (not the broker's strings)."""
+    """A group's state; confluent-kafka's numbering (not the broker's strings).
+
+    ``ASSIGNING`` and ``RECONCILING`` are the states only a consumer group
+    (KIP-848) has, numbered after confluent-kafka's: Java's ``GroupState``
+    has them, librdkafka reports them as UNKNOWN.
+    """
 
     UNKNOWN = 0
     UNKOWN = 0  # confluent-kafka's deprecated misspelling, an alias of UNKNOWN
@@ -106,26 +117,62 @@ class ConsumerGroupState(_Ordered):
     STABLE = 3
     DEAD = 4
     EMPTY = 5
+    ASSIGNING = 6
+    RECONCILING = 7
 
     @classmethod
-    def from_broker(cls, name: str) -> ConsumerGroupState:
-        """The state for a DescribeGroups ``group_state`` string (UNKNOWN for anything else)."""
-        return _BROKER_STATES.get(name, cls.UNKNOWN)
+    def from_broker(cls, name: str | None) -> ConsumerGroupState:
+        """The state for a ListGroups / DescribeGroups / ConsumerGroupDescribe ``group_state``
+        string, compared case-insensitively as Java's ``GroupState.parse`` (UNKNOWN for
+        anything else)."""
+        return _BROKER_STATES.get((name or "").lower(), cls.UNKNOWN)
+
+    @property
+    def broker_name(self) -> str:
+        """Kafka's name of the state (``"PreparingRebalance"``, ``"Assigning"``, ``"Unknown"``):
+        Java's ``GroupState.toString``, what the broker reports and ListGroups filters by."""
+        return _STATE_NAMES[self]
 
 
-_BROKER_STATES = {
-    "PreparingRebalance": ConsumerGroupState.PREPARING_REBALANCING,
-    "CompletingRebalance": ConsumerGroupState.COMPLETING_REBALANCING,
-    "Stable": ConsumerGroupState.STABLE,
-    "Dead": ConsumerGroupState.DEAD,
-    "Empty": ConsumerGroupState.EMPTY,
+_STATE_NAMES = {
+    ConsumerGroupState.UNKNOWN: "Unknown",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.ASSIGNING: "Assigning",
+    ConsumerGroupState.RECONCILING: "Reconciling",
 }
+_BROKER_STATES = {name.lower(): state for state, name in _STATE_NAMES.items() if state is not ConsumerGroupState.UNKNOWN}
 
 
 class ConsumerGroupType(_Ordered):
+    """A group's type (KIP-848): ``CLASSIC`` (JoinGroup/SyncGroup) or ``CONSUMER``
+    (ConsumerGroupHeartbeat); confluent-kafka's numbering."""
+
     UNKNOWN = 0
     CONSUMER = 1
     CLASSIC = 2
+
+    @classmethod
+    def from_broker(cls, name: str | None) -> ConsumerGroupType:
+        """The type for a ListGroups ``group_type`` string (``"consumer"``, ``"classic"``),
+        case-insensitively as Java's ``GroupType.parse``; UNKNOWN for anything else."""
+        return _BROKER_TYPES.get((name or "").lower(), cls.UNKNOWN)
+
+    @property
+    def broker_name(self) -> str:
+        """Java's ``GroupType.toString``: ``"Consumer"``, ``"Classic"`` or ``"Unknown"``."""
+        return _TYPE_NAMES[self]
+
+
+_TYPE_NAMES = {
+    ConsumerGroupType.UNKNOWN: "Unknown",
+    ConsumerGroupType.CONSUMER: "Consumer",
+    ConsumerGroupType.CLASSIC: "Classic",
+}
+_BROKER_TYPES = {name.lower(): t for t, name in _TYPE_NAMES.items() if t is not ConsumerGroupType.UNKNOWN}
 
 
 class IsolationLevel(_Ordered):
@@ -316,7 +363,8 @@ class ConsumerGroupListing:
         self.type = type if type is not None else ConsumerGroupType.UNKNOWN
 
     def __repr__(self) -> str:
-        return f"ConsumerGroupListing({self.group_id!r}, simple={self.is_simple_consumer_group}, {self.state})"
+        return (f"ConsumerGroupListing({self.group_id!r}, simple={self.is_simple_consumer_group}, {self.state}, "
+                f"{self.type})")
 
 
 class ListConsumerGroupsResult:
@@ -336,28 +384,48 @@ class MemberAssignment:
 
 
 class MemberDescription:
+    """One member of a described group.
+
+    For a consumer group (KIP-848) ``target_assignment`` is the partitions the
+    member is being moved to, ``member_epoch`` its epoch, and ``upgraded``
+    whether it speaks the consumer protocol (True) or is a classic member of
+    the consumer group (False; None when the broker's ConsumerGroupDescribe
+    predates v1).  Classic groups have None for all three.
+    """
+
     def __init__(self, member_id: str, client_id: str, host: str, assignment: MemberAssignment,
                  group_instance_id: str | None = None,
-                 target_assignment: MemberAssignment | None = None) -> None:
+                 target_assignment: MemberAssignment | None = None,
+                 member_epoch: int | None = None,
+                 upgraded: bool | None = None) -> None:
         self.member_id = member_id
         self.client_id = client_id
         self.host = host
         self.assignment = assignment
         self.target_assignment = target_assignment
         self.group_instance_id = group_instance_id
+        self.member_epoch = member_epoch
+        self.upgraded = upgraded
 
     def __repr__(self) -> str:
         return f"MemberDescription({self.member_id!r}, client_id={self.client_id!r}, host={self.host!r})"
 
 
 class ConsumerGroupDescription:
-    """A group as its coordinator describes it; ``coordinator`` is a BrokerInfo."""
+    """A group as its coordinator describes it; ``coordinator`` is a BrokerInfo.
+
+    ``type`` is CLASSIC or CONSUMER (KIP-848).  For a consumer group
+    ``partition_assignor`` is the server-side assignor's name, ``group_epoch``
+    and ``target_assignment_epoch`` the group's epochs; both None for classic groups.
+    """
 
     def __init__(self, group_id: str, is_simple_consumer_group: bool,
                  members: list[MemberDescription], partition_assignor: str,
                  state: ConsumerGroupState, coordinator: Any,
                  authorized_operations: list[Any] | None = None,
-                 type: ConsumerGroupType = ConsumerGroupType.CLASSIC) -> None:  # noqa: A002
+                 type: ConsumerGroupType = ConsumerGroupType.CLASSIC,  # noqa: A002
+                 group_epoch: int | None = None,
+                 target_assignment_epoch: int | None = None) -> None:
         self.group_id = group_id
         self.is_simple_consumer_group = is_simple_consumer_group
         self.members = members
@@ -366,9 +434,11 @@ class ConsumerGroupDescription:
         self.coordinator = coordinator
         self.authorized_operations = authorized_operations or None
         self.type = type
+        self.group_epoch = group_epoch
+        self.target_assignment_epoch = target_assignment_epoch
 
     def __repr__(self) -> str:
-        return (f"ConsumerGroupDescription({self.group_id!r}, {self.state}, "
+        return (f"ConsumerGroupDescription({self.group_id!r}, {self.type}, {self.state}, "
                 f"members={len(self.members)}, coordinator={self.coordinator})")
 
 

@@ -109,6 +109,12 @@ class FakeCluster(WireFake):
         return {"error_code": OK, "group_id": gid, "group_state": g["state"], "protocol_type": g["protocol_type"],
                 "protocol_data": g["protocol"] if g["members"] else "", "members": g["members"]}
 
+    def _ConsumerGroupDescribe(self, req: Any, broker: int | None) -> dict[str, Any]:
+        # Kafka 4's answer for a group that is not a consumer group (KIP-848): these are all classic.
+        return {"groups": [{"error_code": ErrorCode.GROUP_ID_NOT_FOUND, "error_message": f"Group {gid} is not a "
+                            "consumer group.", "group_id": gid, "group_state": "", "group_epoch": -1,
+                            "assignment_epoch": -1, "assignor_name": "", "members": []} for gid in req.group_ids]}
+
     def _OffsetFetch(self, req: Any, broker: int | None) -> dict[str, Any]:
         # v8 (what a Mafka client and broker agree on): one entry of ``groups`` per group.
         assert broker == self.coordinator and len(req.groups) == 1 and req.groups[0].topics is None
@@ -197,10 +203,13 @@ def test_list_is_the_union_of_consumer_groups_of_every_broker(cluster: FakeClust
 
 
 def test_list_with_state(cluster: FakeCluster, capsys: pytest.CaptureFixture[str]) -> None:
+    # Kafka 4's printGroupInfo: GROUP 10 wider than the longest id (at least 15), STATE 20, both padded.
+    fmt = "%-25s %-20s"
     assert run(cluster, "--list", "--state") == 0
-    assert capsys.readouterr().out == "GROUP           STATE\ng               Stable\nidle            Empty\n"
+    assert capsys.readouterr().out.split("\n") == [
+        fmt % ("GROUP", "STATE"), fmt % ("g", "Stable"), fmt % ("idle", "Empty"), ""]
     assert run(cluster, "--list", "--state", "empty") == 0
-    assert capsys.readouterr().out == "GROUP           STATE\nidle            Empty\n"
+    assert capsys.readouterr().out.split("\n") == [fmt % ("GROUP", "STATE"), fmt % ("idle", "Empty"), ""]
 
 
 # --------------------------------------------------------------------------- describe --offsets
