@@ -72,6 +72,7 @@ from .replication_quota import ReplicationQuota, is_throttled_replica
 from .request_latency import RequestLatencies, request_name
 from .request_metrics import RequestMetrics
 from .share_coordinator_service import ShareCoordinatorService
+from .share_fetch import ShareFetchService
 from .share_persister import SharePersister
 from .topic_configs import TopicConfigManager, apply_log_config
 from .transaction_service import TransactionService
@@ -153,6 +154,8 @@ class KafkaServer:
         #: KIP-932's share coordinator (``__share_group_state``) and the persister that reaches it
         self.share_coordinator_service: ShareCoordinatorService | None = None
         self.share_persister: SharePersister | None = None
+        #: KIP-932's share-partition leaders: ShareFetch / ShareAcknowledge, share sessions
+        self.share_fetch: ShareFetchService | None = None
         self._dispatcher: Dispatcher | None = None
         self._open_timer: Any = None
         #: peers whose listener refuses, hidden from clients (mafka.broker.peer_liveness)
@@ -335,6 +338,7 @@ class KafkaServer:
         self.transaction_service = TransactionService(self)
         self.share_coordinator_service = ShareCoordinatorService(self)
         self.share_persister = SharePersister(self)
+        self.share_fetch = ShareFetchService(self)
         group_service, transaction_service = self.group_service, self.transaction_service
         share_coordinator_service = self.share_coordinator_service
 
@@ -519,6 +523,8 @@ class KafkaServer:
         txns.startup()  # its coordinator's passes (timed-out aborts, id expiration)
         if self.share_coordinator_service is not None:
             self.share_coordinator_service.startup()  # its stall check, pruning and cold snapshots
+        if self.share_fetch is not None:
+            self.share_fetch.startup()  # closed connections' share sessions
 
     def _monitor_pass(self) -> defer.Deferred:
         """The slow-node report: inputs copied on the reactor, computed off it, written to ZooKeeper."""
@@ -581,6 +587,8 @@ class KafkaServer:
             self.group_service.shutdown()
         if self.transaction_service is not None:
             self.transaction_service.shutdown()
+        if self.share_fetch is not None:
+            self.share_fetch.shutdown()
         if self.share_persister is not None:
             self.share_persister.close()
         if self.share_coordinator_service is not None:

@@ -1,11 +1,11 @@
-"""ShareAcknowledge (api key 79), decoded at v1–2, not advertised.
+"""ShareAcknowledge (api key 79), decoded and advertised at v1–2.
 
 Acknowledges records a share consumer acquired through ShareFetch (KIP-932)
 without fetching more.  v0 was Kafka 4.0's early access, gone from Kafka
 4.1's schema; v2 (Kafka 4.2) adds is_renew_ack to the request (KIP-1222)
 and acquisition_lock_timeout_ms to the response.  Flexible throughout.
 
-Not advertised until the broker serves it (issue 32).
+Advertised once the broker served ShareFetch and ShareAcknowledge end to end (issue 32).
 
 Fields follow Kafka 4.4's ``ShareAcknowledgeRequest.json`` /
 ``ShareAcknowledgeResponse.json``.
@@ -19,7 +19,7 @@ from ..schema import F
 SPEC = api(
     79,
     "ShareAcknowledge",
-    advertised=None,
+    advertised=(1, 2),
     decode=(1, 2),
     flexible="0+",
     request=[

@@ -1,4 +1,4 @@
-"""ShareFetch (api key 78), decoded at v1–2, not advertised.
+"""ShareFetch (api key 78), decoded and advertised at v1–2.
 
 The share consumer's fetch (KIP-932): it acquires records under a lock and
 piggybacks acknowledgements of earlier ones.  v0 was Kafka 4.0's early
@@ -12,7 +12,7 @@ Kafka's records field is nullable only at v0; Mafka's records leaf reads and
 writes null at every version, so a handler must answer bytes (``b""`` for
 none), never None.
 
-Not advertised until the broker serves it (issue 32).
+Advertised once the broker served ShareFetch and ShareAcknowledge end to end (issue 32).
 
 Fields follow Kafka 4.4's ``ShareFetchRequest.json`` / ``ShareFetchResponse.json``.
 """
@@ -25,7 +25,7 @@ from ..schema import F
 SPEC = api(
     78,
     "ShareFetch",
-    advertised=None,
+    advertised=(1, 2),
     decode=(1, 2),
     flexible="0+",
     request=[

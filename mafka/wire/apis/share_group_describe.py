@@ -1,10 +1,10 @@
-"""ShareGroupDescribe (api key 77), decoded at v1, not advertised.
+"""ShareGroupDescribe (api key 77), decoded and advertised at v1.
 
 Describes share groups (KIP-932): members, their subscriptions and
 assignments.  v0 was Kafka 4.0's early access, gone from Kafka 4.1's schema.
 Flexible throughout.
 
-Not advertised until the broker serves it (issue 32).
+Advertised once the broker served ShareFetch and ShareAcknowledge end to end (issue 32).
 
 Fields follow Kafka 4.4's ``ShareGroupDescribeRequest.json`` /
 ``ShareGroupDescribeResponse.json`` (its common structs written out in place).
@@ -18,7 +18,7 @@ from ..schema import F
 SPEC = api(
     77,
     "ShareGroupDescribe",
-    advertised=None,
+    advertised=(1, 1),
     decode=(1, 1),
     flexible="0+",
     request=[

@@ -1,11 +1,11 @@
-"""ShareGroupHeartbeat (api key 76), decoded at v1, not advertised.
+"""ShareGroupHeartbeat (api key 76), decoded and advertised at v1.
 
 Membership of a share group (KIP-932, queues for Kafka): the heartbeat
 carries the subscription and returns the member's assignment, a nullable
 struct (KIP-893).  v0 was Kafka 4.0's early access and is gone from Kafka
 4.1's schema, so v1 is the only version.  Flexible throughout.
 
-Not advertised until the broker serves it (issue 32).
+Advertised once the broker served ShareFetch and ShareAcknowledge end to end (issue 32).
 
 Fields follow Kafka 4.4's ``ShareGroupHeartbeatRequest.json`` /
 ``ShareGroupHeartbeatResponse.json`` (the ``0+`` version ranges are Kafka's).
@@ -19,7 +19,7 @@ from ..schema import F
 SPEC = api(
     76,
     "ShareGroupHeartbeat",
-    advertised=None,
+    advertised=(1, 1),
     decode=(1, 1),
     flexible="0+",
     request=[

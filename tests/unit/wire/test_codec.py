@@ -55,6 +55,9 @@ REFERENCE_TABLE = {
     # KIP-848 of issue #32: ConsumerGroupHeartbeat and ConsumerGroupDescribe at librdkafka
     # 2.16's versions; OffsetCommit/OffsetFetch v9 (member epochs) and ListGroups v5 (types) above.
     68: (0, 1), 69: (0, 1),
+    # KIP-932 of issue #32: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
+    # ShareAcknowledge at Kafka 4.4's versions (librdkafka 2.15's share consumer sends v1).
+    76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),
 }  # fmt: skip
 # Decode floors above the advertised minimum.  Produce and Fetch decode from v0: old clients'
 # magic 0/1 message sets are converted by the broker (mafka.wire.legacy_records).
