@@ -108,10 +108,12 @@ bench-partitions: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_partitions.py $(if $(PARTITIONS),--partitions $(PARTITIONS))
 
 # PEER=127.0.0.1:29092 measures a running peer broker (../shared/bench/peer-tansu.sh) alongside; then a
-# 10-member group through a leave and a join under each group protocol (ROUNDS=3 by default).
+# 10-member group through a leave and a join under each group protocol (ROUNDS=3 by default); then a
+# share group's records/s on one partition with 1, 4 and 16 members.
 bench-groups: system-deps $(STAMP)
 	$(BIN)/python scripts/bench_groups.py $(if $(PEER),--peer $(PEER))
 	$(BIN)/python scripts/bench_group_change.py $(if $(ROUNDS),--rounds $(ROUNDS))
+	$(BIN)/python scripts/bench_share_groups.py $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # mafka.client beside kafka-python, aiokafka and confluent-kafka (RECORDS=1000000 ROUNDS=3 by default).
 bench-client: system-deps $(STAMP)
