@@ -11,7 +11,8 @@ For the classic protocol with an eager assignor (``roundrobin``), the classic pr
   holding the same partitions before and after, or more) while the group settles (at least
   1 s), as a share of what they consumed in the 5 s before the change ("n/a" when no member
   was untouched, as with an eager assignor that moves everything); and the same for every
-  member that stayed.  Members are confluent-kafka processes
+  member that stayed; and the longest time any member that stayed went without a record
+  from the change until the group settled (the eager protocol's stop-the-world shows here).  Members are confluent-kafka processes
   (``tests/harness/group_member.py``) that spend ``--work-ms`` (1 ms) per record on a 20-partition
   topic holding a backlog, so each consumes as fast as its work allows.
 
@@ -106,9 +107,10 @@ def consumed_between(m: Member, start: float, end: float) -> int:
 
 
 def measure(group: Group, before: dict[str, set[int]], before_members: list[Member], after_members: list[Member],
-            change_at: float, timeout: float) -> tuple[float, float | None, float]:
+            change_at: float, timeout: float) -> tuple[float, float | None, float, float]:
     """(settle seconds, the untouched members' throughput while the group settles as a share of
-    theirs before (None if no member was untouched), the same for every member that stayed)."""
+    theirs before (None if no member was untouched), the same for every member that stayed, and
+    the longest any member that stayed went without a record from the change until it settled)."""
     after = wait_until(lambda: covered(after_members), timeout,
                        lambda: f"no full assignment over {[m.name for m in after_members]}: "
                                f"{group.assignments(after_members)}")
@@ -124,7 +126,14 @@ def measure(group: Group, before: dict[str, set[int]], before_members: list[Memb
         return rate_during / rate_before if rate_before else None
 
     every = share(stayed)
-    return settle, share(untouched), every if every is not None else 0.0
+    return settle, share(untouched), every if every is not None else 0.0, max(
+        longest_pause(m, change_at, change_at + window) for m in stayed)
+
+
+def longest_pause(m: Member, start: float, end: float) -> float:
+    """The longest stretch of [start, end] in which *m* consumed nothing."""
+    times = [start] + sorted(e["t"] for e in m.consumed() if start <= e["t"] < end) + [end]
+    return max(b - a for a, b in zip(times, times[1:], strict=False))
 
 
 def run_once(bootstrap: str, protocol: str, assignor: str, members: int, work_ms: float,
@@ -164,27 +173,29 @@ def main() -> int:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-group-change-"))
     cluster = LocalCluster(work / "cluster", brokers=3, settings=SETTINGS).start()
-    results: dict[tuple[str, str], list[tuple[float, float | None, float]]] = {}
+    results: dict[tuple[str, str], list[tuple[float, float | None, float, float]]] = {}
     try:
         for r in range(args.rounds):
             for label, protocol, assignor in PROTOCOLS:
                 got = run_once(cluster.bootstrap, protocol, assignor, args.members, args.work_ms, work)
-                for change, (settle, untouched, stayed) in got.items():
-                    results.setdefault((label, change), []).append((settle, untouched, stayed))
+                for change, (settle, untouched, stayed, pause) in got.items():
+                    results.setdefault((label, change), []).append((settle, untouched, stayed, pause))
                     print(f"round {r + 1} {label:20} {change:5} settle {settle:6.2f} s  throughput kept: "
-                          f"untouched members {_pct(untouched)}, every member that stayed {_pct(stayed)}", flush=True)
+                          f"untouched members {_pct(untouched)}, every member that stayed {_pct(stayed)}; "
+                          f"longest pause {pause:.2f} s", flush=True)
     finally:
         cluster.stop()
     print(f"\n{args.members} members, {PARTITIONS} partitions, {args.work_ms:g} ms per record, "
           f"medians of {args.rounds} rounds:")
-    print(f"{'protocol':20} {'change':6} {'settle s':>9} {'untouched kept':>15} {'stayed kept':>12}")
+    print(f"{'protocol':20} {'change':6} {'settle s':>9} {'untouched kept':>15} {'stayed kept':>12} {'pause s':>8}")
     for label, _, _ in PROTOCOLS:
         for change in ("leave", "join"):
             runs = results[(label, change)]
-            untouched = [u for _, u, _ in runs if u is not None]
-            print(f"{label:20} {change:6} {statistics.median(s for s, _, _ in runs):9.2f} "
+            untouched = [u for _, u, _, _ in runs if u is not None]
+            print(f"{label:20} {change:6} {statistics.median(s for s, _, _, _ in runs):9.2f} "
                   f"{_pct(statistics.median(untouched) if untouched else None):>15} "
-                  f"{_pct(statistics.median(x for _, _, x in runs)):>12}")
+                  f"{_pct(statistics.median(x for _, _, x, _ in runs)):>12} "
+                  f"{statistics.median(p for _, _, _, p in runs):8.2f}")
     return 0
 
 
