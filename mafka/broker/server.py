@@ -54,6 +54,7 @@ from .config import BrokerConfig
 from .delayed_delivery import DelayedDelivery, retention_bound
 from .dispatcher import Dispatcher, collect_handlers
 from .fetch_session import FetchSessionCache
+from .group_configs import GroupConfigCache
 from .group_lag import SAMPLE_INTERVAL_S, GroupLagSampler
 from .group_service import GroupService
 from .isr_writes import IsrWriteBatcher
@@ -143,6 +144,8 @@ class KafkaServer:
         self._topic_configs: dict[str, LogConfig] = {}
         self.topic_configs: TopicConfigManager | None = None
         self.user_configs: UserConfigCache | None = None
+        #: Kafka 4's group config overrides (``/config/groups/<g>``), kept current from notifications.
+        self.group_configs: GroupConfigCache | None = None
         #: client quotas (produce/fetch/request), fed from /config/users and /config/clients
         self.client_quotas: ClientQuotaService | None = None
         #: ACL decisions (allows everything unless authorizer.class.name is set)
@@ -266,8 +269,13 @@ class KafkaServer:
         client_quotas = self.client_quotas = ClientQuotaService(
             self.zk, config, now_ms=lambda: int(time.monotonic() * 1000))
         yield defer.ensureDeferred(client_quotas.load())
+        group_configs = self.group_configs = GroupConfigCache(self.zk)
+        yield group_configs.load()
 
         async def on_entity_change(entity_path: str) -> None:
+            if entity_path.startswith("groups/"):
+                await group_configs.changed(entity_path)
+                return
             # users/... and clients/... notifications: SCRAM credentials and client quotas.
             try:
                 await user_configs.changed(entity_path)

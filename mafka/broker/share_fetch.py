@@ -73,6 +73,7 @@ from mafka.share.state_types import InitializeData, PartitionResult, ReadResult,
 from mafka.wire.batch import BATCH_HEADER_SIZE, BatchHeader
 from mafka.wire.errors import CorruptRecordBatch
 
+from .group_configs import share_settings_overrides
 from .internal_topics import ReactorTimers
 
 __all__ = ["PartitionFetch", "PersisterAdapter", "ShareFetchService", "scan_batches", "share_initializer"]
@@ -309,13 +310,23 @@ class ShareFetchService:
             share_groups.initializer = share_initializer(broker.share_persister)
             share_groups.on_member_gone = self.member_gone
 
-    def _broker_settings(self, _group_id: str) -> ShareGroupSettings:
+    def _broker_settings(self, group_id: str) -> ShareGroupSettings:
+        """The broker's ``group.share.*``, overridden by the group's configs (``/config/groups/<g>``) if any.
+
+        Read when a share-partition loads, so an override applies to the
+        share-partitions the group loads after it is set.
+        """
         config = self.broker.config
-        return ShareGroupSettings(
+        settings = ShareGroupSettings(
             record_lock_duration_ms=config.group_share_record_lock_duration_ms,
             delivery_count_limit=config.group_share_delivery_count_limit,
             max_record_locks=config.group_share_partition_max_record_locks,
         )
+        group_configs = getattr(self.broker, "group_configs", None)
+        overrides = group_configs.get(group_id) if group_configs is not None else {}
+        if not overrides:
+            return settings
+        return dataclasses.replace(settings, **share_settings_overrides(overrides, config))
 
     def record_lock_duration_ms(self, group_id: str) -> int:
         """The response's ``AcquisitionLockTimeoutMs``."""

@@ -108,7 +108,7 @@ class TopicConfigManager:
         self.zk = zk
         self.broker_config = broker_config
         self.on_change = on_change
-        #: called with the entity path of a ``users/…`` or ``clients/…`` notification (may return a Deferred)
+        #: called with the entity path of a ``users/…``, ``clients/…`` or ``groups/…`` notification (may return a Deferred)
         self.on_entity_change: Callable[[str], Any] | None = None
         self.overrides: dict[str, dict[str, str]] = {}
         #: This broker's dynamic configs: ``/config/brokers/<default>`` overlaid by ``/config/brokers/<id>``.
@@ -226,7 +226,7 @@ class TopicConfigManager:
                 self._set(topic, (yield self.zk.get_topic_config(topic)))
             elif kind == "brokers":
                 yield self._load_broker_overrides()
-            elif kind in ("users", "clients") and self.on_entity_change is not None:
+            elif kind in ("users", "clients", "groups") and self.on_entity_change is not None:
                 try:
                     yield self.on_entity_change(entity)
                 except Exception:  # noqa: BLE001 - one failing listener must not stop processing

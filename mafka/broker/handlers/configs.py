@@ -21,11 +21,24 @@ Kafka 2.8 ZooKeeper-mode semantics (``ZkAdminManager``):
   --throttle``) can be altered, for this broker's id or "" (the default):
   they are written to ``/config/brokers/<id|<default>>`` plus a
   ``/config/changes`` notification, as Kafka's ``AdminZkClient.changeBrokerConfig``.
+* GROUP (32) resources (Kafka 4, KIP-848/KIP-932): describe lists every group
+  config Mafka knows (:mod:`mafka.broker.group_configs`) for any group name,
+  existing or not, with source 8 GROUP_CONFIG for an override, else its
+  broker synonym's (4 STATIC_BROKER_CONFIG / 5 DEFAULT_CONFIG) or 5
+  DEFAULT_CONFIG; an empty name is INVALID_REQUEST.  As Kafka 4 (which answers from the broker's metadata
+  image), the overrides shown are the ones this broker applies: its
+  ``broker.group_configs`` cache, current once it has processed the change
+  notification (ZooKeeper's ``/config/groups/<group>`` for a broker without
+  one).  The alters validate the resulting override set as
+  Kafka's ``GroupConfig.validate`` (unknown names, bad values and values
+  outside the broker's ``group.consumer.*`` / ``group.share.*`` bounds are
+  INVALID_CONFIG) and write it with a ``groups/<group>`` notification.
 
 ACLs (Kafka 2.8), per resource and before anything is read or written, so a
 refused topic's existence is not revealed: DescribeConfigs needs
 DescribeConfigs, AlterConfigs and IncrementalAlterConfigs need AlterConfigs —
 on the topic for a TOPIC resource (else TOPIC_AUTHORIZATION_FAILED), on the
+group for a GROUP resource (else GROUP_AUTHORIZATION_FAILED, as Kafka 4), on the
 cluster for a BROKER or BROKER_LOGGER resource (else
 CLUSTER_AUTHORIZATION_FAILED).  DescribeConfigs answers the error's own
 message and no configs, the alters a null message (Kafka's
@@ -42,6 +55,7 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.broker import group_configs
 from mafka.broker.config import CONFIG_KEYS
 from mafka.broker.handler_authz import AdminAuthz
 from mafka.broker.topic_configs import (
@@ -69,6 +83,7 @@ INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 # ConfigSource ids (DescribeConfigsResponse).
 DYNAMIC_TOPIC_CONFIG = 1
@@ -76,6 +91,7 @@ DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
+GROUP_CONFIG = 8  # Kafka 4's ConfigSource.GROUP_CONFIG (admin: DYNAMIC_GROUP_CONFIG)
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -135,6 +151,10 @@ def handlers(broker: Any) -> dict[int, Any]:
             if authz.allows(connection, operation, ResourceType.TOPIC, resource.resource_name):
                 return None
             code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif resource.resource_type == GROUP:
+            if authz.allows(connection, operation, ResourceType.GROUP, resource.resource_name):
+                return None
+            code = ErrorCode.GROUP_AUTHORIZATION_FAILED
         elif resource.resource_type == BROKER or (loggers and resource.resource_type == BROKER_LOGGER):
             if authz.allows_cluster(connection, operation):
                 return None
@@ -281,9 +301,68 @@ def handlers(broker: Any) -> dict[int, Any]:
         if not validate_only:
             yield broker.zk.set_broker_config(broker_id, {k: str(v).strip() for k, v in new.items()})
 
+    def group_entries(overrides: dict[str, str], keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+        """Kafka's ``ConfigHelper.createGroupConfigEntry`` for every known group config."""
+        entries = []
+        for name in group_configs.GROUP_CONFIG_NAMES:
+            if keys is not None and name not in keys:
+                continue
+            synonym = group_configs.GROUP_CONFIGS[name].synonym
+            found = (
+                broker_config_synonym_entries(synonym)
+                if synonym is not None
+                else [{"name": name, "value": group_configs.default_value(name, broker.config),
+                       "source": DEFAULT_CONFIG}]
+            )
+            if name in overrides:
+                value = overrides[name].strip()  # shown as parsed: ConfigDef trims
+                found.insert(0, {"name": name, "value": value, "source": GROUP_CONFIG})
+            entries.append(
+                {
+                    "name": name,
+                    "value": found[0]["value"] if found else group_configs.default_value(name, broker.config),
+                    "read_only": False,
+                    "config_source": found[0]["source"] if found else DEFAULT_CONFIG,
+                    "is_sensitive": False,
+                    "synonyms": found if synonyms else [],
+                }
+            )
+        return entries
+
+    def broker_config_synonym_entries(key: str) -> list[dict[str, Any]]:
+        """The broker config *key* as one synonym: STATIC_BROKER_CONFIG when set, else DEFAULT_CONFIG."""
+        spec = CONFIG_KEYS.get(key)
+        if spec is None:
+            return []
+        config = broker.config
+        if key in config.explicit_keys:
+            value = spec.render(config.get(key))
+            source = STATIC_BROKER_CONFIG
+        else:
+            value = spec.render(spec.default)
+            source = DEFAULT_CONFIG
+        return [] if value is None else [{"name": key, "value": value, "source": source}]
+
+    def group_name(resource: Any) -> str:
+        name = resource.resource_name
+        if not name:
+            raise InvalidRequestError("Group name must not be empty")
+        return str(name)
+
     @defer.inlineCallbacks
     def describe_one(resource: Any, synonyms: bool) -> Any:
         keys = None if resource.configuration_keys is None else list(resource.configuration_keys)
+        if resource.resource_type == GROUP:
+            group = group_name(resource)
+            cache = getattr(broker, "group_configs", None)
+            if cache is not None:
+                # Kafka 4 describes from the broker's own metadata image: what this broker applies.
+                overrides = cache.get(group)
+            else:
+                overrides = yield broker.zk.get_entity_config(
+                    group_configs.GROUP_ENTITY_TYPE, group_configs.group_entity_name(group)
+                )
+            return group_entries(dict(overrides), keys, synonyms)
         if resource.resource_type == TOPIC:
             topic = resource.resource_name
             if not (yield broker.zk.topic_exists(topic)):
@@ -361,9 +440,32 @@ def handlers(broker: Any) -> dict[int, Any]:
             raise UnknownTopicOrPartitionError(f"Topic {topic} does not exist.")
 
     @defer.inlineCallbacks
+    def alter_group(resource: Any, validate_only: bool, incremental: bool) -> Any:
+        """Replaces (AlterConfigs) or edits (IncrementalAlterConfigs) a group's overrides."""
+        group = group_name(resource)
+        entity = group_configs.group_entity_name(group)
+        if not incremental:
+            new = {c.name: c.value for c in resource.configs}
+            nulls = [k for k, v in new.items() if v is None]
+            if nulls:
+                raise InvalidRequestError(f"Null value not supported for : {','.join(nulls)}")
+        else:
+            _reject_duplicate_keys(resource.configs)
+            current = yield broker.zk.get_entity_config(group_configs.GROUP_ENTITY_TYPE, entity)
+            new = _apply_incremental(dict(current), resource.configs)
+        group_configs.validate_group_config(new, broker.config)
+        if not validate_only:
+            yield broker.zk.set_entity_config(
+                group_configs.GROUP_ENTITY_TYPE, entity, {k: str(v) for k, v in new.items()}
+            )
+
+    @defer.inlineCallbacks
     def alter_one(resource: Any, validate_only: bool) -> Any:
         if resource.resource_type == BROKER:
             yield alter_broker(resource, validate_only, incremental=False)
+            return
+        if resource.resource_type == GROUP:
+            yield alter_group(resource, validate_only, incremental=False)
             return
         check_resource(resource, "AlterConfigs")
         yield require_topic(resource.resource_name)
@@ -374,6 +476,9 @@ def handlers(broker: Any) -> dict[int, Any]:
     def incremental_one(resource: Any, validate_only: bool) -> Any:
         if resource.resource_type == BROKER:
             yield alter_broker(resource, validate_only, incremental=True)
+            return
+        if resource.resource_type == GROUP:
+            yield alter_group(resource, validate_only, incremental=True)
             return
         check_resource(resource, "IncrementalAlterConfigs")
         _reject_duplicate_keys(resource.configs)
