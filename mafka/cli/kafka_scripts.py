@@ -22,6 +22,7 @@ SCRIPTS: dict[str, str] = {
     "kafka-console-producer.sh": "console-producer",
     "kafka-console-consumer.sh": "console-consumer",
     "kafka-consumer-groups.sh": "consumer-groups",
+    "kafka-share-groups.sh": "share-groups",
     "kafka-reassign-partitions.sh": "reassign-partitions",
     "kafka-leader-election.sh": "leader-election",
     "kafka-log-dirs.sh": "log-dirs",
@@ -59,6 +60,7 @@ kafka_acls = script("acls")
 kafka_console_producer = script("console-producer")
 kafka_console_consumer = script("console-consumer")
 kafka_consumer_groups = script("consumer-groups")
+kafka_share_groups = script("share-groups")
 kafka_reassign_partitions = script("reassign-partitions")
 kafka_leader_election = script("leader-election")
 kafka_log_dirs = script("log-dirs")

@@ -30,7 +30,7 @@ def _selfcheck(args: argparse.Namespace) -> int:
 #: ``add_parser(sub)``, in the order ``mafka --help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "server_start", "cluster", "cluster_status", "topics", "console_producer", "console_consumer",
-    "leader_election", "log_dirs", "reassign_partitions", "rebalance", "consumer_groups",
+    "leader_election", "log_dirs", "reassign_partitions", "rebalance", "consumer_groups", "share_groups",
     "producer_perf_test", "consumer_perf_test", "spark_etl", "configs", "acls", "preferred_replica_election",
     "delete_records", "delayed", "broker_api_versions", "broker_health", "transactions",
     "zookeeper_server_start", "dump_log", "get_offsets", "verifiable_producer", "verifiable_consumer",

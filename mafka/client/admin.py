@@ -38,7 +38,8 @@ API family, over the machinery of :mod:`mafka.client.admin_core`:
 :mod:`~mafka.client.admin_configs`, :mod:`~mafka.client.admin_groups`,
 :mod:`~mafka.client.admin_group_offsets`, :mod:`~mafka.client.admin_records`
 (offsets and records at partition leaders),
-:mod:`~mafka.client.admin_replicas` (leader elections and reassignments) and
+:mod:`~mafka.client.admin_replicas` (leader elections and reassignments),
+:mod:`~mafka.client.admin_share_groups` (KIP-932 share groups and their offsets, at coordinators) and
 :mod:`~mafka.client.admin_acls` (ACLs, to any broker).
 Argument and result types are :mod:`mafka.client.admin_types`' and, for ACLs,
 :mod:`mafka.client.admin_acls`', re-exported here.
@@ -56,6 +57,7 @@ from mafka.client import (
     admin_groups,
     admin_records,
     admin_replicas,
+    admin_share_groups,
     admin_topics,
 )
 from mafka.client.admin_acls import (
@@ -93,7 +95,7 @@ from mafka.client.admin_types import (
     ResourceType,
 )
 from mafka.client.config import parse_config
-from mafka.client.kafka_error import KafkaException
+from mafka.client.kafka_error import KafkaError, KafkaException
 from mafka.client.kernel import Kernel
 from mafka.client.message import TopicPartition
 from mafka.client.metadata import BrokerInfo
@@ -314,6 +316,36 @@ class AdminClient:
         empty, as Kafka's: the answer is then only the group's error).
         """
         return admin_group_offsets.delete_consumer_group_offsets(self._core, requests, request_timeout)
+
+    # -- share groups (KIP-932; mafka.client.admin_share_groups) ----------------------------
+
+    def list_share_groups(self, request_timeout: float | None = None
+                          ) -> Future[admin_share_groups.ListShareGroupsResult]:
+        """Future(ListShareGroupsResult): the share groups of every broker (ListGroups v5, type share)."""
+        return admin_share_groups.list_share_groups(self._core, request_timeout)
+
+    def describe_share_groups(self, group_ids: list[str], request_timeout: float | None = None
+                              ) -> dict[str, Future[admin_share_groups.ShareGroupDescription]]:
+        """{group: Future(ShareGroupDescription)} (Java's ``describeShareGroups``)."""
+        return admin_share_groups.describe_share_groups(self._core, group_ids, request_timeout)
+
+    def list_share_group_offsets(
+        self, requests: Mapping[str, list[TopicPartition] | None], request_timeout: float | None = None
+    ) -> dict[str, Future[dict[TopicPartition, admin_share_groups.SharePartitionOffsetInfo]]]:
+        """{group: Future({TopicPartition: SharePartitionOffsetInfo})} (Java's ``listShareGroupOffsets``);
+        None partitions: every initialized share-partition of the group."""
+        return admin_share_groups.list_share_group_offsets(self._core, requests, request_timeout)
+
+    def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int],
+                                  request_timeout: float | None = None) -> Future[list[TopicPartition]]:
+        """Future([TopicPartition with its own error]) (Java's ``alterShareGroupOffsets``); the
+        group must be empty (NON_EMPTY_GROUP fails the future)."""
+        return admin_share_groups.alter_share_group_offsets(self._core, group_id, offsets, request_timeout)
+
+    def delete_share_group_offsets(self, group_id: str, topics: list[str], request_timeout: float | None = None
+                                   ) -> Future[dict[str, KafkaError | None]]:
+        """Future({topic: its error or None}) (Java's ``deleteShareGroupOffsets``); the group must be empty."""
+        return admin_share_groups.delete_share_group_offsets(self._core, group_id, topics, request_timeout)
 
     # -- offsets and records (answered by partition leaders) ---------------------------------
 

@@ -1,9 +1,9 @@
-"""AlterShareGroupOffsets (api key 91), decoded at v0, not advertised.
+"""AlterShareGroupOffsets (api key 91), decoded at v0, advertised.
 
 Sets the start offset of share-partitions of an empty share group (KIP-932,
 Kafka 4.1).  Flexible.
 
-Not advertised until the broker serves it (issue 32).
+Served at the group coordinator by :mod:`mafka.broker.handlers.share_group_offsets` (issue 32).
 
 Fields follow Kafka 4.4's ``AlterShareGroupOffsetsRequest.json`` /
 ``AlterShareGroupOffsetsResponse.json``.
@@ -17,7 +17,7 @@ from ..schema import F
 SPEC = api(
     91,
     "AlterShareGroupOffsets",
-    advertised=None,
+    advertised=(0, 0),
     decode=(0, 0),
     flexible="0+",
     request=[

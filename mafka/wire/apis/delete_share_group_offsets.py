@@ -1,9 +1,9 @@
-"""DeleteShareGroupOffsets (api key 92), decoded at v0, not advertised.
+"""DeleteShareGroupOffsets (api key 92), decoded at v0, advertised.
 
 Deletes the share-partition state of whole topics from an empty share group
 (KIP-932, Kafka 4.1); errors are per topic.  Flexible.
 
-Not advertised until the broker serves it (issue 32).
+Served at the group coordinator by :mod:`mafka.broker.handlers.share_group_offsets` (issue 32).
 
 Fields follow Kafka 4.4's ``DeleteShareGroupOffsetsRequest.json`` /
 ``DeleteShareGroupOffsetsResponse.json``.
@@ -17,7 +17,7 @@ from ..schema import F
 SPEC = api(
     92,
     "DeleteShareGroupOffsets",
-    advertised=None,
+    advertised=(0, 0),
     decode=(0, 0),
     flexible="0+",
     request=[

@@ -1,11 +1,11 @@
-"""DescribeShareGroupOffsets (api key 90), decoded at v0–1, not advertised.
+"""DescribeShareGroupOffsets (api key 90), decoded at v0–1, advertised.
 
 The start offset of each share-partition of one or more share groups
 (KIP-932); a null topics list asks for every topic-partition.  v1 (Kafka 4.2)
 adds each partition's lag (KIP-1226; −1 when unknown, and what v0 parses
 to).  Flexible throughout.
 
-Not advertised until the broker serves it (issue 32).
+Served at the group coordinator by :mod:`mafka.broker.handlers.share_group_offsets` (issue 32).
 
 Fields follow Kafka 4.4's ``DescribeShareGroupOffsetsRequest.json`` /
 ``DescribeShareGroupOffsetsResponse.json``.
@@ -19,7 +19,7 @@ from ..schema import F
 SPEC = api(
     90,
     "DescribeShareGroupOffsets",
-    advertised=None,
+    advertised=(0, 1),
     decode=(0, 1),
     flexible="0+",
     request=[

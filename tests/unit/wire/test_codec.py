@@ -58,6 +58,8 @@ REFERENCE_TABLE = {
     # KIP-932 of issue #32: ShareGroupHeartbeat, ShareGroupDescribe, ShareFetch and
     # ShareAcknowledge at Kafka 4.4's versions (librdkafka 2.15's share consumer sends v1).
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),
+    # KIP-932's share group offset admin APIs (kafka-share-groups.sh), at Kafka 4.4's versions.
+    90: (0, 1), 91: (0, 0), 92: (0, 0),
 }  # fmt: skip
 # Decode floors above the advertised minimum.  Produce and Fetch decode from v0: old clients'
 # magic 0/1 message sets are converted by the broker (mafka.wire.legacy_records).

@@ -59,7 +59,7 @@ OTHER_TOPIC = bytes(range(0xA1, 0xB1))
 # -- advertised once served ---------------------------------------------------------------------
 
 #: the APIs the broker serves (issue 32): advertised at Kafka 4.4's versions; the rest not at all
-SERVED = {68, 69, 76, 77, 78, 79}
+SERVED = {68, 69, 76, 77, 78, 79, 90, 91, 92}
 
 
 def test_only_the_served_ones_are_advertised_by_the_registry_or_the_api_versions_handler() -> None:
