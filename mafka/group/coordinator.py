@@ -779,7 +779,8 @@ class GroupCoordinator:
         (GROUP_SUBSCRIBED_TO_TOPIC; every topic, if the subscriptions cannot be read)
         and loses the others; any other non-Empty group is NON_EMPTY_GROUP; an
         unknown or Dead group is GROUP_ID_NOT_FOUND. A partition without a committed
-        offset is answered NONE, as in Kafka.
+        offset is answered NONE, as in Kafka. A ``consumer`` group (KIP-848) is Kafka 4's
+        case: see :meth:`_delete_consumer_group_offsets`.
 
         As in Kafka the cache forgets the offsets at once and offset tombstones (plus
         the group's tombstone if the group is left Empty without offsets, so Dead) go
@@ -791,6 +792,9 @@ class GroupCoordinator:
         error = self._status_error(group_id)
         if error is not None:
             return respond(error, {})
+        consumer = self.consumer_groups.get(group_id)
+        if consumer is not None:
+            return self._delete_consumer_group_offsets(consumer, partitions, respond)
         entry = self.group_manager.get_group(group_id)
         if entry is None or entry.group.state is GroupState.DEAD:
             return respond(ErrorCode.GROUP_ID_NOT_FOUND, {})
@@ -811,6 +815,39 @@ class GroupCoordinator:
         if not eligible:
             return respond(ErrorCode.NONE, results)
         results.update({tp: ErrorCode.NONE for tp in eligible})
+
+        def deleted(error: int) -> None:
+            if error == ErrorCode.NONE:
+                respond(ErrorCode.NONE, results)
+            else:
+                respond(error, {})
+
+        self.group_manager.delete_offsets(entry, eligible, deleted)
+
+    def _delete_consumer_group_offsets(
+        self,
+        entry: ConsumerGroupEntry,
+        partitions: Iterable[TopicPartitionTuple],
+        respond: Callable[[int, dict[TopicPartitionTuple, int]], None],
+    ) -> None:
+        """OffsetDelete for a ``consumer`` group, as Kafka 4's ``OffsetMetadataManager.deleteOffsets``:
+        any state will do (``ConsumerGroup.validateOffsetDelete`` does nothing); every partition of
+        a topic the group subscribes to (by name or through a resolved regex, Kafka's
+        ``isSubscribedToTopic``) keeps its offset (GROUP_SUBSCRIBED_TO_TOPIC), the others lose
+        theirs (NONE, with or without an offset); the group stays, even Empty without offsets
+        (``cleanupGroupMetadata`` deletes it later).  Answered once the tombstones are written,
+        as for a classic group."""
+        subscribed = entry.group.subscribed_topics()
+        results: dict[TopicPartitionTuple, int] = {}
+        eligible: list[TopicPartitionTuple] = []
+        for tp in dict.fromkeys(partitions):
+            if tp[0] in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = ErrorCode.NONE
+                eligible.append(tp)
+        if not eligible:
+            return respond(ErrorCode.NONE, results)
 
         def deleted(error: int) -> None:
             if error == ErrorCode.NONE:

@@ -532,10 +532,11 @@ class GroupMetadataManager:
                      {pid: sorted(f"{t}-{p}" for t, p in staged) for pid, staged in offsets.pending_txn.items()})
         return out
 
-    def delete_offsets(self, entry: GroupEntry, eligible: list[TopicPartitionTuple],
+    def delete_offsets(self, entry: GroupEntry | ConsumerGroupEntry, eligible: list[TopicPartitionTuple],
                        done: Callable[[int], None]) -> None:
-        """Forget the offsets of ``eligible`` partitions of ``entry``'s group (which goes Dead
-        if it is Empty and left without offsets) and tombstone them; ``done(error)`` once
+        """Forget the offsets of ``eligible`` partitions of ``entry``'s group (a classic group
+        goes Dead if it is Empty and left without offsets; a ``consumer`` group stays, as in
+        Kafka 4, until ``cleanupGroupMetadata``) and tombstone them; ``done(error)`` once
         appended (mapped as a commit error). See :meth:`GroupCoordinator.delete_offsets`."""
         group = entry.group
         group_id = group.group_id
@@ -543,7 +544,11 @@ class GroupMetadataManager:
         removed = store.remove_offsets(group_id, eligible) if store is not None else {}
         tombstones: list[tuple[bytes, bytes | None]] = list(store.tombstones_for(group_id, sorted(removed))) \
             if store is not None else []
-        if group.state is GroupState.EMPTY and (store is None or group_id not in store.groups):
+        if (
+            isinstance(group, GroupMetadata)
+            and group.state is GroupState.EMPTY
+            and (store is None or group_id not in store.groups)
+        ):
             group.transition_to(GroupState.DEAD)
             del self._groups[group_id]
             log.info("Group %s transitioned to Dead in generation %d", group_id, group.generation_id)
@@ -590,10 +595,11 @@ class GroupMetadataManager:
             def state_of(gid: str) -> GroupStateInfo:
                 consumer = self.consumer_groups.get(gid) if self.consumer_groups is not None else None
                 if consumer is not None:
-                    # Kafka 4's ConsumerGroup: by commit time, subscribed topics kept while it has members.
+                    # Kafka 4's ConsumerGroup: by commit time, subscribed topics (names and resolved
+                    # regexes: isSubscribedToTopic) kept while it has members.
                     if not consumer.group.members:
                         return GroupState.EMPTY, None, None
-                    return GroupState.STABLE, None, set(consumer.group.subscription_metadata)
+                    return GroupState.STABLE, None, set(consumer.group.subscribed_topics())
                 entry = self._groups.get(gid)
                 if entry is None or entry.group.protocol_type is None:
                     return None

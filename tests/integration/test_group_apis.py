@@ -3,16 +3,16 @@
 Which client sends which version (each negotiates the highest version it
 shares with Mafka's ApiVersions):
 
-* confluent-kafka (librdkafka 2.x): a consumer's commit is OffsetCommit **v8**
-  (it speaks up to 9; asserted from librdkafka's protocol debug log) with the
-  consumed records' leader epoch, ``committed()`` is OffsetFetch **v8**;
+* confluent-kafka (librdkafka 2.x): a consumer's commit is OffsetCommit **v9**
+  (its highest, and Mafka's; asserted from librdkafka's protocol debug log) with the
+  consumed records' leader epoch, ``committed()`` is OffsetFetch **v9**;
   ``describe_consumer_groups`` is DescribeGroups **v5** (it speaks up to 5);
   ``alter_consumer_group_offsets`` / ``list_consumer_group_offsets`` are
-  OffsetCommit v8 / OffsetFetch v8 (confluent-kafka takes one group per call);
+  OffsetCommit v9 / OffsetFetch v9 (confluent-kafka takes one group per call);
 * kafka-python 3.0's admin: ``describe_groups`` is DescribeGroups v5 (it always
   asks for authorized operations), ``list_group_offsets`` with several groups
-  of one coordinator is **one** OffsetFetch v8 (KIP-709), ``alter_group_offsets``
-  is OffsetCommit v8 with leader epochs, ``remove_group_members`` is LeaveGroup
+  of one coordinator is **one** OffsetFetch v9 (KIP-709; v9 adds KIP-848's member
+  fields, null here), ``alter_group_offsets`` is OffsetCommit v9 with leader epochs, ``remove_group_members`` is LeaveGroup
   **v4** (KIP-345's batch), ``delete_group_offsets`` is OffsetDelete v0.
 
 The leader epochs make the versions visible: a committed epoch only travels in
@@ -159,10 +159,10 @@ def wait_for(check, timeout: float = 60.0, what: str = "condition"):
     return wait_until(check, timeout, what, interval=0.5, retry=(Exception,))
 
 
-# ------------------------------------------------------------------ OffsetCommit v8 / OffsetFetch v8
+# ------------------------------------------------------------------ OffsetCommit v9 / OffsetFetch v9
 
 
-def test_confluent_consumer_commits_with_offset_commit_v8_and_its_leader_epoch(cluster, topic):
+def test_confluent_consumer_commits_with_offset_commit_v9_and_its_leader_epoch(cluster, topic):
     from confluent_kafka import TopicPartition
 
     group = group_name("ck-commit")
@@ -184,7 +184,7 @@ def test_confluent_consumer_commits_with_offset_commit_v8_and_its_leader_epoch(c
         )  # Fetch answers leader epochs
         committed = c.commit(asynchronous=False)
         assert all(tp.error is None for tp in committed), committed
-        # librdkafka speaks OffsetCommit up to v9: it chose Mafka's highest, v8 (flexible).
+        # librdkafka speaks OffsetCommit up to v9, as Mafka does: v9 (flexible; a classic member's generation).
         # (Its log lines reach the logger from poll(): drain them.)
         wait_for(
             lambda: (
@@ -195,10 +195,10 @@ def test_confluent_consumer_commits_with_offset_commit_v8_and_its_leader_epoch(c
             what="librdkafka's OffsetCommit log line",
         )
         sent = [line for line in collected.lines if "Sent OffsetCommitRequest" in line]
-        assert sent and all(re.search(r"Sent OffsetCommitRequest \(v8,", line) for line in sent), (
+        assert sent and all(re.search(r"Sent OffsetCommitRequest \(v9,", line) for line in sent), (
             sent[:3]
         )
-        # committed() is OffsetFetch v8; the leader epochs come back (only v6+ commits carry them).
+        # committed() is OffsetFetch v9; the leader epochs come back (only v6+ commits carry them).
         back = c.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)
         assert {tp.partition: (tp.offset, tp.leader_epoch) for tp in back} == {
             p: (last[p].offset() + 1, epochs[p]) for p in range(3)
@@ -211,10 +211,10 @@ def test_confluent_consumer_commits_with_offset_commit_v8_and_its_leader_epoch(c
             what="librdkafka's OffsetFetch log line",
         )
         fetches = [line for line in collected.lines if "Sent OffsetFetchRequest" in line]
-        assert fetches and all("(v8," in line for line in fetches), fetches[:3]
+        assert fetches and all("(v9," in line for line in fetches), fetches[:3]
     finally:
         c.close()
-    # The same offsets and epochs through kafka-python (OffsetFetch v8, one group).
+    # The same offsets and epochs through kafka-python (OffsetFetch v9, one group).
     from kafka import TopicPartition as KTP
 
     admin = kp_admin(cluster)
@@ -240,7 +240,7 @@ def test_admin_commits_with_leader_epochs_and_several_groups_come_back_in_one_fe
     admin = kp_admin(cluster)
     ck = ck_admin(cluster)
     try:
-        # kafka-python's alter_group_offsets: OffsetCommit v8 with leader epochs.
+        # kafka-python's alter_group_offsets: OffsetCommit v9 with leader epochs.
         result = admin.alter_group_offsets(
             g1,
             {
@@ -252,12 +252,12 @@ def test_admin_commits_with_leader_epochs_and_several_groups_come_back_in_one_fe
             0: "NoError",
             1: "NoError",
         }
-        # confluent-kafka's alter_consumer_group_offsets: OffsetCommit v8 too.
+        # confluent-kafka's alter_consumer_group_offsets: OffsetCommit v9 too.
         request = ConsumerGroupTopicPartitions(g2, [TopicPartition(topic, 2, 6, leader_epoch=9)])
         altered = ck.alter_consumer_group_offsets([request])[g2].result(30)
         assert [(tp.partition, tp.error) for tp in altered.topic_partitions] == [(2, None)]
-        # kafka-python's list_group_offsets: one OffsetFetch v8 for the three groups.
-        assert admin._manager.broker_version_data.api_version(OffsetFetchRequest) == 8
+        # kafka-python's list_group_offsets: one OffsetFetch v9 for the three groups.
+        assert admin._manager.broker_version_data.api_version(OffsetFetchRequest) == 9
         answer = admin.list_group_offsets({g1: None, g2: [KTP(topic, 2), KTP(topic, 0)], g3: None})
         assert {
             g: {tp.partition: tuple(om) for tp, om in offsets.items()}
@@ -423,6 +423,59 @@ def test_delete_group_offsets_refuses_subscribed_topics_and_deletes_the_others(c
             admin.delete_group_offsets(group, [KTP(topic, 0)])
     finally:
         if c is not None:
+            c.close()
+        admin.close()
+
+
+def test_delete_group_offsets_of_a_kip848_consumer_group(cluster, topic):
+    """Kafka 4's ``OffsetMetadataManager.deleteOffsets`` for a ``consumer`` group: the topics its
+    members' regex resolved to are GROUP_SUBSCRIBED_TO_TOPIC, other topics lose their offsets,
+    and once Empty without offsets the group is still there (no GROUP_ID_NOT_FOUND)."""
+    from confluent_kafka import Consumer
+    from kafka import TopicPartition as KTP
+    from kafka.structs import OffsetAndMetadata
+
+    prefix = f"gapi848{uuid.uuid4().hex[:6]}"
+    matched = create_topic(cluster, partitions=1, rf=3, name=f"{prefix}-matched")
+    other = create_topic(cluster, partitions=1, rf=3, name=f"other-{prefix}")
+    group = group_name("delete848")
+    admin = kp_admin(cluster)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    closed = False
+    try:
+        c.subscribe([f"^{prefix}-.*"])
+
+        def assigned() -> set[tuple[str, int]]:
+            c.poll(0.2)
+            return {(tp.topic, tp.partition) for tp in c.assignment()}
+
+        wait_until(lambda: assigned() == {(matched, 0)}, 60, lambda: f"assignment {assigned()}")
+        c.close()  # the consumer group is Empty: offsets may be committed from outside it
+        closed = True
+        result = admin.alter_group_offsets(
+            group, {KTP(matched, 0): OffsetAndMetadata(1, "", 0), KTP(other, 0): OffsetAndMetadata(2, "", 0)})
+        assert all(e.__name__ == "NoError" for e in result.values()), result
+        c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "group.protocol": "consumer",
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        closed = False
+        c.subscribe([f"^{prefix}-.*"])
+        wait_until(lambda: assigned() == {(matched, 0)}, 60, lambda: f"assignment {assigned()}")
+        result = admin.delete_group_offsets(group, [KTP(matched, 0), KTP(other, 0)])
+        assert {(tp.topic, tp.partition): e.__name__ for tp, e in result.items()} == {
+            (matched, 0): "GroupSubscribedToTopicError",
+            (other, 0): "NoError",
+        }
+        left = admin.list_group_offsets({group: None})[group]
+        assert {(tp.topic, om.offset) for tp, om in left.items()} == {(matched, 1)}
+        c.close()
+        closed = True
+        for _ in range(2):  # the second time: the Empty group without offsets is still there
+            result = admin.delete_group_offsets(group, [KTP(matched, 0)])
+            assert {(tp.topic, tp.partition): e.__name__ for tp, e in result.items()} == {(matched, 0): "NoError"}
+        assert admin.list_group_offsets({group: None})[group] == {}
+    finally:
+        if not closed:
             c.close()
         admin.close()
 

@@ -39,9 +39,19 @@ Contract:
   ``group.consumer.session.timeout.ms`` is fenced; a member that has not revoked partitions
   within its rebalance timeout after being asked to is fenced.  Fencing removes the member
   and bumps the group epoch (the next heartbeat computes the new target).
-* **Regular expressions** are resolved against the topics passed in (Python's ``re``,
-  matching whole names, internal topics excluded), each heartbeat; the resolved topics are
-  part of the subscription metadata, so a new matching topic bumps the group epoch.
+* **Regular expressions** are resolved as Kafka 4 resolves them: asynchronously.  The
+  heartbeat that brings a regex the group has not resolved yet is answered without its
+  topics (a member subscribing to ``[regex, topic]`` is first assigned ``topic``) and does not
+  bump the group epoch for it; the coordinator then calls :meth:`ConsumerGroup.refresh_regexes`
+  (when :meth:`ConsumerGroup.regex_refresh_due` says so, after answering), which resolves every
+  subscribed regex (Python's ``re``, whole names, internal topics excluded) and bumps the group
+  epoch if a resolution or the subscription metadata changed, so the member's next heartbeat
+  brings the regex's partitions.  Topics created later are picked up by a refresh at most every
+  ``REGEX_BATCH_REFRESH_INTERVAL_MS`` (Kafka's 10 s batching).  A regex no member subscribes to
+  any more is forgotten, so subscribing to it again resolves it again.  The resolutions are
+  soft state (Kafka writes ``ConsumerGroupRegularExpression`` records; these records do not
+  exist here): a loaded group takes them from its subscription metadata and refreshes them
+  after its first heartbeat.
 * **Classic members** (KIP-848's online migration): a member may use the classic protocol
   (JoinGroup/SyncGroup/Heartbeat/LeaveGroup, handled by :mod:`.classic_members`, which uses
   the heartbeat steps here); it carries ``ClassicMemberMetadata`` in its records, its own
@@ -139,7 +149,11 @@ from mafka.group.consumer.records import (
     target_assignment_record,
     target_assignment_tombstone,
 )
-from mafka.group.consumer.subscriptions import compute_subscription_metadata, subscribed_topics
+from mafka.group.consumer.subscriptions import (
+    compute_subscription_metadata,
+    resolve_regex,
+    subscribed_topics,
+)
 from mafka.group.consumer.target_assignment import build_target_assignment
 
 __all__ = [
@@ -157,6 +171,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("mafka.group.consumer")
+
+#: Kafka 4's ``REGEX_BATCH_REFRESH_INTERVAL_MS``: topics created since the last resolution are
+#: matched against the group's regexes at most this often.
+REGEX_BATCH_REFRESH_INTERVAL_MS = 10_000
 
 
 # --------------------------------------------------------------------------- the group
@@ -199,6 +217,11 @@ class ConsumerGroup:
         # Soft state (not in the records): the timers.
         self._session_deadlines: dict[str, int] = {}
         self._rebalance_deadlines: dict[str, tuple[int, int]] = {}  # member → (epoch, deadline)
+        # Soft state too: regex → the topics it resolved to (Kafka's resolvedRegularExpressions),
+        # and when and against which topics the last resolution ran.
+        self._resolved_regexes: dict[str, frozenset[str]] = {}
+        self._regex_refreshed_ms: int | None = None
+        self._regex_universe: frozenset[str] = frozenset()
         #: the join and sync timers of members using the classic protocol
         self.classic_timers = ClassicTimers()
         #: set once a fencing or a classic join downgraded this group (it is Dead): the classic
@@ -463,16 +486,22 @@ class ConsumerGroup:
         records: list[CoordinatorRecord],
     ) -> tuple[int, dict[str, TopicInfo]]:
         """Step 1: *updated* replaces *member* (and the static member *replaced*, if any); a change
-        of its subscribed topics, or of the subscribed topics' metadata, bumps the group epoch.
-        Returns the group epoch and the subscription metadata after the change."""
-        bump = False
+        of its subscribed topic names, of its regex to one already resolved or to none, or of the
+        subscribed topics' metadata, bumps the group epoch (as does anything in a group still at
+        epoch 0).  A new regex does not: the refresh that resolves it will (Kafka's
+        ``maybeUpdateRegularExpressions``).  Returns the group epoch and the subscription
+        metadata after the change."""
+        bump = self.group_epoch == 0  # a new group moves away from epoch 0 at once
         if updated != member:
             records.append(member_subscription_record(self.group_id, updated))
-            bump = (
-                updated.subscribed_topic_names != member.subscribed_topic_names
-                or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            new_regex = updated.subscribed_topic_regex
+            bump = bump or updated.subscribed_topic_names != member.subscribed_topic_names or (
+                new_regex != member.subscribed_topic_regex
+                and (new_regex is None or new_regex in self._resolved_regexes)
             )
-        metadata = compute_subscription_metadata(self._members_after(updated, replaced).values(), topics)
+        metadata = compute_subscription_metadata(
+            self._members_after(updated, replaced).values(), topics, self._resolved_regexes
+        )
         if metadata != self._subscription_metadata:
             records.append(subscription_metadata_record(self.group_id, metadata))
             bump = True
@@ -508,7 +537,7 @@ class ConsumerGroup:
             self._members,
             self._target,
             metadata,
-            lambda m: subscribed_topics(m, metadata),
+            lambda m: subscribed_topics(m, self._resolved_regexes),
             updated_member=updated,
             replaced_member_id=replaced,
         )
@@ -670,13 +699,13 @@ class ConsumerGroup:
         records = [r for member_id in sorted(leaving) for r in self._removal_records(member_id)]
         remaining = [m for m in self._members.values() if m.member_id not in leaving]
         if topics is not None:
-            metadata = compute_subscription_metadata(remaining, topics)
+            metadata = compute_subscription_metadata(remaining, topics, self._resolved_regexes)
         else:
             # No topic list at hand (a timer): the remaining subscriptions can only drop topics.
             metadata = {
                 name: info
                 for name, info in self._subscription_metadata.items()
-                if any(name in subscribed_topics(m, (name,)) for m in remaining)
+                if any(name in subscribed_topics(m, self._resolved_regexes) for m in remaining)
             }
         if metadata != self._subscription_metadata:
             records.append(subscription_metadata_record(self.group_id, metadata))
@@ -684,6 +713,67 @@ class ConsumerGroup:
         self._apply(records)
         for member_id in leaving:
             self._forget_timers(member_id)
+        return tuple(records)
+
+    # ------------------------------------------------------------------ regular expressions
+
+    def subscribed_regexes(self) -> frozenset[str]:
+        """The regexes the members subscribe to."""
+        return frozenset(m.subscribed_topic_regex for m in self._members.values() if m.subscribed_topic_regex)
+
+    def subscribed_topics(self) -> frozenset[str]:
+        """Every topic a member subscribes to, by name or through a resolved regex, whether it
+        exists or not (Kafka's ``subscribedTopicNames`` keys, ``isSubscribedToTopic``)."""
+        out: set[str] = set()
+        for member in self._members.values():
+            out |= subscribed_topics(member, self._resolved_regexes)
+        return frozenset(out)
+
+    def _forget_unsubscribed_regexes(self) -> None:
+        """Kafka tombstones a resolved regex when its last subscriber drops it."""
+        subscribed = self.subscribed_regexes()
+        for regex in [r for r in self._resolved_regexes if r not in subscribed]:
+            del self._resolved_regexes[regex]
+
+    def regex_refresh_due(self, now_ms: int, topics: Mapping[str, TopicInfo]) -> bool:
+        """Whether the coordinator should run :meth:`refresh_regexes` (after answering the
+        heartbeat it just handled): a subscribed regex is not resolved yet, or topics were
+        created since the last resolution and that was ``REGEX_BATCH_REFRESH_INTERVAL_MS`` ago.
+
+        (Kafka also waits out the 10 s before resolving a new regex when the group already has
+        resolved ones; here a new regex is resolved at once, which only makes it faster.)"""
+        regexes = self.subscribed_regexes()
+        if not regexes or self._dead:
+            return False
+        if self._regex_refreshed_ms is None or any(r not in self._resolved_regexes for r in regexes):
+            return True
+        return (
+            not self._regex_universe.issuperset(topics)
+            and now_ms >= self._regex_refreshed_ms + REGEX_BATCH_REFRESH_INTERVAL_MS
+        )
+
+    def refresh_regexes(self, now_ms: int, topics: Mapping[str, TopicInfo]) -> tuple[CoordinatorRecord, ...]:
+        """Kafka's ``refreshRegularExpressions`` + ``handleRegularExpressionsResult``: resolve
+        every subscribed regex against *topics*; if a resolution or the subscription metadata
+        changed, the group epoch moves (the members' next heartbeats compute the new target and
+        bring the regexes' partitions).  Applied; the records are returned for the log."""
+        if self._dead:
+            return ()
+        self._regex_refreshed_ms = now_ms
+        self._regex_universe = frozenset(topics)
+        resolved = {regex: resolve_regex(regex, topics) for regex in self.subscribed_regexes()}
+        changed = any(self._resolved_regexes.get(r) != t for r, t in resolved.items())
+        self._resolved_regexes = resolved
+        metadata = compute_subscription_metadata(self._members.values(), topics, resolved)
+        records: list[CoordinatorRecord] = []
+        if metadata != self._subscription_metadata:
+            records.append(subscription_metadata_record(self.group_id, metadata))
+            changed = True
+        if changed:
+            records.append(group_epoch_record(self.group_id, self.group_epoch + 1))
+            log.info("[GroupId %s] Bumped group epoch to %d (regular expressions resolved: %s).",
+                     self.group_id, self.group_epoch + 1, ", ".join(sorted(resolved)))
+        self._apply(records)
         return tuple(records)
 
     # Soft state (not in the records): timers.
@@ -767,6 +857,13 @@ class ConsumerGroup:
         """Kafka's ``onLoaded``: arm every member's session timer, and the rebalance timer of
         every member asked to revoke partitions, from *now_ms*."""
         self._session_deadlines = {m: now_ms + self.config.session_timeout_ms for m in self._members}
+        # What each regex resolved to before, as far as the subscription metadata shows (Kafka
+        # persists the resolutions; these records do not): a refresh follows the first heartbeat.
+        self._resolved_regexes = {
+            regex: resolve_regex(regex, self._subscription_metadata) for regex in self.subscribed_regexes()
+        }
+        self._regex_refreshed_ms = None
+        self._regex_universe = frozenset()
         self._rebalance_deadlines = {
             m.member_id: (m.member_epoch, now_ms + max(m.rebalance_timeout_ms, 0))
             for m in self._members.values()
@@ -818,8 +915,10 @@ class ConsumerGroup:
         return group
 
     def _apply(self, records: Iterable[CoordinatorRecord]) -> None:
+        """Replay records a live operation computed (then forget the regexes nobody uses)."""
         for record in records:
             self.replay(record)
+        self._forget_unsubscribed_regexes()
 
     def replay(self, record: CoordinatorRecord) -> None:
         """Apply one record (Kafka's ``GroupMetadataManager.replay`` for the six types).

@@ -26,6 +26,11 @@ Contract:
 * **Offsets.**  :meth:`validate_offset_commit` / :meth:`validate_offset_fetch` are Kafka 4's
   ``ConsumerGroup.validateOffsetCommit`` / ``validateOffsetFetch`` (a classic member's epoch is
   its generation: a mismatch is ILLEGAL_GENERATION, and it may commit below v9).
+* **Regular expressions.**  After a heartbeat (or a classic member's JoinGroup) the group's
+  regexes are resolved if :meth:`ConsumerGroup.regex_refresh_due` says so, as Kafka 4 runs
+  ``refreshRegularExpressions`` on its executor: in a separate step (a timer at 0 ms), at most
+  one scheduled per group, never delaying the answer; what it changed (the group epoch) is
+  written like a heartbeat's records, and the members' next heartbeats bring the partitions.
 * **Migration.**  A heartbeat may create a group from an upgraded classic group's records
   (``seed``); :meth:`write` writes what a classic member's request changed.  A group that an
   operation downgraded (:attr:`ConsumerGroup.converted_to_classic`) is forgotten and
@@ -55,7 +60,7 @@ from mafka.group.consumer.migration import Downgrade
 from mafka.group.consumer.records import CoordinatorRecord, decode_record, encode_record
 from mafka.group.coordinator_types import OffsetsLog
 from mafka.group.recorded_groups import RecordedGroupEntry, RecordedGroups, append_error
-from mafka.timers import Timers
+from mafka.timers import TimerHandle, Timers
 
 __all__ = ["ConsumerGroupEntry", "ConsumerGroupKind", "ConsumerGroupManager", "DowngradeHook", "append_error"]
 
@@ -130,6 +135,8 @@ class ConsumerGroupManager(RecordedGroups[ConsumerGroup]):
         #: returns the classic group's records, to write with the consumer group's tombstones, and
         #: an undo for a failed write.  Without it a downgraded group is simply gone.
         self.on_downgrade: DowngradeHook | None = None
+        # group id → its scheduled regex resolution (Kafka's executor key "<group>-regex")
+        self._regex_refreshes: dict[str, TimerHandle] = {}
 
     # ------------------------------------------------------------------ heartbeat
 
@@ -185,6 +192,7 @@ class ConsumerGroupManager(RecordedGroups[ConsumerGroup]):
 
         records = (*seed, *result.records) if created else result.records
         self.commit(entry, records, done, extra=extra_records, created=created, on_create_failed=on_create_failed)
+        self._maybe_refresh_regexes(entry)
 
     def write(self, entry: ConsumerGroupEntry, records: Sequence[CoordinatorRecord], done: Callable[[int], None]) -> None:
         """Write *records*, already applied to *entry*'s group by one of its operations (a classic
@@ -192,11 +200,38 @@ class ConsumerGroupManager(RecordedGroups[ConsumerGroup]):
         (the raw append error: :func:`append_error` maps it).  Re-arms the group's timer; a group
         the operation downgraded becomes a classic group (see :attr:`on_downgrade`)."""
         self.commit(entry, records, done)
+        self._maybe_refresh_regexes(entry)
 
     def rearm(self, entry: ConsumerGroupEntry) -> None:
         """The group's timers changed without a record (a classic member's heartbeat or sync)."""
         if self.is_current(entry):
             self.arm(entry)
+
+    # ------------------------------------------------------------------ regular expressions
+
+    def _maybe_refresh_regexes(self, entry: ConsumerGroupEntry) -> None:
+        """Schedule the group's regex resolution if one is due and none is scheduled: it runs
+        after this request's records were handed to the log, and its answer never waits for it."""
+        gid = entry.group_id
+        if gid in self._regex_refreshes or not self.is_current(entry):
+            return
+        if not entry.group.regex_refresh_due(self.now(), self.topics()):
+            return
+        self._regex_refreshes[gid] = self._timers.call_later(0, lambda: self._refresh_regexes(entry))
+
+    def _refresh_regexes(self, entry: ConsumerGroupEntry) -> None:
+        self._regex_refreshes.pop(entry.group_id, None)
+        if not self.is_current(entry):
+            return
+        records = entry.group.refresh_regexes(self.now(), self.topics())
+        if records:
+            self.commit(entry, records, lambda _e: None)
+
+    def unload_group(self, group_id: str) -> None:
+        handle = self._regex_refreshes.pop(group_id, None)
+        if handle is not None:
+            handle.cancel()
+        super().unload_group(group_id)
 
     # ------------------------------------------------------------------ writes
 

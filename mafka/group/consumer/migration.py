@@ -145,7 +145,8 @@ def consumer_group_records(classic: GroupMetadata, topics: Mapping[str, TopicInf
                     raise _malformed(gid, f"partition {p} of topic id {topic_id.hex()} is assigned to "
                                           f"{other} and {member.member_id}")
     records = [member_subscription_record(gid, m) for m in members]
-    records.append(subscription_metadata_record(gid, compute_subscription_metadata(members, topics)))
+    # Classic members cannot subscribe with a regex: nothing to resolve.
+    records.append(subscription_metadata_record(gid, compute_subscription_metadata(members, topics, {})))
     records.append(group_epoch_record(gid, generation))
     records += [target_assignment_record(gid, m.member_id, m.assigned_partitions) for m in members]
     records.append(target_assignment_epoch_record(gid, generation))

@@ -5,6 +5,11 @@ here Python's ``re`` does, matching whole topic names (Java's ``Matcher.matches`
 an internal topic (``__consumer_offsets``, ``__transaction_state``).  A regular expression
 this coordinator cannot compile (written by another one into a record) matches nothing.
 Topics without an id (all zero bytes) cannot be subscribed to: the records name topics by id.
+
+As in Kafka 4, a regular expression is resolved *asynchronously* (``refreshRegularExpressions``
+runs after the heartbeat that brought it, see :meth:`.ConsumerGroup.refresh_regexes`): the group
+keeps the topics each regex resolved to (:func:`resolve_regex`), and a member's subscription is
+its topic names plus the *resolved* topics of its regex (none until the regex is resolved).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from mafka.group.consumer.member import ConsumerGroupMember, TopicInfo
 from mafka.topics import INTERNAL_TOPICS
 
-__all__ = ["compute_subscription_metadata", "subscribed_topics"]
+__all__ = ["compute_subscription_metadata", "resolve_regex", "subscribed_topics"]
 
 _NO_TOPIC_ID = bytes(16)
 
@@ -30,42 +35,36 @@ def _pattern(regex: str) -> re.Pattern[str] | None:
         return None
 
 
-def subscribed_topics(member: ConsumerGroupMember, universe: Iterable[str]) -> frozenset[str]:
-    """The member's topic names, plus the names of *universe* its regex matches."""
+def resolve_regex(regex: str, universe: Iterable[str]) -> frozenset[str]:
+    """The names of *universe* the regex matches (whole names, internal topics excluded)."""
+    pattern = _pattern(regex)
+    if pattern is None:
+        return frozenset()
+    return frozenset(t for t in universe if t not in INTERNAL_TOPICS and pattern.fullmatch(t))
+
+
+def subscribed_topics(member: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """The member's topic names, plus the topics its regex resolved to (*resolved*: regex → topics;
+    a regex missing from it is not resolved yet and adds nothing)."""
     regex = member.subscribed_topic_regex
     if not regex:
         return member.subscribed_topic_names
-    pattern = _pattern(regex)
-    if pattern is None:
-        return member.subscribed_topic_names
-    matched = {t for t in universe if t not in INTERNAL_TOPICS and pattern.fullmatch(t)}
-    return member.subscribed_topic_names | matched
+    return member.subscribed_topic_names | resolved.get(regex, frozenset())
 
 
 def compute_subscription_metadata(
-    members: Iterable[ConsumerGroupMember], topics: Mapping[str, TopicInfo]
+    members: Iterable[ConsumerGroupMember],
+    topics: Mapping[str, TopicInfo],
+    resolved: Mapping[str, frozenset[str]],
 ) -> dict[str, TopicInfo]:
-    """Kafka's ``computeSubscriptionMetadata``: the subscribed topics that exist (and have an id)."""
+    """Kafka's ``computeSubscriptionMetadata``: the subscribed topics (names, and the topics of
+    the resolved regexes, *resolved*: regex → topics) that exist (and have an id)."""
     names: set[str] = set()
-    patterns: list[re.Pattern[str]] = []
     for member in members:
-        names |= member.subscribed_topic_names
-        if member.subscribed_topic_regex:
-            pattern = _pattern(member.subscribed_topic_regex)
-            if pattern is not None:
-                patterns.append(pattern)
+        names |= subscribed_topics(member, resolved)
     out: dict[str, TopicInfo] = {}
     for name in names:
         info = topics.get(name)
         if info is not None and info.topic_id != _NO_TOPIC_ID:
             out[name] = info
-    if patterns:
-        for name, info in topics.items():
-            if (
-                name not in out
-                and name not in INTERNAL_TOPICS
-                and info.topic_id != _NO_TOPIC_ID
-                and any(p.fullmatch(name) for p in patterns)
-            ):
-                out[name] = info
     return out

@@ -177,15 +177,72 @@ def test_a_subscribed_topic_that_does_not_exist_yet_is_assigned_once_created() -
     assert r.response.assignment == {**tp("foo", 0, 1, 2, 3), **tp("later", 0)}
 
 
-def test_regex_subscriptions_resolve_against_the_topics_and_follow_new_ones() -> None:
+def test_a_new_regex_is_resolved_after_the_heartbeat_that_brought_it_as_kafka_does() -> None:
+    """Kafka 4 resolves regexes asynchronously: the joining heartbeat assigns the literal topics
+    only; the refresh then bumps the group epoch and the next heartbeat brings the regex's topics
+    (librdkafka's 0045 do_test_resubscribe_with_regex expects exactly these two steps)."""
     log = Log(make_group())
     cluster = {**topics(foo=1, foo2=1, bar=1), **topics(__consumer_offsets=50)}
-    r = ok(log.hb(join("a", None, regex="foo.*|__.*"), cluster=cluster))
-    assert r.response.assignment == {**tp("foo", 0), **tp("foo2", 0)}  # internal topics never match
+    r = ok(log.hb(join("a", ["bar"], regex="foo.*|__.*"), cluster=cluster))
+    assert r.response.assignment == tp("bar", 0)
     assert log.group.members["a"].subscribed_topic_regex == "foo.*|__.*"
-    cluster = {**cluster, **topics(foo3=2)}
+    assert log.group.regex_refresh_due(0, cluster)
+    refreshed = log.group.refresh_regexes(0, cluster)
+    log.records.extend(refreshed)
+    assert log.group.group_epoch == 2 and not log.group.regex_refresh_due(0, cluster)
     r = ok(log.hb(beat("a", 1), cluster=cluster))
-    assert (r.response.member_epoch, r.response.assignment) == (2, {**tp("foo", 0), **tp("foo2", 0), **tp("foo3", 0, 1)})
+    # internal topics never match
+    assert (r.response.member_epoch, r.response.assignment) == (2, {**tp("bar", 0), **tp("foo", 0), **tp("foo2", 0)})
+    assert replayed(log.group, log.records).snapshot() == log.group.snapshot()
+
+
+def test_topics_created_later_are_matched_by_a_batched_refresh() -> None:
+    log = Log(make_group())
+    cluster = topics(foo=1)
+    ok(log.hb(join("a", None, regex="foo.*"), cluster=cluster))
+    log.group.refresh_regexes(0, cluster)
+    assert ok(log.hb(beat("a", 1), cluster=cluster)).response.assignment == tp("foo", 0)
+    assert not log.group.regex_refresh_due(60_000, cluster)  # no new topic: nothing to do
+    cluster = {**cluster, **topics(foo3=2)}
+    assert not log.group.regex_refresh_due(9_999, cluster)  # Kafka refreshes at most every 10 s
+    assert log.group.regex_refresh_due(10_000, cluster)
+    log.group.refresh_regexes(10_000, cluster)
+    r = ok(log.hb(beat("a", 2), now_ms=10_000, cluster=cluster))
+    assert (r.response.member_epoch, r.response.assignment) == (3, {**tp("foo", 0), **tp("foo3", 0, 1)})
+
+
+def test_a_regex_nobody_subscribes_to_any_more_is_resolved_again_when_subscribed_again() -> None:
+    log = Log(make_group())
+    cluster = topics(foo=1, bar=1)
+    ok(log.hb(join("a", None, regex="foo.*"), cluster=cluster))
+    log.group.refresh_regexes(0, cluster)
+    ok(log.hb(beat("a", 1), cluster=cluster))
+    ok(log.hb(beat("a", -1), cluster=cluster))
+    r = ok(log.hb(join("a", ["bar"], regex="foo.*"), cluster=cluster))
+    assert r.response.assignment == tp("bar", 0)  # the regex's topics come with the next refresh
+    assert log.group.regex_refresh_due(0, cluster)
+
+
+def test_a_resolved_regex_bumps_the_group_epoch_at_once_and_a_new_one_does_not() -> None:
+    """Kafka's ``maybeUpdateRegularExpressions``: a member taking up a regex another member
+    already resolved rebalances at once; a regex the group has not resolved waits for the
+    refresh (one rebalance, not two)."""
+    log = Log(make_group())
+    cluster = topics(foo=2, bar=1, baz=1)
+    ok(log.hb(join("a", ["bar"], regex="foo.*"), cluster=cluster))
+    log.group.refresh_regexes(0, cluster)
+    assert ok(log.hb(beat("a", 1), cluster=cluster)).response.member_epoch == 2
+    r = ok(log.hb(join("b", None, regex="foo.*"), cluster=cluster))
+    assert log.group.group_epoch == 3 and r.response.member_epoch == 3
+    target_b = log.group.target_assignment["b"]
+    assert target_b and set(target_b) == set(tp("foo", 0))
+    r = ok(log.hb(join("c", None, regex="baz.*"), cluster=cluster))
+    assert log.group.group_epoch == 3 and r.response.assignment == {}
+    assert log.group.regex_refresh_due(0, cluster)
+    log.group.refresh_regexes(0, cluster)
+    assert log.group.group_epoch == 4
+    r = ok(log.hb(beat("c", 3), cluster=cluster))
+    assert (r.response.member_epoch, r.response.assignment) == (4, tp("baz", 0))
 
 
 def test_the_assignor_most_members_ask_for_is_used() -> None:
@@ -547,14 +604,15 @@ def owned_pairs(parts: Mapping[bytes, frozenset[int]]) -> set[tuple[bytes, int]]
     return {(t, p) for t, ps in parts.items() for p in ps}
 
 
-ACTIONS = ["new"] * 2 + ["beat"] * 10 + ["lost beat", "zombie beat", "leave", "tick", "tick", "grow"]
+ACTIONS = ["new"] * 2 + ["beat"] * 10 + ["lost beat", "zombie beat", "leave", "tick", "tick", "grow", "refresh"]
 
 
 @settings(max_examples=examples(150), deadline=None)
 @given(st.data())
 def test_random_runs_keep_partitions_exclusive_and_epochs_monotonic(data: st.DataObject) -> None:
     """Random joins, heartbeats (some responses lost), leaves, static pauses and takeovers,
-    timers and new partitions; after every step: no partition is owned by two members (in
+    timers, new partitions and regex resolutions (as the coordinator runs them: when due);
+    after every step: no partition is owned by two members (in
     the coordinator's view or the clients'), a client consumes only what its member owns,
     epochs never go down, and a member never loses a partition its target keeps.  At the
     end the group converges to Stable, and replaying its records rebuilds it."""
@@ -622,14 +680,18 @@ def test_random_runs_keep_partitions_exclusive_and_epochs_monotonic(data: st.Dat
                 clients.remove(client)
         elif kind == "tick":
             now += data.draw(st.sampled_from([500, 2_000, 5_000, 20_000, 46_000]))
-            result = group.expire(now, cluster)
-            log.extend(result.records)
-            fenced = {f.member_id for f in result.fenced}
+            expired = group.expire(now, cluster)
+            log.extend(expired.records)
+            fenced = {f.member_id for f in expired.fenced}
             if fenced:
                 event("a timer fenced a member")
             for client in clients:
                 if client.member_id in fenced:
                     client.owned = {}  # its own poll timer stopped it; it learns it was fenced next
+        elif kind == "refresh":
+            if group.regex_refresh_due(now, cluster):
+                event("regexes resolved")
+                log.extend(group.refresh_regexes(now, cluster))
         elif kind == "grow":
             name = data.draw(st.sampled_from(["foo", "bar", "baz"]))
             info = cluster[name]
@@ -648,9 +710,9 @@ def test_random_runs_keep_partitions_exclusive_and_epochs_monotonic(data: st.Dat
             mine = owned_pairs(client.owned)
             assert not mine & consumed
             consumed |= mine
-            member = after.members.get(client.member_id)
-            if member is not None:
-                assert mine <= owned_pairs(member.owned_partitions)
+            owner = after.members.get(client.member_id)
+            if owner is not None:
+                assert mine <= owned_pairs(owner.owned_partitions)
             else:
                 assert not mine
         # Epochs never go down; members never lose a partition their target keeps.
@@ -673,6 +735,8 @@ def test_random_runs_keep_partitions_exclusive_and_epochs_monotonic(data: st.Dat
         now += 20_000
         for client in list(clients):
             send(client)
+            if group.regex_refresh_due(now, cluster):
+                log.extend(group.refresh_regexes(now, cluster))
         log.extend(group.expire(now, cluster).records)
     if clients:
         assert group.state is ConsumerGroupState.STABLE, group.snapshot()

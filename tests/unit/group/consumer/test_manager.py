@@ -6,12 +6,13 @@ member-epoch checks of offset commits and fetches.  Fake clock, timers and log."
 from __future__ import annotations
 
 from mafka.errors import ErrorCode as E
+from mafka.group.consumer.group import ConsumerGroup
 from mafka.group.consumer.group_types import ConsumerGroupConfig, HeartbeatRequest
 from mafka.group.consumer.records import is_consumer_group_key
 from mafka.group.consumer_protocol import Subscription, encode_subscription
 from mafka.group.coordinator import CoordinatorConfig, GroupCoordinator
 from mafka.group.offsets import OffsetAndMetadata
-from tests.unit.group.consumer.group_helpers import topics
+from tests.unit.group.consumer.group_helpers import topics, tp
 from tests.unit.group.fakes import Clock, FakeLog, Timers
 
 GROUP = "cg"
@@ -28,6 +29,12 @@ def make(log: FakeLog | None = None, clock: Clock | None = None) -> tuple[GroupC
     assert coordinator.on_elected(0, 1)
     assert coordinator.complete_load(0, 1, log.durable[0])
     return coordinator, log, timers
+
+
+def group_of(coordinator: GroupCoordinator) -> ConsumerGroup:
+    entry = coordinator.consumer_groups.get(GROUP)
+    assert entry is not None
+    return entry.group
 
 
 def heartbeat(coordinator: GroupCoordinator, member: str, epoch: int, **fields) -> list:
@@ -61,7 +68,7 @@ def test_a_failed_write_answers_an_error_and_forgets_what_it_applied() -> None:
     answers = join(coordinator, "m2")
     log.release(E.NOT_LEADER_OR_FOLLOWER)
     assert answers[0].error_code == E.NOT_COORDINATOR
-    group = coordinator.consumer_groups.get(GROUP).group
+    group = group_of(coordinator)
     assert set(group.members) == {"m1"} and group.group_epoch == first.member_epoch
     log.auto = True
     (again,) = join(coordinator, "m2")
@@ -84,8 +91,8 @@ def test_a_silent_member_is_fenced_by_its_session_timer_and_the_fencing_is_writt
     appended = len(log.appends)
     for _ in range(4):  # m2 heartbeats every quarter session; m1 is silent for a whole session
         timers.advance(SESSION_MS // 4 + 1)
-        heartbeat(coordinator, "m2", coordinator.consumer_groups.get(GROUP).group.members["m2"].member_epoch)
-    group = coordinator.consumer_groups.get(GROUP).group
+        heartbeat(coordinator, "m2", group_of(coordinator).members["m2"].member_epoch)
+    group = group_of(coordinator)
     assert set(group.members) == {"m2"}
     assert len(log.appends) > appended
 
@@ -94,11 +101,11 @@ def test_a_new_coordinator_resumes_the_group_from_its_records() -> None:
     coordinator, log, _ = make()
     join(coordinator, "m1")
     join(coordinator, "m2")
-    m1 = coordinator.consumer_groups.get(GROUP).group.members["m1"]
+    m1 = group_of(coordinator).members["m1"]
     heartbeat(coordinator, "m1", m1.member_epoch, topic_partitions=m1.assigned_partitions)
-    before = coordinator.consumer_groups.get(GROUP).group.snapshot()
+    before = group_of(coordinator).snapshot()
     successor, _, _ = make(log)
-    after = successor.consumer_groups.get(GROUP).group.snapshot()
+    after = group_of(successor).snapshot()
     assert after == before
     # the member carries on at its epoch: no fencing after a failover
     m2 = after.members["m2"]
@@ -155,7 +162,7 @@ def test_with_migration_disabled_a_classic_join_is_refused_while_consumer_member
     joins: list = []
     coordinator.join_group(*classic_join_args(joins))
     assert joins[-1].error == E.INCONSISTENT_GROUP_PROTOCOL
-    assert set(coordinator.consumer_groups.get(GROUP).group.members) == {"m1"}
+    assert set(group_of(coordinator).members) == {"m1"}
 
 
 def test_a_classic_member_joins_a_running_consumer_group_as_a_classic_member() -> None:
@@ -164,7 +171,7 @@ def test_a_classic_member_joins_a_running_consumer_group_as_a_classic_member() -
     joins: list = []
     coordinator.join_group(*classic_join_args(joins))  # require_known_member_id False: joins at once
     assert joins and joins[-1].error == E.NONE, joins
-    members = coordinator.consumer_groups.get(GROUP).group.members
+    members = group_of(coordinator).members
     assert len(members) == 2
     assert [m.uses_classic_protocol for _, m in sorted(members.items(), key=lambda kv: kv[0] != "m1")] == [False, True]
 
@@ -191,3 +198,89 @@ def test_delete_groups_refuses_a_group_with_members_and_tombstones_an_empty_one(
     assert results[-1] == {GROUP: E.NONE}
     successor, _, _ = make(log)
     assert successor.consumer_groups.get(GROUP) is None
+
+
+def test_offset_delete_keeps_the_subscribed_topics_offsets_and_deletes_the_others() -> None:
+    """Kafka 4's ``deleteOffsets`` for a consumer group with members: GROUP_SUBSCRIBED_TO_TOPIC for
+    a subscribed topic, the others' offsets tombstoned; the group itself stays."""
+    coordinator, log, _ = make()
+    (r,) = join(coordinator, "m1")
+    offsets = {("foo", 0): OffsetAndMetadata(5, -1, "", 0, None), ("bar", 0): OffsetAndMetadata(6, -1, "", 0, None)}
+    coordinator.commit_offsets(GROUP, "m1", None, r.member_epoch, offsets, lambda _r: None, api_version=9)
+    answers: list = []
+    coordinator.delete_offsets(GROUP, [("foo", 0), ("bar", 0), ("baz", 1)], lambda e, res: answers.append((e, res)))
+    assert answers == [(E.NONE, {("foo", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("bar", 0): E.NONE, ("baz", 1): E.NONE})]
+    error, entries = coordinator.fetch_offsets(GROUP, None)
+    assert error == E.NONE and set(entries) == {("foo", 0)}
+    assert coordinator.consumer_groups.get(GROUP) is not None
+    successor, _, _ = make(log)
+    assert set(successor.fetch_offsets(GROUP, None)[1]) == {("foo", 0)}
+
+
+def test_offset_delete_of_an_empty_consumer_group_keeps_the_group() -> None:
+    """Unlike a classic group, an Empty consumer group left without offsets does not go Dead:
+    Kafka 4 leaves that to ``cleanupGroupMetadata``."""
+    coordinator, log, _ = make()
+    (r,) = join(coordinator, "m1")
+    coordinator.commit_offsets(GROUP, "m1", None, r.member_epoch, {("foo", 0): OffsetAndMetadata(5, -1, "", 0, None)},
+                               lambda _r: None, api_version=9)
+    heartbeat(coordinator, "m1", -1)
+    answers: list = []
+    coordinator.delete_offsets(GROUP, [("foo", 0)], lambda e, res: answers.append((e, res)))
+    assert answers == [(E.NONE, {("foo", 0): E.NONE})]
+    assert coordinator.fetch_offsets(GROUP, None)[1] == {}
+    assert coordinator.consumer_groups.get(GROUP) is not None
+    assert coordinator.group_manager.get_group(GROUP) is None  # no classic group appeared either
+
+
+def test_offset_delete_refuses_the_topics_a_resolved_regex_subscribes_to() -> None:
+    clock = Clock()
+    timers = Timers(clock)
+    log = FakeLog()
+    config = CoordinatorConfig(offsets_partitions=1, consumer=ConsumerGroupConfig(session_timeout_ms=SESSION_MS))
+    coordinator = GroupCoordinator(config, clock, timers, log, lambda: {**TOPICS, **topics(bar=1)})
+    assert coordinator.on_elected(0, 1) and coordinator.complete_load(0, 1, log.durable[0])
+    heartbeat(coordinator, "m1", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="ba.*", topic_partitions={})
+    answers: list = []
+    coordinator.delete_offsets(GROUP, [("bar", 0)], lambda e, res: answers.append((e, res)))
+    timers.advance(0)  # the regex is resolved
+    coordinator.delete_offsets(GROUP, [("bar", 0)], lambda e, res: answers.append((e, res)))
+    assert answers == [(E.NONE, {("bar", 0): E.NONE}), (E.NONE, {("bar", 0): E.GROUP_SUBSCRIBED_TO_TOPIC})]
+
+
+def test_a_regex_is_resolved_after_the_answer_and_new_topics_at_most_every_10_seconds() -> None:
+    """The manager's refresh step: the join is answered without the regex's topics, the
+    resolution (a timer at 0 ms) writes the group epoch it bumped, the next heartbeat brings the
+    partitions; a topic created later is matched by a heartbeat's refresh 10 s after the last;
+    a successor coordinator keeps the resolution."""
+    clock = Clock()
+    timers = Timers(clock)
+    log = FakeLog()
+    cluster = {**TOPICS, **topics(bar=1)}
+    config = CoordinatorConfig(offsets_partitions=1, consumer=ConsumerGroupConfig(session_timeout_ms=SESSION_MS))
+    coordinator = GroupCoordinator(config, clock, timers, log, lambda: cluster)
+    assert coordinator.on_elected(0, 1) and coordinator.complete_load(0, 1, log.durable[0])
+    (r,) = heartbeat(coordinator, "m1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=["foo"],
+                     subscribed_topic_regex="ba.*", topic_partitions={})
+    assert (r.member_epoch, r.assignment) == (1, tp("foo", 0, 1, 2, 3))
+    appends = len(log.appends)
+    timers.advance(0)
+    assert len(log.appends) == appends + 1  # the resolution's records, written
+    (r,) = heartbeat(coordinator, "m1", 1, topic_partitions=r.assignment)
+    assert (r.member_epoch, r.assignment) == (2, {**tp("foo", 0, 1, 2, 3), **tp("bar", 0)})
+
+    cluster["baz"] = topics(baz=1)["baz"]
+    timers.advance(5_000)
+    (r,) = heartbeat(coordinator, "m1", 2, topic_partitions=r.assignment)
+    timers.advance(0)
+    assert r.member_epoch == 2 and group_of(coordinator).group_epoch == 2  # not yet
+    timers.advance(5_000)
+    (r,) = heartbeat(coordinator, "m1", 2, topic_partitions=r.assignment)
+    timers.advance(0)
+    assert group_of(coordinator).group_epoch == 3
+    (r,) = heartbeat(coordinator, "m1", 2, topic_partitions=r.assignment)
+    assert (r.member_epoch, r.assignment) == (3, {**tp("foo", 0, 1, 2, 3), **tp("bar", 0), **tp("baz", 0)})
+
+    successor = GroupCoordinator(config, clock, Timers(clock), log, lambda: cluster)
+    assert successor.on_elected(0, 2) and successor.complete_load(0, 2, log.durable[0])
+    assert group_of(successor).subscribed_topics() == {"foo", "bar", "baz"}
