@@ -59,7 +59,8 @@ def heartbeat_request(body: Any, version: int, client_id: str, client_host: str)
     )
 
 
-def heartbeat_response(r: HeartbeatResponse) -> dict[str, Any]:
+def heartbeat_response(r: Any) -> dict[str, Any]:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat response body (the two share their fields)."""
     assignment = None
     if r.assignment is not None:
         assignment = {
@@ -110,12 +111,12 @@ def handlers(broker: Any) -> dict[int, Any]:
         groups = []
         for group_id in body.group_ids:
             if not authz.allows(connection, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-                groups.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+                groups.append(failed_group(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
                 continue
             error, entry = coordinator().describe_consumer_group(group_id)
             if entry is None:
                 message = f"Group {group_id} is not a consumer group." if error == ErrorCode.GROUP_ID_NOT_FOUND else None
-                groups.append(_failed(group_id, error, message))
+                groups.append(failed_group(group_id, error, message))
                 continue
             group = entry.group
             members = []
@@ -158,7 +159,7 @@ def handlers(broker: Any) -> dict[int, Any]:
     }
 
 
-def _failed(group_id: str, error: int, message: str | None) -> dict[str, Any]:
+def failed_group(group_id: str, error: int, message: str | None) -> dict[str, Any]:
     return {
         "error_code": error,
         "error_message": message,

@@ -17,7 +17,7 @@ from twisted.internet import defer
 
 from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED
 from mafka.broker.handler_authz import AdminAuthz
-from mafka.broker.handlers.consumer_groups import client_host
+from mafka.broker.handlers.consumer_groups import client_host, failed_group, heartbeat_response
 from mafka.errors import ErrorCode
 from mafka.group.share.group_types import HeartbeatRequest, HeartbeatResponse
 from mafka.security.acl import AclOperation, ResourceType
@@ -25,23 +25,6 @@ from mafka.security.acl import AclOperation, ResourceType
 __all__ = ["handlers"]
 
 SHARE_GROUP_HEARTBEAT, SHARE_GROUP_DESCRIBE = 76, 77
-
-
-def heartbeat_response(r: HeartbeatResponse) -> dict[str, Any]:
-    assignment = None
-    if r.assignment is not None:
-        assignment = {"topic_partitions": [
-            {"topic_id": topic_id, "partitions": sorted(parts)} for topic_id, parts in sorted(r.assignment.items())
-        ]}
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(r.error_code),
-        "error_message": r.error_message,
-        "member_id": r.member_id,
-        "member_epoch": r.member_epoch,
-        "heartbeat_interval_ms": r.heartbeat_interval_ms,
-        "assignment": assignment,
-    }
 
 
 def handlers(broker: Any) -> dict[int, Any]:
@@ -74,12 +57,12 @@ def handlers(broker: Any) -> dict[int, Any]:
         groups = []
         for group_id in body.group_ids:
             if not authz.allows(connection, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-                groups.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
+                groups.append(failed_group(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None))
                 continue
             error, entry = coordinator().describe_share_group(group_id)
             if entry is None:
                 message = f"Group {group_id} is not a share group." if error == ErrorCode.GROUP_ID_NOT_FOUND else None
-                groups.append(_failed(group_id, error, message))
+                groups.append(failed_group(group_id, error, message))
                 continue
             d = entry.group.describe(broker.group_service.topics_for_groups())
             groups.append({
@@ -114,16 +97,3 @@ def handlers(broker: Any) -> dict[int, Any]:
 
     return {SHARE_GROUP_HEARTBEAT: share_group_heartbeat, SHARE_GROUP_DESCRIBE: share_group_describe}
 
-
-def _failed(group_id: str, error: int, message: str | None) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "error_message": message,
-        "group_id": group_id,
-        "group_state": "Dead" if error == ErrorCode.GROUP_ID_NOT_FOUND else "",
-        "group_epoch": -1,
-        "assignment_epoch": -1,
-        "assignor_name": "",
-        "members": [],
-        "authorized_operations": NOT_PROVIDED,
-    }
