@@ -14,15 +14,20 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from twisted.internet import defer, reactor
 from twisted.internet.threads import blockingCallFromThread
 
 from tests.hypothesis_budget import examples
 
 # Property tests that name no example count draw Hypothesis's default 100, scaled as
-# tests/hypothesis_budget.py says (``make test`` draws a share).
-settings.register_profile("mafka", max_examples=examples(100))
+# tests/hypothesis_budget.py says (``make test`` draws a share).  Hypothesis's timing checks
+# (slow input generation, the per-example deadline) measure the machine's load, not the code:
+# on a loaded 2-core CI machine they failed a property test that was right, so they are off
+# for every test.
+settings.register_profile(
+    "mafka", max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("mafka")
 
 _started = threading.Event()
