@@ -41,6 +41,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, NamedTuple
 
+from mafka.client.aio_share_consumer import AIOShareConsumer
 from mafka.client.aio_util import wait_event
 from mafka.client.config import parse_config
 from mafka.client.consumer_group_member import ConsumerGroupMember, new_group_member
@@ -67,7 +68,7 @@ from mafka.client.producer_batch import ProducerBatch, encoded_record_size
 from mafka.client.sender import ProducerEngine
 from mafka.topics import TopicPartitionTuple
 
-__all__ = ["AIOProducer", "AIOConsumer", "RecordMetadata"]
+__all__ = ["AIOProducer", "AIOConsumer", "AIOShareConsumer", "RecordMetadata"]
 
 
 class RecordMetadata(NamedTuple):

@@ -369,6 +369,10 @@ PROPERTIES: tuple[Prop, ...] = (
     Prop("check.crcs", "bool", False, _C),
     Prop("enable.partition.eof", "bool", False, _C),
     Prop("on_commit", "callable", None, _C, strict_roles=True),
+    # KIP-932's share consumer (mafka.client.ShareConsumer): records per poll (and per ShareFetch),
+    # and whether poll() accepts the previous poll's records or the application acknowledges each.
+    Prop("max.poll.records", "int", 500, _C, lo=1, hi=2147483647),
+    Prop("share.acknowledgement.mode", "enum", "implicit", _C, choices=_words("implicit", "explicit")),
     # -- consumer, inert -------------------------------------------------------------------
     Prop("fetch.error.backoff.ms", "int", 500, _C, lo=0, hi=300000, inert=True),
     Prop("fetch.queue.backoff.ms", "int", 1000, _C, lo=0, hi=300000, inert=True),

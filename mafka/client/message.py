@@ -83,7 +83,7 @@ class Message:
 
     __slots__ = (
         "_topic", "_partition", "_offset", "_key", "_value", "_headers",
-        "_ts_type", "_timestamp", "_error", "_leader_epoch", "_latency",
+        "_ts_type", "_timestamp", "_error", "_leader_epoch", "_latency", "_delivery_count",
     )
 
     def __init__(
@@ -110,6 +110,7 @@ class Message:
         self._error = error
         self._leader_epoch = leader_epoch
         self._latency: float | None = None
+        self._delivery_count: int | None = None
 
     def topic(self) -> str | None:
         return self._topic
@@ -140,6 +141,10 @@ class Message:
 
     def latency(self) -> float | None:
         return self._latency
+
+    def delivery_count(self) -> int | None:
+        """How many times a share group delivered this record (1 the first time); None outside share groups."""
+        return self._delivery_count
 
     def set_key(self, key: bytes | None) -> None:
         self._key = key
