@@ -43,7 +43,8 @@ THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_t
 	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
 	tests/integration/test_acls_cli.py tests/integration/test_dump_log.py tests/integration/test_kafka_tools.py \
-	tests/integration/test_console.py
+	tests/integration/test_console.py tests/integration/test_client_share_consumer.py \
+	tests/integration/test_group_types_delayed_txn.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)

@@ -2,8 +2,9 @@
 
 A classic or consumer group can feed one partition to one member only; a share group (KIP-932)
 hands each record of a partition to one member at a time, so members beyond the partition count
-still add throughput.  On a local 3-broker Mafka cluster (RF 3) this starts N confluent-kafka
-``ShareConsumer`` processes in one share group on a one-partition topic (implicit
+still add throughput.  On a local 3-broker Mafka cluster (RF 3) this starts N ``ShareConsumer``
+processes (confluent-kafka's, librdkafka's preview share consumer, and ``mafka.client``'s:
+``--clients``) in one share group on a one-partition topic (implicit
 acknowledgement, ``--work-ms`` of sleep per record), makes sure the share-partition is live (share
 groups start at ``latest``), writes ``--records`` records and times how long the group takes to
 consume them all; every record must be received (redeliveries are counted, not double-counted).
@@ -12,6 +13,7 @@ Prints records/s per member count and the speed-up over one member.
 Usage::
 
     python scripts/bench_share_groups.py [--members 1,4,16] [--records 4000] [--work-ms 1] [--rounds 1]
+        [--clients confluent,mafka]
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ SETTINGS = {
 #: One member: consume, sleep per record, print one JSON line per second and per record batch.
 MEMBER = r"""
 import json, sys, time
-from confluent_kafka import ShareConsumer
-bootstrap, group, topic, work_ms = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+bootstrap, group, topic, work_ms, client = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.argv[5]
+if client == "mafka":
+    from mafka.client import ShareConsumer
+else:
+    from confluent_kafka import ShareConsumer
 c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group})
 c.subscribe([topic])
 print(json.dumps({"event": "ready"}), flush=True)
@@ -67,9 +72,10 @@ finally:
 
 
 class Member:
-    def __init__(self, bootstrap: str, group: str, topic: str, work_ms: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, str(work_ms)],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    def __init__(self, bootstrap: str, group: str, topic: str, work_ms: float, client: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, bootstrap, group, topic, str(work_ms), client],
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     cwd=Path(__file__).resolve().parent.parent)
         self.values: list[tuple[float, str]] = []
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -102,13 +108,13 @@ def produce(bootstrap: str, topic: str, values: list[str]) -> None:
         raise RuntimeError("records not written")
 
 
-def run(bootstrap: str, members: int, records: int, work_ms: float) -> tuple[float, int]:
+def run(bootstrap: str, members: int, records: int, work_ms: float, client: str) -> tuple[float, int]:
     """(records/s, redeliveries) for one share group of *members* on a fresh one-partition topic."""
     topic = f"share-bench-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     group = f"sg-{uuid.uuid4().hex[:8]}"
-    ms = [Member(bootstrap, group, topic, work_ms) for _ in range(members)]
+    ms = [Member(bootstrap, group, topic, work_ms, client) for _ in range(members)]
     try:
         # Share groups start at latest: probe until a member receives a record.
         deadline = time.monotonic() + 120
@@ -145,24 +151,29 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=4000)
     parser.add_argument("--work-ms", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--clients", default="confluent,mafka", help="confluent and/or mafka")
     args = parser.parse_args()
+    clients = args.clients.split(",")
     counts = [int(n) for n in args.members.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-share-"))
     cluster = LocalCluster(work / "cluster", brokers=3, settings=SETTINGS).start()
-    results: dict[int, list[float]] = {}
+    results: dict[tuple[str, int], list[float]] = {}
     try:
-        for r in range(args.rounds):
+        for r in range(args.rounds):  # interleaved: each round measures every client and size
             for n in counts:
-                rate, redelivered = run(cluster.bootstrap, n, args.records, args.work_ms)
-                results.setdefault(n, []).append(rate)
-                print(f"round {r + 1} members {n:3} {rate:8.0f} records/s  redelivered {redelivered}", flush=True)
+                for client in clients:
+                    rate, redelivered = run(cluster.bootstrap, n, args.records, args.work_ms, client)
+                    results.setdefault((client, n), []).append(rate)
+                    print(f"round {r + 1} {client:9} members {n:3} {rate:8.0f} records/s  redelivered {redelivered}",
+                          flush=True)
     finally:
         cluster.stop()
-    base = statistics.median(results[counts[0]])
     print(f"\none partition, {args.work_ms:g} ms per record, {args.records} records, medians of {args.rounds}:")
-    for n in counts:
-        rate = statistics.median(results[n])
-        print(f"  {n:3} members  {rate:8.0f} records/s  x{rate / base:.2f} of {counts[0]} member(s)")
+    for client in clients:
+        base = statistics.median(results[(client, counts[0])])
+        for n in counts:
+            rate = statistics.median(results[(client, n)])
+            print(f"  {client:9} {n:3} members  {rate:8.0f} records/s  x{rate / base:.2f} of {counts[0]} member(s)")
     return 0
 
 
