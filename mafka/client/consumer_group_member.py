@@ -43,6 +43,7 @@ from mafka.client.consumer_membership import (
     Reconciliation,
     combine_regexes,
 )
+from mafka.client.group_coordinator import GroupCoordinatorLink
 from mafka.client.group_member import GroupMember, RebalanceEvent
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
@@ -70,7 +71,7 @@ def new_group_member(kernel: Kernel, notify: Callable[[Any], None]) -> GroupMemb
     return GroupMember(kernel, notify)
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(GroupCoordinatorLink):
     """One consumer's membership of ``group.id`` with ``group.protocol=consumer``.
 
     Args:
@@ -260,25 +261,6 @@ class ConsumerGroupMember:
         self._stale_since = time.monotonic()
         await self._send_leave(body)
         await self._release_lost()
-
-    async def _ensure_coordinator(self, deadline: float | None = None) -> None:
-        """Finds the coordinator, retrying; ConnectionError once ``deadline`` (monotonic) passes."""
-        while self.coordinator < 0:
-            if deadline is not None and time.monotonic() > deadline:
-                raise ConnectionError(f"no coordinator found for group {self.group_id}")
-            try:
-                self.coordinator = await self.kernel.find_coordinator(self.group_id)
-            except Exception as exc:  # noqa: BLE001 - any lookup failure: back off and retry
-                log.debug("find coordinator for %s: %r", self.group_id, exc)
-                await asyncio.sleep(self.backoff)
-
-    def _coordinator_lost(self) -> None:
-        if self.coordinator >= 0:
-            self.kernel.disconnect(self.coordinator, "group")
-        self.coordinator = -1
-
-    async def _send(self, api_key: int, body: dict[str, Any], timeout: float | None = None) -> Any:
-        return await self.kernel.send(self.coordinator, api_key, body, channel="group", timeout=timeout)
 
     # -- reconciliation -----------------------------------------------------------------------
 

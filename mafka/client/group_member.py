@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mafka.client.assignors import parse_strategy_list
+from mafka.client.group_coordinator import GroupCoordinatorLink
 from mafka.client.group_state import Membership, Outcome
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
@@ -54,7 +55,7 @@ class RebalanceEvent:
     done: asyncio.Future[None] = field(repr=False)
 
 
-class GroupMember:
+class GroupMember(GroupCoordinatorLink):
     """One consumer's membership of ``group.id``: the driver of :class:`~mafka.client.group_state.Membership`.
 
     Args:
@@ -163,25 +164,6 @@ class GroupMember:
                 log.debug("group %s: %s", self.group_id, exc)
                 self.coordinator = -1
                 await asyncio.sleep(self.backoff)
-
-    async def _ensure_coordinator(self, deadline: float | None = None) -> None:
-        """Finds the coordinator, retrying; ConnectionError once ``deadline`` (monotonic) passes."""
-        while self.coordinator < 0:
-            if deadline is not None and time.monotonic() > deadline:
-                raise ConnectionError(f"no coordinator found for group {self.group_id}")
-            try:
-                self.coordinator = await self.kernel.find_coordinator(self.group_id)
-            except Exception as exc:  # noqa: BLE001 - any lookup failure: back off and retry
-                log.debug("find coordinator for %s: %r", self.group_id, exc)
-                await asyncio.sleep(self.backoff)
-
-    def _coordinator_lost(self) -> None:
-        if self.coordinator >= 0:
-            self.kernel.disconnect(self.coordinator, "group")
-        self.coordinator = -1
-
-    async def _send(self, api_key: int, body: dict[str, Any], timeout: float | None = None) -> Any:
-        return await self.kernel.send(self.coordinator, api_key, body, channel="group", timeout=timeout)
 
     async def _handoff(self, kind: str, partitions: set[TopicPartitionTuple], incremental: bool) -> None:
         """Hands an assignment change to the application and waits until it was handled."""

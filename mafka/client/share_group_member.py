@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from mafka.client.aio_util import wait_event
+from mafka.client.group_coordinator import GroupCoordinatorLink
 from mafka.client.kafka_error import KafkaError
 from mafka.client.kernel import Kernel
 from mafka.client.share_membership import SHARE_NOT_SUPPORTED, ShareMembership, ShareMemberState
@@ -33,7 +34,7 @@ _TICK = 1.0
 _LEAVE_TIMEOUT = 5.0
 
 
-class ShareGroupMember:
+class ShareGroupMember(GroupCoordinatorLink):
     """One share consumer's membership of ``group.id``.
 
     Args:
@@ -115,7 +116,7 @@ class ShareGroupMember:
             return
         body = m.heartbeat_request(now)
         try:
-            response = await self.kernel.send(self.coordinator, SHARE_GROUP_HEARTBEAT, body, channel="group")
+            response = await self._send(SHARE_GROUP_HEARTBEAT, body)
         except UnsupportedByBroker:
             outcome = m.fail(KafkaError(ErrorCode.UNSUPPORTED_VERSION, SHARE_NOT_SUPPORTED, fatal=True))
         else:
@@ -153,19 +154,6 @@ class ShareGroupMember:
             await asyncio.sleep(wait)
             wait = min(wait * 2, self.kernel.config["retry.backoff.max.ms"] / 1000.0)
 
-    async def _ensure_coordinator(self) -> None:
-        while self.coordinator < 0 and not self.closing:
-            try:
-                self.coordinator = await self.kernel.find_coordinator(self.group_id)
-            except Exception as exc:  # noqa: BLE001 - any lookup failure: back off and retry
-                log.debug("find coordinator for %s: %r", self.group_id, exc)
-                await asyncio.sleep(self.backoff)
-
-    def _coordinator_lost(self) -> None:
-        if self.coordinator >= 0:
-            self.kernel.disconnect(self.coordinator, "group")
-        self.coordinator = -1
-
     async def leave(self) -> None:
         """Leaves the group (a heartbeat with epoch -1), bounded."""
         body = self.state.leave_request()
@@ -177,7 +165,6 @@ class ShareGroupMember:
         if body is None or self.coordinator < 0:
             return
         try:
-            await self.kernel.send(self.coordinator, SHARE_GROUP_HEARTBEAT, body, channel="group",
-                                   timeout=_LEAVE_TIMEOUT)
+            await self._send(SHARE_GROUP_HEARTBEAT, body, timeout=_LEAVE_TIMEOUT)
         except (TimeoutError, ConnectionError, UnsupportedByBroker) as exc:
             log.debug("share group %s: leave heartbeat: %r", self.group_id, exc)
