@@ -160,11 +160,18 @@ class GroupService:
             OffsetsTopicLog(broker),
             self.topics_for_groups,
         )
+        # Per-group session timeout / heartbeat interval overrides (``/config/groups/<g>``).
+        self.coordinator.use_group_configs(self.group_overrides)
         self._topics: tuple[int, dict[str, TopicInfo]] = (-1, {})
         self._topic = InternalTopic(broker, GROUP_METADATA_TOPIC, log)
         # Stall guard (see :meth:`checked_coordinator`).
         self._stall = StallGuard(broker, self.coordinator, GROUP_METADATA_TOPIC, self.on_leadership, log,
                                  "group coordinator")
+
+    def group_overrides(self, group_id: str) -> dict[str, str]:
+        """The group's config overrides from the broker's group config cache (none before it loaded)."""
+        cache = getattr(self.broker, "group_configs", None)
+        return cache.get(group_id) if cache is not None else {}
 
     def topics_for_groups(self) -> dict[str, TopicInfo]:
         """The cluster's topics as consumer groups see them (id, name, partition count), from the

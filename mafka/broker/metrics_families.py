@@ -183,6 +183,35 @@ def _lag(snap: Snapshot) -> Iterator[TextBlock]:
                   (({"consumergroup": g, "topic": t}, n) for (g, t), n in sorted(lag_sum.items())))
 
 
+def _share(snap: Snapshot) -> Iterator[TextBlock]:
+    """KIP-932's share-partitions led here: Kafka 4.2's ``SharePartitionMetrics`` and
+    ``ShareGroupMetrics`` where Kafka has the figure, ``mafka_share_*`` for the locks held and the
+    redeliveries."""
+    share = snap.share
+    if not share:
+        return
+
+    def labels(group: str, topic: str, partition: int) -> dict[str, str]:
+        return {"group": group, "topic": topic, "partition": str(partition)}
+
+    rows = share["partitions"]
+    yield _gauges("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                  "Records in the share-partition's in-flight window, start to end offset (InFlightMessageCount)",
+                  ((labels(g, t, p), n) for g, t, p, n, _ in rows))
+    yield _gauges("mafka_share_partition_acquired_records",
+                  "Records of the share-partition acquired by members now (in-flight locks)",
+                  ((labels(g, t, p), n) for g, t, p, _, n in rows))
+    yield _counter("kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
+                   "Records whose acquisition lock timed out (AcquisitionLockTimeoutPerSec)",
+                   ((labels(g, t, p), n) for g, t, p, n in share["lock_timeouts"]))
+    yield _counter("mafka_share_redelivered_records",
+                   "Records delivered again (acquired with a delivery count above 1)",
+                   ((labels(g, t, p), n) for g, t, p, n in share["redelivered"]))
+    yield _counter("kafka_server_sharegroupmetrics_recordacknowledgements",
+                   "Records acknowledged, by acknowledgement type (RecordAcknowledgementsPerSec)",
+                   (({"ackType": kind}, n) for kind, n in share["acknowledged"]))
+
+
 def _transactions(snap: Snapshot) -> Iterator[TextBlock]:
     yield _gauges("mafka_transaction_coordinator_transactions", "Transactions this coordinator holds, by state",
                   (({"state": state}, snap.transactions.get(state, 0)) for state in (
@@ -266,6 +295,7 @@ def families(snap: Snapshot, broker: Any) -> Iterator[TextBlock]:
                           getattr(log_manager, "flush_times", None), snap.monotonic_ms)
     yield from _groups(snap)
     yield from _lag(snap)
+    yield from _share(snap)
     yield from _transactions(snap)
     yield from _zookeeper(snap)
     yield from _requests(getattr(broker, "request_metrics", None))

@@ -17,6 +17,8 @@ from typing import Any
 
 from twisted.internet import defer
 
+from mafka.group.share.partition_state import AcknowledgeType
+
 __all__ = ["PartitionColumns", "Snapshot", "take_snapshot", "SLICE"]
 
 #: partitions read per reactor turn (a few ms of reactor time each, on a busy machine)
@@ -76,6 +78,10 @@ class Snapshot:
     delayed_delivered: int = 0
     half_waiting: dict[str, int] = field(default_factory=dict)
     cold: dict[str, Any] = field(default_factory=dict)
+    #: the share-partitions led here (:func:`_share`): "partitions" (group, topic, partition, in
+    #: flight, acquired), "redelivered" / "lock_timeouts" (group, topic, partition, count), and
+    #: "acknowledged" (ack type name, records)
+    share: dict[str, list[Any]] = field(default_factory=dict)
     #: monotonic ms when rendered: the time the latency windows (kept in monotonic ms) are read at
     monotonic_ms: int = 0
     #: the longest reactor turn one step of taking this snapshot took (ms), per kind of step
@@ -200,6 +206,39 @@ def _rest(broker: Any, snap: Snapshot) -> None:
     reader = getattr(broker, "cold_reads", None)
     if reader is not None:
         snap.cold["reads"] = reader.reads
+    snap.share = _share(broker)
+
+
+def _share(broker: Any) -> dict[str, list[Any]]:
+    """The share-partition figures of the broker's share fetch service (topic ids named by the
+    metadata cache; a topic deleted meanwhile is left out)."""
+    service = getattr(broker, "share_fetch", None)
+    if service is None:
+        return {}
+    manager = service.manager
+    name_of = broker.metadata_cache.topic_name
+
+    def named(counts: dict[Any, int]) -> list[tuple[str, str, int, int]]:
+        rows = []
+        for key, n in counts.items():
+            topic = name_of(key.topic_id)
+            if topic is not None:
+                rows.append((key.group_id, topic, key.partition, n))
+        return sorted(rows)
+
+    partitions = []
+    for key, in_flight, acquired in manager.share_partition_rows():
+        topic = name_of(key.topic_id)
+        if topic is not None:
+            partitions.append((key.group_id, topic, key.partition, in_flight, acquired))
+    return {
+        "partitions": sorted(partitions),
+        "redelivered": named(manager.redelivered),
+        "lock_timeouts": named(manager.lock_timeouts),
+        # Kafka registers a meter per type at start-up: every type, 0 until counted
+        "acknowledged": [(kind.name.capitalize(), manager.acknowledged.get(kind, 0))
+                         for kind in AcknowledgeType if kind != AcknowledgeType.GAP],
+    }
 
 
 def take_snapshot(broker: Any) -> Any:

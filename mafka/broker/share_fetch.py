@@ -348,6 +348,18 @@ class ShareFetchService:
         """The group coordinator here removed the member: its session goes, its records are released."""
         self.sessions.remove_member(group_id, member_id)
         self.manager.release_member(group_id, member_id)
+        self._maybe_group_empty(group_id)
+
+    def _maybe_group_empty(self, group_id: str) -> None:
+        """Kafka's ``onGroupEmpty``: no session of *group_id* is left here, so its share-partitions
+        are dropped (a share group deleted and created again must not find the old state here)."""
+        if self.sessions.members(group_id) != 0:
+            return
+        # Fetches still waiting belonged to the sessions that went: they end empty rather than
+        # load the share-partitions again once they are dropped.
+        for op in {op for ops in self._waiting.values() for op in ops if op.group_id == group_id}:
+            self._complete(op, {})
+        self.manager.drop_group(group_id)
 
     def release_session(self, group_id: str, member_id: str) -> None:
         """A final-epoch request was answered: the session goes and the member's records in its
@@ -357,6 +369,7 @@ class ShareFetchService:
         except KafkaError:
             return
         self.manager.release_member(group_id, member_id, partitions)
+        self._maybe_group_empty(group_id)
 
     def track_connection(self, connection_id: str, connection: Any) -> None:
         """A session was opened on *connection*: watch it for closing."""
@@ -372,6 +385,7 @@ class ShareFetchService:
             if session is not None:
                 log.debug("Share session %s closed with its connection", session.key)
                 self.manager.release_member(session.key.group_id, session.key.member_id, session.partitions)
+                self._maybe_group_empty(session.key.group_id)
 
     # ------------------------------------------------------------------ acknowledging
 

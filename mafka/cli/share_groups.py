@@ -17,14 +17,15 @@ data as Kafka computes them; unknown values print ``-``).  Actions (exactly one)
   group; ``--to-offset`` is clamped to [earliest, latest] with a WARN line; ``--execute`` sends
   AlterShareGroupOffsets.  Kafka's ``GROUP TOPIC PARTITION NEW-OFFSET`` table.
 * ``--delete-offsets --group g --topic t …``: DeleteShareGroupOffsets; Kafka's ``TOPIC STATUS`` table.
+* ``--delete (--group g … | --all-groups)``: DeleteGroups of Empty share groups (the broker deletes
+  the share-partitions' state at the share coordinator first); a group that is not a share group,
+  is Dead or is not Empty is refused before any request, as Kafka's ``deleteShareGroups``.
 
 Streams as Kafka's: tables and ``Error: …`` lines on stdout, "has no active members" and WARN
 lines on stderr, usage errors on stderr.  Unlike Kafka (which exits 0 after ``printError``),
 every error exits with status 1.
 
-Not supported: ``--to-datetime``, ``--from-file``, ``--export``, and ``--delete``: Mafka's DeleteGroups
-does not delete share groups yet (the share-group state would have to be deleted at the share
-coordinator first, as Kafka's ``deleteGroups`` does), so the action is left out rather than always failing.
+Not supported: ``--to-datetime``, ``--from-file``, ``--export``.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ __all__ = [
     "format_offsets",
     "format_reset",
     "format_state",
+    "format_delete",
     "format_delete_offsets",
     "run",
 ]
@@ -62,7 +64,7 @@ __all__ = [
 MISSING = "-"
 #: Kafka's ``GroupState.groupStatesForType(SHARE)``
 STATES = ("Empty", "Stable", "Dead")
-ACTIONS = ("list", "describe", "reset-offsets", "delete-offsets")
+ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
 SCENARIOS = ("to-offset", "to-earliest", "to-latest", "to-current")
 
 OffsetRow = tuple[str, int, SharePartitionOffsetInfo | None]
@@ -162,6 +164,19 @@ def format_reset(group: str, offsets: dict[TopicPartitionTuple, int]) -> list[st
         _line(widths, (group, t, p, off)) for (t, p), off in sorted(offsets.items())]
 
 
+def format_delete(deleted: list[str], failed: dict[str, str]) -> list[str]:
+    """``deleteShareGroups``' report: success, or ``Error: Deletion of some share groups failed:``,
+    a ``* Group 'g' could not be deleted due to: <exception>`` line each, then the ones deleted."""
+    quoted = [f"'{g}'" for g in deleted]
+    if not failed:
+        return [f"Deletion of requested share groups ({', '.join(quoted)}) was successful."]
+    lines = ["", "Error: Deletion of some share groups failed:"]
+    lines += [f"* Group '{g}' could not be deleted due to: {e}" for g, e in failed.items()]
+    if deleted:
+        lines += ["", f"These share groups were deleted successfully: {', '.join(quoted)}"]
+    return lines
+
+
 def format_delete_offsets(results: dict[str, str | None]) -> list[str]:
     """``deleteOffsets``' table: ``TOPIC STATUS`` (``Successful`` or ``Error: <message>``)."""
     width = max([15] + [len(t) for t in results])
@@ -175,7 +190,7 @@ def format_delete_offsets(results: dict[str, str | None]) -> list[str]:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "share-groups",
-        help="list and describe share groups, reset or delete their offsets (kafka-share-groups)",
+        help="list, describe and delete share groups, reset or delete their offsets (kafka-share-groups)",
     )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     for action in ACTIONS:
@@ -209,7 +224,7 @@ def check_args(args: argparse.Namespace) -> str:
     """The chosen action; UsageError with Kafka 4.2's message for bad combinations."""
     actions = [a for a in ACTIONS if _has(args, a)]
     if len(actions) != 1:
-        raise UsageError("Command must include exactly one action: --list, --describe, --reset-offsets, "
+        raise UsageError("Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
                          "--delete-offsets.")
     action = actions[0]
     if action == "describe":
@@ -219,6 +234,8 @@ def check_args(args: argparse.Namespace) -> str:
             raise UsageError("Option [describe] takes at most one of these options: [members], [offsets], [state]")
         if args.state:
             raise UsageError("Option [describe] does not take a value for [state]")
+    if action == "delete" and not args.group and not args.all_groups:
+        raise UsageError("Option [delete] takes one of these options: [all-groups], [group]")
     if action == "delete-offsets" and (not args.group or not args.topic):
         raise UsageError("Option [delete-offsets] takes the following options: [group], [topic]")
     if action == "reset-offsets":
@@ -242,7 +259,7 @@ def check_args(args: argparse.Namespace) -> str:
         raise UsageError('Option "[group]" can\'t be used with option "[all-groups]"')
     if args.group and action == "list":
         raise UsageError('Option "[group]" can\'t be used with option "[list]"')
-    if args.topic and action in ("list", "describe"):
+    if args.topic and action in ("list", "describe", "delete"):
         raise UsageError(f'Option "[topic]" can\'t be used with option "[{action}]"')
     return action
 
@@ -252,6 +269,11 @@ def check_args(args: argparse.Namespace) -> str:
 
 class ShareAdmin(GroupAdmin):
     """The share-group admin calls, bounded by ``timeout_s`` (see :class:`GroupAdmin`)."""
+
+    def delete_share_group(self, group: str) -> str | None:
+        """DeleteGroups of one share group: None, or the Java exception Kafka's tool prints."""
+        code = self.delete_group(group)
+        return None if code == ErrorCode.NONE else java_error(code)
 
     def list_share_groups(self) -> list[tuple[str, str]]:
         listed = self._result("listGroups", self.admin.list_share_groups(self.timeout_s))
@@ -427,6 +449,35 @@ class Command:
             self.admin.alter(group, offsets)
         print("\n".join(format_reset(group, offsets)))
 
+    # -- delete --------------------------------------------------------------
+
+    def delete(self) -> None:
+        """Kafka 4.2's ``deleteShareGroups``."""
+        listed = dict(self.admin.list_share_groups())
+        wanted = builtins.list(listed) if self.args.all_groups else builtins.list(dict.fromkeys(self.args.group))
+        failed: dict[str, str] = {}
+        for group in wanted:
+            state = listed.get(group)
+            if state is None:
+                failed[group] = f"java.lang.IllegalArgumentException: Group '{group}' is not a share group."
+            elif state == "Dead":
+                failed[group] = f"java.lang.IllegalStateException: Share group '{group}' group state is DEAD."
+            elif state != "Empty":
+                failed[group] = ("org.apache.kafka.common.errors.GroupNotEmptyException: "
+                                 f"Share group '{group}' is not EMPTY.")
+        deleted: builtins.list[str] = []
+        for group in wanted:
+            if group in failed:
+                continue
+            error = self.admin.delete_share_group(group)
+            if error is None:
+                deleted.append(group)
+            else:
+                failed[group] = error
+        print("\n".join(format_delete(deleted, failed)))
+        if failed:
+            self.failed = True
+
     # -- delete-offsets ------------------------------------------------------
 
     def delete_offsets(self) -> None:
@@ -460,8 +511,8 @@ def run(args: argparse.Namespace) -> int:
             raise CommandFailed(f"org.apache.kafka.common.config.ConfigException: {exc}") from None
         try:
             command = Command(ShareAdmin(admin, args.timeout / 1000), args)
-            {"list": command.list, "describe": command.describe, "reset-offsets": command.reset_offsets,
-             "delete-offsets": command.delete_offsets}[action]()
+            {"list": command.list, "describe": command.describe, "delete": command.delete,
+             "reset-offsets": command.reset_offsets, "delete-offsets": command.delete_offsets}[action]()
         finally:
             admin.close()
     except UsageError as exc:

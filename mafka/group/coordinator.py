@@ -722,11 +722,43 @@ class GroupCoordinator:
             group.state.value, group.protocol_type or "", (group.protocol_name or "") if stable else "", members
         )
 
+    def use_group_configs(self, overrides: Callable[[str], Mapping[str, str]]) -> None:
+        """Kafka 4's ``GroupConfigManager``: *overrides(group id)* are the group's config overrides;
+        consumer groups apply ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``
+        and share groups ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` from them
+        (read at each heartbeat: a member's session timer and the interval it is told)."""
+        self.consumer_groups.consumer_kind.overrides = overrides
+        self.share_groups.share_kind.overrides = overrides
+
+    def begin_share_group_deletions(
+        self, group_ids: list[str], respond: Callable[[dict[str, tuple[int, dict[bytes, frozenset[int]]]]], None]
+    ) -> None:
+        """DeleteGroups, first step for the share groups among *group_ids* (Kafka 4.2's
+        ``deleteShareGroups``): ``respond({share group id: (error, topic id → partitions whose
+        state the share coordinator must delete)})``; ids that are no share group held here are
+        left out (:meth:`delete_groups` answers them).  Then DeleteShareGroupState (the caller's),
+        then :meth:`delete_groups` for the groups whose state is gone."""
+        wanted = [g for g in dict.fromkeys(group_ids)
+                  if self._status_error(g, allow_empty_id=True) is None and self.share_groups.get(g) is not None]
+        results: dict[str, tuple[int, dict[bytes, frozenset[int]]]] = {}
+        if not wanted:
+            return respond(results)
+
+        def one_done(gid: str, error: int, to_delete: dict[bytes, frozenset[int]]) -> None:
+            results[gid] = (error, to_delete)
+            if len(results) == len(wanted):
+                respond(results)
+
+        for gid in wanted:
+            self.share_groups.begin_delete(gid, partial(one_done, gid))
+
     def delete_groups(self, group_ids: list[str], respond: Callable[[dict[str, int]], None]) -> None:
-        """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones."""
+        """DeleteGroups: only Empty groups go; their offsets and metadata get tombstones.  A share
+        group's share-partition state must be deleted first (:meth:`begin_share_group_deletions`)."""
         results: dict[str, int] = {}
         eligible: list[GroupEntry] = []
         consumer_deletions: list[str] = []
+        share_deletions: list[str] = []
         for gid in dict.fromkeys(group_ids):  # a group named twice is handled once (Kafka takes a set)
             error = self._status_error(gid, allow_empty_id=True)
             if error is not None:
@@ -734,6 +766,9 @@ class GroupCoordinator:
                 continue
             if self.consumer_groups.get(gid) is not None:
                 consumer_deletions.append(gid)
+                continue
+            if self.share_groups.get(gid) is not None:
+                share_deletions.append(gid)
                 continue
             entry = self.group_manager.get_group(gid)
             if entry is None or entry.group.state is GroupState.DEAD:
@@ -745,6 +780,12 @@ class GroupCoordinator:
         consumer_tombstones: dict[str, list[tuple[bytes, bytes | None]]] = {}
         for gid in consumer_deletions:
             error, tombstones = self.consumer_groups.delete(gid)
+            if error != ErrorCode.NONE:
+                results[gid] = error
+            else:
+                consumer_tombstones[gid] = tombstones
+        for gid in share_deletions:
+            error, tombstones = self.share_groups.delete(gid)
             if error != ErrorCode.NONE:
                 results[gid] = error
             else:

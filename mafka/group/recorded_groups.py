@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from mafka.errors import ErrorCode
@@ -34,7 +34,7 @@ from mafka.group.consumer.member import TopicInfo
 from mafka.group.coordinator_types import OffsetsLog
 from mafka.timers import TimerHandle, Timers
 
-__all__ = ["GroupKind", "RecordedGroupEntry", "RecordedGroups", "append_error"]
+__all__ = ["GroupKind", "RecordedGroupEntry", "RecordedGroups", "append_error", "no_overrides", "with_timeout_overrides"]
 
 log = logging.getLogger("mafka.group.coordinator")
 
@@ -57,6 +57,33 @@ def append_error(error: int) -> ErrorCode:
 
 
 G = TypeVar("G")
+C = TypeVar("C")
+
+
+def no_overrides(_group_id: str) -> Mapping[str, str]:
+    """No group has config overrides (no group configs wired)."""
+    return {}
+
+
+def with_timeout_overrides(config: C, overrides: Mapping[str, str], prefix: str) -> C:
+    """*config* (a frozen dataclass with ``session_timeout_ms`` and ``heartbeat_interval_ms``) with a
+    group's overrides applied: Kafka 4's ``GroupConfig`` ``<prefix>.session.timeout.ms`` and
+    ``<prefix>.heartbeat.interval.ms`` (*prefix* ``consumer`` or ``share``), read as Kafka's
+    ``GroupCoordinatorShard.group<Type>SessionTimeoutMs(groupId)`` reads them.  The overrides were
+    validated when written; one that does not parse as a positive int is ignored."""
+    changes: dict[str, int] = {}
+    for name, field_name in ((f"{prefix}.session.timeout.ms", "session_timeout_ms"),
+                             (f"{prefix}.heartbeat.interval.ms", "heartbeat_interval_ms")):
+        raw = overrides.get(name)
+        if raw is None:
+            continue
+        try:
+            value = int(str(raw).strip())
+        except ValueError:
+            continue
+        if value >= 1:
+            changes[field_name] = value
+    return replace(config, **changes) if changes else config  # type: ignore[type-var]
 
 
 class GroupKind(Protocol[G]):

@@ -419,3 +419,47 @@ def _answers(url: str) -> bool:
         return True
     except OSError:
         return False
+
+
+def test_group_heartbeats_need_describe_on_every_subscribed_topic(cluster, acls):
+    """Kafka 4's ``handleConsumerGroupHeartbeat`` / ``handleShareGroupHeartbeat``: a heartbeat subscribing
+    to a topic the principal may not Describe is TOPIC_AUTHORIZATION_FAILED; alice may Read (so
+    Describe) the prefixed topics, not SECRET."""
+    group = f"{GROUP_PREFIX}-heartbeats"
+    first = cluster.info["brokers"][0]
+    raw = Raw((first["host"], first["listeners"]["SASL_PLAINTEXT"]))
+    try:
+        assert raw.authenticate("PLAIN", "alice", PASSWORDS["alice"]).error_code == 0
+        deadline = time.monotonic() + 30
+        while True:  # the first FindCoordinator creates __consumer_offsets: COORDINATOR_NOT_AVAILABLE meanwhile
+            found = raw.call(10, 2, {"key": group, "key_type": 0})
+            if found.error_code != 15 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert found.error_code == 0, found
+    finally:
+        raw.close()
+    coordinator = next(b for b in cluster.info["brokers"] if b["id"] == found.node_id)
+    raw = Raw((coordinator["host"], coordinator["listeners"]["SASL_PLAINTEXT"]))
+    try:
+        assert raw.authenticate("PLAIN", "alice", PASSWORDS["alice"]).error_code == 0
+
+        def consumer_heartbeat(topics: list[str]):
+            return raw.call(68, 1, {
+                "group_id": group, "member_id": uuid.uuid4().hex[:22], "member_epoch": 0, "instance_id": None,
+                "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": topics,
+                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []})
+
+        assert consumer_heartbeat([PREFIX + "a", SECRET]).error_code == 29  # TOPIC_AUTHORIZATION_FAILED
+        joined = consumer_heartbeat([PREFIX + "a"])
+        assert joined.error_code == 0 and joined.member_epoch > 0, joined
+        left = raw.call(68, 1, {
+            "group_id": group, "member_id": joined.member_id, "member_epoch": -1, "instance_id": None,
+            "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
+            "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": None})
+        assert left.error_code == 0, left
+        share = raw.call(76, 1, {"group_id": f"{group}-share", "member_id": uuid.uuid4().hex[:22],
+                                 "member_epoch": 0, "rack_id": None, "subscribed_topic_names": [SECRET]})
+        assert share.error_code == 29, share
+    finally:
+        raw.close()

@@ -133,3 +133,32 @@ def test_a_share_group_set_to_earliest_receives_records_produced_before_it_joine
         consumer.close()
     assert sorted(set(seen)) == sorted(values)
     assert len(seen) == len(values)  # implicit acknowledgement: each delivered once
+
+
+def test_a_consumer_group_heartbeat_answers_the_groups_heartbeat_interval(cluster: LocalCluster) -> None:
+    """``consumer.heartbeat.interval.ms`` set on a group is the interval its coordinator tells a
+    member in the ConsumerGroupHeartbeat answer (another group keeps the broker's 5000)."""
+    from mafka.errors import ErrorCode
+
+    topic = create_topic(cluster, partitions=1, rf=3)
+    group = f"gc-consumer-{uuid.uuid4().hex[:8]}"
+    _set(_admin(cluster), group, "consumer.heartbeat.interval.ms", "7000")
+    wait_until(lambda: _every_broker_applies(cluster, group, "consumer.heartbeat.interval.ms", "7000"), 30,
+               "every broker applies consumer.heartbeat.interval.ms=7000", interval=0.2)
+
+    def join(client: BlockingClient, group_id: str) -> Any:
+        found = client.call(10, 2, {"key": group_id, "key_type": 0})
+        assert found.error_code == ErrorCode.NONE, found
+        body = {"group_id": group_id, "member_id": uuid.uuid4().hex[:22], "member_epoch": 0, "instance_id": None,
+                "rack_id": None, "rebalance_timeout_ms": 30000, "subscribed_topic_names": [topic],
+                "subscribed_topic_regex": None, "server_assignor": None, "topic_partitions": []}
+        answer = client.call(68, 1, body, broker_id=found.node_id)
+        assert answer.error_code == ErrorCode.NONE, answer
+        left = client.call(68, 1, {**body, "member_id": answer.member_id, "member_epoch": -1},
+                           broker_id=found.node_id)
+        assert left.error_code == ErrorCode.NONE, left
+        return answer
+
+    with BlockingClient(cluster.bootstrap, client_id="group-configs-heartbeat", timeout_s=10) as client:
+        assert join(client, group).heartbeat_interval_ms == 7000
+        assert join(client, f"gc-plain-{uuid.uuid4().hex[:8]}").heartbeat_interval_ms == 5000

@@ -7,7 +7,8 @@ records it produced are written (a Deferred).
 
 ACLs, as Kafka 4's ``KafkaApis`` checks them (a refusal is an error in the response):
 
-* ConsumerGroupHeartbeat: Read on the group, else GROUP_AUTHORIZATION_FAILED.
+* ConsumerGroupHeartbeat: Read on the group, else GROUP_AUTHORIZATION_FAILED; then Describe on
+  every subscribed topic name, else TOPIC_AUTHORIZATION_FAILED (the coordinator is not asked).
 * ConsumerGroupDescribe: Describe on each group, else GROUP_AUTHORIZATION_FAILED for it;
   ``authorized_operations`` when asked for.  Topic names in assignments come from the
   metadata cache (a topic deleted meanwhile is left out, as Kafka does).
@@ -79,6 +80,16 @@ def heartbeat_response(r: Any) -> dict[str, Any]:
     }
 
 
+def subscribed_topics_described(authz: AdminAuthz, connection: Any, names: Any) -> bool:
+    """Kafka 4's ``handleConsumerGroupHeartbeat`` / ``handleShareGroupHeartbeat`` check: a heartbeat
+    naming subscribed topics needs Describe on every one of them (clients must not learn about
+    topics they may not describe); no names (unchanged subscription) needs nothing."""
+    if not names:
+        return True
+    wanted = set(names)
+    return len(authz.allowed_names(connection, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)) == len(wanted)
+
+
 def handlers(broker: Any) -> dict[int, Any]:
     authz = AdminAuthz(broker)
 
@@ -90,6 +101,9 @@ def handlers(broker: Any) -> dict[int, Any]:
         d: defer.Deferred = defer.Deferred()
         if not authz.allows(connection, AclOperation.READ, ResourceType.GROUP, body.group_id):
             d.callback(heartbeat_response(HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
+            return d
+        if not subscribed_topics_described(authz, connection, body.subscribed_topic_names):
+            d.callback(heartbeat_response(HeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
             return d
         hb = heartbeat_request(body, request.header.api_version, request.header.client_id or "",
                                client_host(connection))

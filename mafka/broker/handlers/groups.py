@@ -41,6 +41,11 @@ response, never a closed connection):
 * DeleteGroups: Delete on each group; OffsetDelete: Delete on the group
   (else GROUP_AUTHORIZATION_FAILED alone), then Read per topic.
 
+DeleteGroups of a share group (Kafka 4.2): its share-partitions move to deleting, their
+state is deleted at the share coordinator (DeleteShareGroupState through
+``broker.share_persister``), then the group is tombstoned; NON_EMPTY_GROUP while it has
+members, and a share coordinator error is the group's error (the group stays).
+
 OffsetFetch v7's ``require_stable`` (KIP-447) is passed to the coordinator,
 which answers UNSTABLE_OFFSET_COMMIT, as Kafka does, for a partition with a
 commit still being appended or held by an open transaction.
@@ -50,6 +55,7 @@ The broker provides ``group_service.coordinator`` and ``metadata_cache``.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from twisted.internet import defer
@@ -420,10 +426,48 @@ def handlers(broker: Any) -> dict[int, Any]:
                 "results": [{"group_id": g, "error_code": results[g]} for g in names],
             })
 
-        if allowed:
-            coordinator().delete_groups(allowed, respond)
-        else:
+        if not allowed:
             respond({})
+            return d
+        # Kafka 4.2's deleteGroups: a share group's share-partitions move to deleting, their
+        # state is deleted at the share coordinator (DeleteShareGroupState), and only a group
+        # whose state is gone is deleted; a persister error is that group's error.
+        share_errors: dict[str, int] = {}
+
+        def delete_rest() -> None:
+            rest = [g for g in allowed if g not in share_errors]
+
+            def answered(results: dict[str, int]) -> None:
+                results.update(share_errors)
+                respond(results)
+
+            if rest:
+                coordinator().delete_groups(rest, answered)
+            else:
+                answered({})
+
+        def share_begun(begun: dict[str, tuple[int, dict[bytes, frozenset[int]]]]) -> None:
+            waits: list[defer.Deferred] = []
+            for gid, (error, to_delete) in begun.items():
+                if error != ErrorCode.NONE:
+                    share_errors[gid] = error
+                elif to_delete:
+                    waits.append(broker.share_persister.delete(gid, to_delete).addCallbacks(
+                        partial(state_deleted, gid), partial(state_failed, gid)))
+            if waits:
+                defer.gatherResults(waits).addCallback(lambda _: delete_rest())
+            else:
+                delete_rest()
+
+        def state_deleted(gid: str, results: Any) -> None:
+            errors = [r.error for parts in results.values() for r in parts.values() if r.error != ErrorCode.NONE]
+            if errors:
+                share_errors[gid] = errors[0]
+
+        def state_failed(gid: str, failure: Any) -> None:
+            share_errors[gid] = ErrorCode.UNKNOWN_SERVER_ERROR
+
+        coordinator().begin_share_group_deletions(allowed, share_begun)
         return d
 
     def offset_delete(request: Any, connection: Any) -> Any:

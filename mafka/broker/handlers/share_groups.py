@@ -6,7 +6,8 @@ heartbeat is answered once the records it produced are written (a Deferred).
 
 ACLs, as Kafka 4.2's ``KafkaApis`` checks them (a refusal is an error in the response):
 ShareGroupHeartbeat needs Read on the group, ShareGroupDescribe Describe on each group, else
-GROUP_AUTHORIZATION_FAILED.
+GROUP_AUTHORIZATION_FAILED; a ShareGroupHeartbeat naming subscribed topics needs Describe on every
+one of them, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from twisted.internet import defer
 
 from mafka.broker.authorized_operations import GROUP_OPERATIONS, NOT_PROVIDED
 from mafka.broker.handler_authz import AdminAuthz
-from mafka.broker.handlers.consumer_groups import client_host, failed_group, heartbeat_response
+from mafka.broker.handlers.consumer_groups import (
+    client_host,
+    failed_group,
+    heartbeat_response,
+    subscribed_topics_described,
+)
 from mafka.errors import ErrorCode
 from mafka.group.share.group_types import HeartbeatRequest, HeartbeatResponse
 from mafka.security.acl import AclOperation, ResourceType
@@ -40,6 +46,9 @@ def handlers(broker: Any) -> dict[int, Any]:
             d.callback(heartbeat_response(HeartbeatResponse(ErrorCode.GROUP_AUTHORIZATION_FAILED)))
             return d
         names = body.subscribed_topic_names
+        if not subscribed_topics_described(authz, connection, names):
+            d.callback(heartbeat_response(HeartbeatResponse(ErrorCode.TOPIC_AUTHORIZATION_FAILED)))
+            return d
         hb = HeartbeatRequest(
             group_id=body.group_id,
             member_id=body.member_id,

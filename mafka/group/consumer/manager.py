@@ -59,7 +59,13 @@ from mafka.group.consumer.member import TopicInfo
 from mafka.group.consumer.migration import Downgrade
 from mafka.group.consumer.records import CoordinatorRecord, decode_record, encode_record
 from mafka.group.coordinator_types import OffsetsLog
-from mafka.group.recorded_groups import RecordedGroupEntry, RecordedGroups, append_error
+from mafka.group.recorded_groups import (
+    RecordedGroupEntry,
+    RecordedGroups,
+    append_error,
+    no_overrides,
+    with_timeout_overrides,
+)
 from mafka.timers import TimerHandle, Timers
 
 __all__ = ["ConsumerGroupEntry", "ConsumerGroupKind", "ConsumerGroupManager", "DowngradeHook", "append_error"]
@@ -83,12 +89,19 @@ class ConsumerGroupKind:
     def __init__(self, config: ConsumerGroupConfig, assignors: Mapping[str, PartitionAssignor]) -> None:
         self.config = config
         self.assignors = assignors
+        #: group id → its group config overrides (Kafka's ``GroupConfigManager``; set by the broker)
+        self.overrides: Callable[[str], Mapping[str, str]] = no_overrides
+
+    def config_for(self, group_id: str) -> ConsumerGroupConfig:
+        """The broker's settings with the group's ``consumer.session.timeout.ms`` /
+        ``consumer.heartbeat.interval.ms`` overrides applied."""
+        return with_timeout_overrides(self.config, self.overrides(group_id), "consumer")
 
     def new(self, group_id: str) -> ConsumerGroup:
-        return ConsumerGroup(group_id, self.config, self.assignors)
+        return ConsumerGroup(group_id, self.config_for(group_id), self.assignors)
 
     def from_records(self, group_id: str, records: Iterable[Any], now_ms: int) -> ConsumerGroup:
-        return ConsumerGroup.from_records(group_id, records, now_ms, self.config, self.assignors)
+        return ConsumerGroup.from_records(group_id, records, now_ms, self.config_for(group_id), self.assignors)
 
     def decode(self, key: bytes, value: bytes | None) -> Any:
         return decode_record(key, value)
@@ -128,8 +141,8 @@ class ConsumerGroupManager(RecordedGroups[ConsumerGroup]):
         topics: Callable[[], Mapping[str, TopicInfo]],
         partition_for: Callable[[str], int],
     ) -> None:
-        super().__init__(ConsumerGroupKind(config, configured_assignors(config.assignors)), clock, timers,
-                         offsets_log, topics, partition_for)
+        self.consumer_kind = ConsumerGroupKind(config, configured_assignors(config.assignors))
+        super().__init__(self.consumer_kind, clock, timers, offsets_log, topics, partition_for)
         self.config = config
         #: installs the classic group a downgraded consumer group becomes (the coordinator sets it):
         #: returns the classic group's records, to write with the consumer group's tombstones, and
@@ -173,8 +186,11 @@ class ConsumerGroupManager(RecordedGroups[ConsumerGroup]):
                 group.replay(record)
             for member in group.members.values():
                 classic = member.classic_member_metadata
-                timeout = classic.session_timeout_ms if classic is not None else self.config.session_timeout_ms
+                timeout = classic.session_timeout_ms if classic is not None else group.config.session_timeout_ms
                 group.schedule_session_timeout(member.member_id, now + timeout)
+        else:
+            # The group's overrides as they are now (an IncrementalAlterConfigs may have changed them).
+            entry.group.config = self.consumer_kind.config_for(gid)
         result = entry.group.heartbeat(request, self.now(), self.topics())
         if result.response.error_code != ErrorCode.NONE:
             respond(result.response)

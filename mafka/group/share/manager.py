@@ -18,6 +18,12 @@ Contract:
   (``group.share.initialize.retry.interval.ms``).
 * **Members gone**: *on_member_gone(group id, member id)* runs for a member that left or was
   fenced, so its share sessions can be dropped.
+* **DeleteGroups** (Kafka 4.2's ``GroupCoordinatorService.deleteGroups`` for a share group), two
+  steps: :meth:`ShareGroupManager.begin_delete` moves every initialized or initializing
+  share-partition to deleting and, once that is written, names the share-partitions whose state
+  the share coordinator must delete (DeleteShareGroupState, the caller's); then
+  :meth:`ShareGroupManager.delete` forgets the group and returns its tombstones.  A group with
+  members is NON_EMPTY_GROUP at either step.
 """
 
 from __future__ import annotations
@@ -26,10 +32,16 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from mafka.errors import ErrorCode
+from mafka.errors import ErrorCode, KafkaError
 from mafka.group.consumer.member import TopicInfo
 from mafka.group.coordinator_types import OffsetsLog
-from mafka.group.recorded_groups import RecordedGroupEntry, RecordedGroups, append_error
+from mafka.group.recorded_groups import (
+    RecordedGroupEntry,
+    RecordedGroups,
+    append_error,
+    no_overrides,
+    with_timeout_overrides,
+)
 from mafka.group.share import records as share_records
 from mafka.group.share.group import ShareGroup
 from mafka.group.share.group_types import (
@@ -57,12 +69,19 @@ class ShareGroupKind:
     def __init__(self, config: ShareGroupConfig) -> None:
         self.config = config
         self.on_fenced: Callable[[str, str], None] | None = None
+        #: group id → its group config overrides (Kafka's ``GroupConfigManager``; set by the broker)
+        self.overrides: Callable[[str], Mapping[str, str]] = no_overrides
+
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        """The broker's settings with the group's ``share.session.timeout.ms`` /
+        ``share.heartbeat.interval.ms`` overrides applied."""
+        return with_timeout_overrides(self.config, self.overrides(group_id), "share")
 
     def new(self, group_id: str) -> ShareGroup:
-        return ShareGroup(group_id, self.config)
+        return ShareGroup(group_id, self.config_for(group_id))
 
     def from_records(self, group_id: str, records: Iterable[Any], now_ms: int) -> ShareGroup:
-        return ShareGroup.from_records(group_id, records, now_ms, self.config)
+        return ShareGroup.from_records(group_id, records, now_ms, self.config_for(group_id))
 
     def decode(self, key: bytes, value: bytes | None) -> Any:
         return share_records.decode_record(key, value)
@@ -96,13 +115,13 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
         topics: Callable[[], Mapping[str, TopicInfo]],
         partition_for: Callable[[str], int],
     ) -> None:
-        self._kind = ShareGroupKind(config)
-        super().__init__(self._kind, clock, timers, offsets_log, topics, partition_for)
+        self.share_kind = ShareGroupKind(config)
+        super().__init__(self.share_kind, clock, timers, offsets_log, topics, partition_for)
         #: set by the broker: the share coordinator's initialization (None: partitions stay uninitialized)
         self.initializer: Initializer | None = None
         #: set by the broker: a member left or was fenced (its share sessions go)
         self.on_member_gone: Callable[[str, str], None] | None = None
-        self._kind.on_fenced = self._member_gone
+        self.share_kind.on_fenced = self._member_gone
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
         if self.on_member_gone is not None:
@@ -122,6 +141,9 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
                 respond(HeartbeatResponse(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
                 return
             entry = self.new_entry(gid)
+        else:
+            # The group's overrides as they are now (an IncrementalAlterConfigs may have changed them).
+            entry.group.config = self.share_kind.config_for(gid)
         result = entry.group.heartbeat(request, self.now(), self.topics())
         if result.response.error_code != ErrorCode.NONE:
             respond(result.response)
@@ -159,6 +181,45 @@ class ShareGroupManager(RecordedGroups[ShareGroup]):
             self.commit(entry, applied, _log_failure(entry.group_id))
 
         self.initializer(request, answered)
+
+
+    # ------------------------------------------------------------------ deletion
+
+    def begin_delete(self, group_id: str, done: Callable[[int, dict[bytes, frozenset[int]]], None]) -> None:
+        """DeleteGroups, first step (Kafka's ``sharePartitionDeleteRequests``): ``done(error, topic id →
+        partitions)`` once the share-partitions' move to deleting is written; the partitions are those
+        whose state the share coordinator must delete (none: the group never initialized any)."""
+        entry = self.get(group_id)
+        if entry is None:
+            done(ErrorCode.GROUP_ID_NOT_FOUND, {})
+            return
+        try:
+            records, to_delete = entry.group.begin_delete(self.now(), self.topics())
+        except KafkaError as exc:
+            done(exc.code, {})
+            return
+
+        def written(error: int) -> None:
+            if error != ErrorCode.NONE:
+                done(append_error(error), {})
+            else:
+                done(ErrorCode.NONE, to_delete)
+
+        self.commit(entry, records, written)
+
+    def delete(self, group_id: str) -> tuple[int, list[tuple[bytes, bytes | None]]]:
+        """DeleteGroups, last step: ``(error, tombstones to append)``.  NON_EMPTY_GROUP while the group
+        has members; else it is forgotten at once (as Kafka's ``deleteGroups`` removes it from memory
+        as it writes the tombstones)."""
+        entry = self.get(group_id)
+        if entry is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        try:
+            records = entry.group.delete()
+        except KafkaError as exc:
+            return exc.code, []
+        self.unload_group(group_id)
+        return ErrorCode.NONE, [self.kind.encode(r) for r in records]
 
 
 def _log_failure(group_id: str) -> Callable[[int], None]:

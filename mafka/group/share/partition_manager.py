@@ -241,6 +241,13 @@ class SharePartitionManager:
         #: see the module docstring ("Events")
         self.on_available: Callable[[SharePartitionKey], None] = _ignore
         self.on_unlocked: Callable[[SharePartitionKey], None] = _ignore
+        #: the broker's share metrics, counted since start-up (kept when a share-partition is
+        #: dropped, so they never go back): records delivered again (acquired with a delivery
+        #: count above 1) and acquisition locks that timed out, per share-partition; records
+        #: acknowledged, per acknowledgement type (Kafka's ``RecordAcknowledgementsPerSec``)
+        self.redelivered: dict[SharePartitionKey, int] = {}
+        self.lock_timeouts: dict[SharePartitionKey, int] = {}
+        self.acknowledged: dict[AcknowledgeType, int] = {}
 
     # ------------------------------------------------------------------ views
 
@@ -379,6 +386,9 @@ class SharePartitionManager:
             log.exception("acquiring records of %s for %s failed", key, member_id)
             acquired = ()
         self._arm(sp)
+        again = sum(a.last_offset - a.first_offset + 1 for a in acquired if a.delivery_count > 1)
+        if again:
+            self.redelivered[key] = self.redelivered.get(key, 0) + again
         if acquired:
             self._persist(sp, done)
         else:
@@ -429,6 +439,8 @@ class SharePartitionManager:
         ]
         start = state.start_offset
         released = state.expire_locks(now)
+        if released:
+            self.lock_timeouts[key] = self.lock_timeouts.get(key, 0) + released
         if not _holds_all(state, member_id, normalized):
             if released:
                 self._changed(sp)
@@ -443,6 +455,7 @@ class SharePartitionManager:
             elif error != ErrorCode.NONE:
                 done(_refused(error))
             else:
+                self._count_acknowledged(normalized)
                 done(PartitionAcknowledgement())
 
         self._persist(sp, written)
@@ -450,6 +463,22 @@ class SharePartitionManager:
             t == AcknowledgeType.RELEASE for b in normalized for t in b.acknowledge_types
         ):
             self.on_available(key)
+
+    def _count_acknowledged(self, batches: Sequence[AcknowledgementBatch]) -> None:
+        """Records acknowledged, by type (gaps are no records, as Kafka ignores them)."""
+        for b in batches:
+            types = b.acknowledge_types
+            runs = [(types[0], b.last_offset - b.first_offset + 1)] if len(types) == 1 else [(t, 1) for t in types]
+            for t, n in runs:
+                if t != AcknowledgeType.GAP:
+                    kind = AcknowledgeType(t)
+                    self.acknowledged[kind] = self.acknowledged.get(kind, 0) + n
+
+    def share_partition_rows(self) -> list[tuple[SharePartitionKey, int, int]]:
+        """Per active share-partition here: (key, records in flight — the window from the start
+        offset to the end offset, Kafka's ``InFlightMessageCount`` —, records acquired now)."""
+        return [(key, sp.state.end_offset - sp.state.start_offset, sp.state.acquired_count())
+                for key, sp in self._partitions.items() if sp.state is not None]
 
     # ------------------------------------------------------------------ members, leadership
 
@@ -481,6 +510,17 @@ class SharePartitionManager:
             sp = self._partitions[key]
             if sp.leader_epoch != leader_epoch:
                 self._drop(sp, ErrorCode.NOT_LEADER_OR_FOLLOWER, "The leadership of the partition moved.")
+
+    def drop_group(self, group_id: str) -> int:
+        """Kafka's ``ShareGroupListener.onGroupEmpty``: the last share session of *group_id* here
+        went, so its share-partitions are forgotten (the next use reads them again from the share
+        coordinator; a group deleted and created again meanwhile starts from its new state).
+        Records still acquired in the durable state come back AVAILABLE at that read.  Returns how
+        many were dropped."""
+        gone = [sp for key, sp in self._partitions.items() if key.group_id == group_id]
+        for sp in gone:
+            self._drop(sp, ErrorCode.NOT_LEADER_OR_FOLLOWER, f"The share group {group_id} has no member here.")
+        return len(gone)
 
     def close(self) -> None:
         """Every share-partition is dropped (the broker stops)."""
@@ -571,6 +611,7 @@ class SharePartitionManager:
             return
         released = sp.state.expire_locks(self._clock())
         if released:
+            self.lock_timeouts[sp.key] = self.lock_timeouts.get(sp.key, 0) + released
             log.debug("%d acquisition locks of %s expired", released, sp.key)
             self._changed(sp)
         else:

@@ -345,6 +345,39 @@ def test_list_groups_lists_what_the_principal_may_describe_or_all_with_cluster_d
     assert (listed.error_code, sorted(g.group_id for g in listed.groups)) == (E.NONE, sorted([GROUP, OTHER]))
 
 
+def test_consumer_and_share_group_heartbeats_need_describe_on_every_subscribed_topic() -> None:
+    """Kafka 4's ``handleConsumerGroupHeartbeat`` / ``handleShareGroupHeartbeat``: Read on the group,
+    then Describe on each subscribed topic name, else TOPIC_AUTHORIZATION_FAILED and no group."""
+    from mafka.broker.handlers import consumer_groups, share_groups
+
+    broker = AuthzBroker()
+    broker.authorizer = authorizer((GROUP_T, GROUP, Op.READ), (GROUP_T, "sg", Op.READ), (TOPIC, "foo", Op.DESCRIBE))
+    broker.dispatcher = Dispatcher({**consumer_groups.handlers(broker), **share_groups.handlers(broker)})
+
+    def consumer(names: list[str] | None, member: str = "m" * 22, epoch: int = 0) -> Any:
+        return ask(broker, 68, 0, {
+            "group_id": GROUP, "member_id": member, "member_epoch": epoch, "instance_id": None, "rack_id": None,
+            "rebalance_timeout_ms": 30_000 if epoch == 0 else -1, "subscribed_topic_names": names,
+            "server_assignor": None, "topic_partitions": [] if epoch == 0 else None,
+        }, ALICE)
+
+    def share(names: list[str] | None, epoch: int = 0) -> Any:
+        return ask(broker, 76, 1, {"group_id": "sg", "member_id": "s" * 22, "member_epoch": epoch, "rack_id": None,
+                                   "subscribed_topic_names": names}, ALICE)
+
+    refused = consumer(["foo", "bar"])
+    assert (refused.error_code, refused.member_epoch) == (E.TOPIC_AUTHORIZATION_FAILED, 0)
+    assert broker.coordinator.consumer_groups.get(GROUP) is None
+    joined = consumer(["foo"])
+    assert joined.error_code == E.NONE and joined.member_epoch > 0
+    assert consumer(None, epoch=joined.member_epoch).error_code == E.NONE  # an unchanged subscription
+    assert consumer(["bar"], epoch=joined.member_epoch).error_code == E.TOPIC_AUTHORIZATION_FAILED
+
+    assert share(["foo", "bar"]).error_code == E.TOPIC_AUTHORIZATION_FAILED
+    assert broker.coordinator.share_groups.get("sg") is None
+    assert share(["foo"]).error_code == E.NONE
+
+
 def test_delete_groups_needs_delete_on_each_group() -> None:
     broker = group_broker((GROUP_T, GROUP, Op.DELETE))
     commit_as_root(broker, GROUP, ("foo", 0, 1))

@@ -685,3 +685,46 @@ def test_group_metadata_value_is_what_describe_reports(broker):
         "consumer", "range", joined.member_id, joined.generation_id)
     assert [(m.member_id, m.assignment, m.subscription) for m in value.members] == [
         (joined.member_id, b"x", b"range-meta")]
+
+
+class _StatePersister:
+    """DeleteShareGroupState at a fake share coordinator: records the calls, answers *error* per partition."""
+
+    def __init__(self, error: int = E.NONE) -> None:
+        self.error = error
+        self.calls: list[tuple[str, dict]] = []
+
+    def delete(self, group_id: str, topics: dict) -> defer.Deferred:
+        self.calls.append((group_id, {t: sorted(ps) for t, ps in topics.items()}))
+        return defer.succeed({t: {p: SimpleNamespace(error=self.error) for p in ps} for t, ps in topics.items()})
+
+
+def _empty_share_group(broker, group: str) -> bytes:
+    """A share group whose one member joined (its share-partitions of foo initialized) and left."""
+    from mafka.group.consumer.member import TopicInfo
+    from mafka.group.share.group_types import HeartbeatRequest as ShareHeartbeat
+
+    topic_id = bytes(range(16))
+    shares = broker.coordinator.share_groups
+    shares.topics = lambda: {"foo": TopicInfo(topic_id, "foo", 2)}
+    shares.initializer = lambda request, done: done(True)
+    answers: list = []
+    broker.coordinator.share_group_heartbeat(ShareHeartbeat(group, "m" * 22, 0, subscribed_topic_names=["foo"]),
+                                             answers.append)
+    broker.coordinator.share_group_heartbeat(ShareHeartbeat(group, "m" * 22, -1), answers.append)
+    assert [a.error_code for a in answers] == [E.NONE, E.NONE]
+    return topic_id
+
+
+@pytest.mark.parametrize("version", DELETE_VERSIONS)
+def test_delete_groups_deletes_a_share_groups_state_at_the_share_coordinator_first(broker, version):
+    topic_id = _empty_share_group(broker, "g1")
+    broker.share_persister = _StatePersister(E.NOT_COORDINATOR)
+    refused = broker.ask(DELETE, version, {"groups_names": ["g1"]})
+    assert delete_results(refused) == [("g1", E.NOT_COORDINATOR)]  # the share coordinator's error: the group stays
+    assert broker.coordinator.share_groups.get("g1") is not None
+    broker.share_persister = persister = _StatePersister()
+    deleted = broker.ask(DELETE, version, {"groups_names": ["g1", OTHER]})
+    assert delete_results(deleted) == [("g1", E.NONE), (OTHER, E.GROUP_ID_NOT_FOUND)]
+    assert persister.calls == [("g1", {topic_id: [0, 1]})]
+    assert broker.coordinator.share_groups.get("g1") is None

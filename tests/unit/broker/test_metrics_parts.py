@@ -192,3 +192,36 @@ def test_the_lean_text_format_parses_back_exactly_with_any_label_value() -> None
     except ValueError:
         survived = []
     assert {"topic": nasty} not in survived
+
+
+def test_share_partition_metrics_render_with_kafkas_names() -> None:
+    from mafka.group.share.partition_state import AcknowledgeType
+    from mafka.group.share.state_records import SharePartitionKey
+
+    topic_id = bytes(range(16))
+    key = SharePartitionKey("q", topic_id, 1)
+    gone = SharePartitionKey("q", bytes(16 * [9]), 0)  # a topic the metadata cache no longer knows
+    manager = SimpleNamespace(
+        share_partition_rows=lambda: [(key, 12, 4), (gone, 1, 1)],
+        redelivered={key: 7, gone: 1}, lock_timeouts={key: 3},
+        acknowledged={AcknowledgeType.ACCEPT: 20, AcknowledgeType.RELEASE: 2},
+    )
+    cache = SimpleNamespace(topic_name=lambda tid: "orders" if tid == topic_id else None)
+    reactor = SimpleNamespace(seconds=lambda: 100.0, callLater=lambda delay, fn, *args: fn(*args))
+    broker = SimpleNamespace(reactor=reactor, replica_manager=None, share_fetch=SimpleNamespace(manager=manager),
+                             metadata_cache=cache)
+    d = take_snapshot(broker)
+    assert d.called
+    text = render_metrics(broker, d.result).decode()
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    labels = (("group", "q"), ("partition", "1"), ("topic", "orders"))
+    assert samples[("kafka_server_sharepartitionmetrics_inflightmessagecount", labels)] == 12
+    assert samples[("mafka_share_partition_acquired_records", labels)] == 4
+    assert samples[("kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total", labels)] == 3
+    assert samples[("mafka_share_redelivered_records_total", labels)] == 7
+    assert samples[("kafka_server_sharegroupmetrics_recordacknowledgements_total", (("ackType", "Accept"),))] == 20
+    assert samples[("kafka_server_sharegroupmetrics_recordacknowledgements_total", (("ackType", "Reject"),))] == 0
+    # the share-partition of a topic the metadata cache no longer names has no series
+    assert sum(1 for name, _ in samples if name == "mafka_share_partition_acquired_records") == 1
+    assert sum(1 for name, _ in samples if name == "mafka_share_redelivered_records_total") == 1

@@ -94,6 +94,17 @@ def test_reset_and_delete_offsets_tables() -> None:
     ]
 
 
+def test_delete_report() -> None:
+    assert sg.format_delete(["a", "b"], {}) == ["Deletion of requested share groups ('a', 'b') was successful."]
+    assert sg.format_delete(["a"], {"c": "java.lang.IllegalArgumentException: Group 'c' is not a share group."}) == [
+        "",
+        "Error: Deletion of some share groups failed:",
+        "* Group 'c' could not be deleted due to: java.lang.IllegalArgumentException: Group 'c' is not a share group.",
+        "",
+        "These share groups were deleted successfully: 'a'",
+    ]
+
+
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     sg.add_parser(parser.add_subparsers())
@@ -112,6 +123,8 @@ def parse(*argv: str) -> argparse.Namespace:
     (("--reset-offsets", "--group", "g", "--topic", "t", "--execute"),
      "takes one of these options: [to-current], [to-earliest], [to-latest], [to-offset]"),
     (("--delete-offsets", "--group", "g"), "Option [delete-offsets] takes the following options: [group], [topic]"),
+    (("--delete",), "Option [delete] takes one of these options: [all-groups], [group]"),
+    (("--delete", "--group", "g", "--topic", "t"), 'Option "[topic]" can\'t be used with option "[delete]"'),
 ])
 def test_bad_combinations_are_refused_with_kafkas_messages(argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(UsageError, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -120,6 +133,8 @@ def test_bad_combinations_are_refused_with_kafkas_messages(argv: tuple[str, ...]
 
 def test_good_combinations_name_their_action() -> None:
     assert sg.check_args(parse("--list")) == "list"
+    assert sg.check_args(parse("--delete", "--group", "g", "--group", "h")) == "delete"
+    assert sg.check_args(parse("--delete", "--all-groups")) == "delete"
     assert sg.check_args(parse("--describe", "--all-groups", "--state", "--verbose")) == "describe"
     assert sg.check_args(parse("--reset-offsets", "--group", "g", "--all-topics", "--to-offset", "3",
                                "--dry-run")) == "reset-offsets"

@@ -284,3 +284,44 @@ def test_a_regex_is_resolved_after_the_answer_and_new_topics_at_most_every_10_se
     successor = GroupCoordinator(config, clock, Timers(clock), log, lambda: cluster)
     assert successor.on_elected(0, 2) and successor.complete_load(0, 2, log.durable[0])
     assert group_of(successor).subscribed_topics() == {"foo", "bar", "baz"}
+
+
+def test_group_config_overrides_set_the_session_timeout_and_heartbeat_interval() -> None:
+    """Kafka 4's ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms`` group configs:
+    read at each heartbeat, for this group only."""
+    coordinator, _, timers = make()
+    overrides: dict[str, dict[str, str]] = {}
+    coordinator.use_group_configs(lambda g: overrides.get(g, {}))
+    (r,) = join(coordinator, "m1")
+    assert r.heartbeat_interval_ms == 5_000  # the broker's group.consumer.heartbeat.interval.ms
+    overrides[GROUP] = {"consumer.session.timeout.ms": "3000", "consumer.heartbeat.interval.ms": "1000"}
+    (beat,) = heartbeat(coordinator, "m1", r.member_epoch)
+    assert beat.error_code == E.NONE and beat.heartbeat_interval_ms == 1_000
+    timers.advance(2_999)
+    assert set(group_of(coordinator).members) == {"m1"}
+    timers.advance(2)  # silent for the overridden 3 s, far less than the broker's SESSION_MS
+    assert group_of(coordinator).members == {}
+    # Another group keeps the broker's settings.
+    other: list = []
+    coordinator.consumer_group_heartbeat(HeartbeatRequest("other", "o1", 0, rebalance_timeout_ms=30_000,
+                                                          subscribed_topic_names=["foo"], topic_partitions={}),
+                                         other.append)
+    assert other[0].heartbeat_interval_ms == 5_000
+    timers.advance(SESSION_MS - 1)
+    entry = coordinator.consumer_groups.get("other")
+    assert entry is not None and set(entry.group.members) == {"o1"}
+
+
+def test_a_group_loaded_with_overrides_arms_its_session_timers_with_them() -> None:
+    coordinator, log, _ = make()
+    join(coordinator, "m1")
+    clock = Clock()
+    timers = Timers(clock)
+    config = CoordinatorConfig(offsets_partitions=1, consumer=ConsumerGroupConfig(session_timeout_ms=SESSION_MS))
+    successor = GroupCoordinator(config, clock, timers, log, lambda: TOPICS)
+    successor.use_group_configs(lambda g: {"consumer.session.timeout.ms": "2000"} if g == GROUP else {})
+    assert successor.on_elected(0, 2)
+    assert successor.complete_load(0, 2, log.durable[0])
+    assert set(group_of(successor).members) == {"m1"}
+    timers.advance(2_001)
+    assert group_of(successor).members == {}

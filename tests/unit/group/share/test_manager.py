@@ -92,3 +92,76 @@ def test_a_group_id_belongs_to_one_group_type() -> None:
     coordinator.share_group_heartbeat(HeartbeatRequest("cg", MEMBER, 0, subscribed_topic_names=["foo"]),
                                       share_to_consumer.append)
     assert share_to_consumer[0].error_code == E.GROUP_ID_NOT_FOUND
+
+
+def _delete(coordinator, *groups: str) -> tuple[dict, dict]:
+    """DeleteGroups as the broker runs it: the share groups' first step, then the deletion."""
+    begun: list = []
+    coordinator.begin_share_group_deletions(list(groups), begun.append)
+    deleted: list = []
+    coordinator.delete_groups(list(groups), deleted.append)
+    return begun[0], deleted[0]
+
+
+def test_a_share_group_with_a_member_is_not_deleted() -> None:
+    coordinator, _, _ = make()
+    (joined,) = heartbeat(coordinator)
+    heartbeat(coordinator, epoch=joined.member_epoch, names=None)
+    begun, deleted = _delete(coordinator, GROUP)
+    assert begun == {GROUP: (E.NON_EMPTY_GROUP, {})}
+    assert deleted == {GROUP: E.NON_EMPTY_GROUP}
+    assert coordinator.share_groups.get(GROUP) is not None
+
+
+def test_an_empty_share_group_is_deleted_with_its_share_partition_state() -> None:
+    coordinator, log, _ = make()
+    (joined,) = heartbeat(coordinator)
+    heartbeat(coordinator, epoch=joined.member_epoch, names=None)
+    (left,) = heartbeat(coordinator, epoch=-1, names=None)
+    assert left.error_code == E.NONE
+    begun, deleted = _delete(coordinator, GROUP, "unknown")
+    # The initialized share-partitions are the ones whose state the share coordinator deletes.
+    assert begun == {GROUP: (E.NONE, {TOPICS["foo"].topic_id: frozenset({0, 1})})}
+    assert deleted == {GROUP: E.NONE, "unknown": E.GROUP_ID_NOT_FOUND}
+    assert coordinator.share_groups.get(GROUP) is None
+    assert [g.group_id for g in coordinator.list_groups()[1]] == []
+    # Tombstones are written: a new coordinator does not find the group, and the id starts afresh.
+    successor, _, asked = make(log)
+    assert successor.share_groups.get(GROUP) is None
+    (again,) = heartbeat(successor)
+    assert again.error_code == E.NONE and again.member_epoch == 1
+    assert asked[-1].topic_partitions() == {TOPICS["foo"].topic_id: frozenset({0, 1})}
+
+
+def test_a_failed_write_of_the_first_step_is_the_groups_error() -> None:
+    coordinator, log, _ = make()
+    (joined,) = heartbeat(coordinator)
+    heartbeat(coordinator, epoch=joined.member_epoch, names=None)
+    heartbeat(coordinator, epoch=-1, names=None)
+    log.auto = False
+    begun: list = []
+    coordinator.begin_share_group_deletions([GROUP], begun.append)
+    log.release(E.NOT_LEADER_OR_FOLLOWER)
+    assert begun == [{GROUP: (E.NOT_COORDINATOR, {})}]
+    assert coordinator.share_groups.get(GROUP) is not None
+
+
+def test_group_config_overrides_set_the_share_session_timeout_and_heartbeat_interval() -> None:
+    """Kafka 4.2's ``share.session.timeout.ms`` / ``share.heartbeat.interval.ms`` group configs."""
+    clock = Clock()
+    timers = Timers(clock)
+    log = FakeLog()
+    coordinator = GroupCoordinator(CoordinatorConfig(offsets_partitions=1), clock, timers, log, lambda: TOPICS)
+    overrides: dict[str, dict[str, str]] = {}
+    coordinator.use_group_configs(lambda g: overrides.get(g, {}))
+    assert coordinator.on_elected(0, 1)
+    assert coordinator.complete_load(0, 1, log.durable[0])
+    (joined,) = heartbeat(coordinator)
+    assert joined.heartbeat_interval_ms == 5_000  # group.share.heartbeat.interval.ms
+    overrides[GROUP] = {"share.session.timeout.ms": "4000", "share.heartbeat.interval.ms": "1500"}
+    (beat,) = heartbeat(coordinator, epoch=joined.member_epoch, names=None)
+    assert beat.error_code == E.NONE and beat.heartbeat_interval_ms == 1_500
+    timers.advance(3_999)
+    assert MEMBER in coordinator.share_groups.get(GROUP).group.members
+    timers.advance(2)  # silent for the overridden 4 s (the broker's is 45 s): fenced
+    assert not coordinator.share_groups.get(GROUP).group.members

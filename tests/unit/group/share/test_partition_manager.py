@@ -387,6 +387,24 @@ def test_an_unacknowledged_record_comes_back_after_the_lock_duration(leader: Lea
     assert leader.timers.live() == 1  # one timer per share-partition, at the earliest expiry
 
 
+def test_metrics_count_locks_held_lock_timeouts_redeliveries_and_acknowledgements(leader: Leader) -> None:
+    manager = leader.manager
+    leader.fetch("a", 0, 9)
+    assert manager.share_partition_rows() == [(KEY, 10, 10)]  # 10 in flight, all 10 locked
+    assert leader.ack("a", ack(0, 3, ACCEPT), ack(4, 4, REJECT), ack(5, 6, RELEASE)) == [PartitionAcknowledgement()]
+    assert manager.acknowledged == {AcknowledgeType.ACCEPT: 4, AcknowledgeType.REJECT: 1, AcknowledgeType.RELEASE: 2}
+    assert manager.share_partition_rows() == [(KEY, 5, 3)]  # 0-4 done: the window is 5-9, 7-9 still locked
+    assert manager.redelivered == {} and manager.lock_timeouts == {}
+    leader.timers.advance(2000)  # 7-9's locks time out
+    assert manager.lock_timeouts == {KEY: 3}
+    assert manager.share_partition_rows() == [(KEY, 5, 0)]
+    got, _ = leader.fetch("b", 5, 9)
+    assert got == (AcquiredRecords(5, 9, 2),)
+    assert manager.redelivered == {KEY: 5}  # released twice and timed out three: delivered again
+    leader.manager.leadership_changed(TOPIC, 0, None)  # dropped: the counters stay
+    assert manager.share_partition_rows() == [] and manager.redelivered == {KEY: 5}
+
+
 def test_a_record_past_the_delivery_count_limit_is_archived(leader: Leader) -> None:
     for delivery in (1, 2, 3):
         got, _ = leader.fetch("a", 0, 0)
@@ -436,6 +454,28 @@ def test_leadership_moving_drops_the_share_partition(leader: Leader) -> None:
     assert not leader.manager.holds(TOPIC, 0)
     assert leader.timers.live() == 0
     assert [a.error_code for a in leader.ack("a", ack(0, 4, ACCEPT))] == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+
+
+def test_a_group_without_sessions_here_is_dropped_and_a_recreated_group_starts_afresh(
+        leader: Leader, coordinator: ShareCoordinator) -> None:
+    leader.fetch("a", 0, 9)
+    assert leader.ack("a", ack(0, 9, ACCEPT)) == [PartitionAcknowledgement()]
+    assert leader.state().start_offset == 10
+    assert leader.manager.drop_group("other-group") == 0
+    # The group is deleted (DeleteShareGroupState) and created again, at the same state epoch.
+    deleted: list = []
+    coordinator.delete(GROUP, TOPIC, 0, deleted.append)
+    initialized: list = []
+    coordinator.initialize(GROUP, TOPIC, 0, InitializeData(state_epoch=0), initialized.append)
+    assert deleted == initialized == [PartitionResult()]
+    # Its last share session here went (Kafka's onGroupEmpty): the old state is forgotten.
+    assert leader.manager.drop_group(GROUP) == 1
+    assert leader.manager.get(KEY) is None and not leader.manager.holds(TOPIC, 0)
+    assert leader.timers.live() == 0
+    assert leader.load() == [ErrorCode.NONE]
+    assert leader.state().start_offset == 0  # share.auto.offset.reset earliest, not the old group's 10
+    acquired, _ = leader.fetch("b", 0, 9)
+    assert [(a.first_offset, a.last_offset) for a in acquired] == [(0, 9)]
 
 
 def test_a_load_at_a_newer_leader_epoch_reloads(leader: Leader, coordinator: ShareCoordinator) -> None:
