@@ -39,6 +39,7 @@ from typing import Any
 
 from mafka.cli.clients import admin_config
 from mafka.cli.consumer_groups import CommandFailed, GroupAdmin, UsageError, java_error
+from mafka.cli.consumer_groups_tables import MISSING, table_line
 from mafka.client.admin import AdminClient
 from mafka.client.admin_share_groups import ShareGroupDescription, SharePartitionOffsetInfo
 from mafka.client.kafka_error import KafkaError as ClientError
@@ -61,7 +62,6 @@ __all__ = [
     "run",
 ]
 
-MISSING = "-"
 #: Kafka's ``GroupState.groupStatesForType(SHARE)``
 STATES = ("Empty", "Stable", "Dead")
 ACTIONS = ("list", "describe", "delete", "reset-offsets", "delete-offsets")
@@ -70,22 +70,13 @@ SCENARIOS = ("to-offset", "to-earliest", "to-latest", "to-current")
 OffsetRow = tuple[str, int, SharePartitionOffsetInfo | None]
 
 
-def _s(value: object) -> str:
-    return MISSING if value is None else str(value)
-
-
-def _line(widths: Iterable[int], values: Iterable[object]) -> str:
-    """Java's ``%-Ns`` for each (width, value), space-separated; width 0 is a plain ``%s``."""
-    return " ".join(f"{_s(v):<{w}}" if w else _s(v) for w, v in zip(widths, values, strict=True))
-
-
 # --------------------------------------------------------------------------- formats
 
 
 def format_list(groups: list[tuple[str, str]]) -> list[str]:
     """``printGroupInfo``: ``GROUP STATE``, the group column at least 15 wide."""
     width = max([15] + [len(g) for g, _ in groups])
-    return [_line((width, 0), ("GROUP", "STATE"))] + [_line((width, 0), g) for g in groups]
+    return [table_line((width, 0), ("GROUP", "STATE"))] + [table_line((width, 0), g) for g in groups]
 
 
 def format_offsets(group: str, rows: Sequence[OffsetRow], verbose: bool) -> list[str]:
@@ -96,17 +87,17 @@ def format_offsets(group: str, rows: Sequence[OffsetRow], verbose: bool) -> list
     widths = (max(15, len(group)), max([15] + [len(t) for t, _, _ in rows]), 10, 13)
     out = [""]
     if verbose:
-        out.append(_line((*widths, 13, 0), ("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG")))
+        out.append(table_line((*widths, 13, 0), ("GROUP", "TOPIC", "PARTITION", "LEADER-EPOCH", "START-OFFSET", "LAG")))
     else:
-        out.append(_line((*widths, 0), ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")))
+        out.append(table_line((*widths, 0), ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")))
     for topic, partition, info in sorted(rows, key=lambda r: (r[0], r[1])):
         start = info.start_offset if info is not None else None
         lag = info.lag if info is not None else None
         if verbose:
             epoch = info.leader_epoch if info is not None else None
-            out.append(_line((*widths, 13, 0), (group, topic, partition, epoch, start, lag)))
+            out.append(table_line((*widths, 13, 0), (group, topic, partition, epoch, start, lag)))
         else:
-            out.append(_line((*widths, 0), (group, topic, partition, start, lag)))
+            out.append(table_line((*widths, 0), (group, topic, partition, start, lag)))
     return out
 
 
@@ -130,13 +121,13 @@ def format_members(d: ShareGroupDescription, verbose: bool) -> list[str]:
     )
     out = [""]
     if verbose:
-        out.append(_line((*widths, 13, 0), ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
+        out.append(table_line((*widths, 13, 0), ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                                             "MEMBER-EPOCH", "ASSIGNMENT")))
-        out += [_line((*widths, 13, 0), (d.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
+        out += [table_line((*widths, 13, 0), (d.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
                                          m.member_epoch, _assignment(m.assignment))) for m in members]
     else:
-        out.append(_line((*widths, 0), ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")))
-        out += [_line((*widths, 0), (d.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
+        out.append(table_line((*widths, 0), ("GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")))
+        out += [table_line((*widths, 0), (d.group_id, m.member_id, m.host, m.client_id, len(m.assignment),
                                      _assignment(m.assignment))) for m in members]
     return out
 
@@ -147,12 +138,12 @@ def format_state(d: ShareGroupDescription, verbose: bool) -> list[str]:
     coordinator = f"{c.host}:{c.port}  ({c.id})" if c is not None else MISSING
     widths = (max(15, len(d.group_id)), max(25, len(coordinator)), 15)
     if verbose:
-        return ["", _line((*widths, 12, 17, 0), ("GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH",
+        return ["", table_line((*widths, 12, 17, 0), ("GROUP", "COORDINATOR (ID)", "STATE", "GROUP-EPOCH",
                                                  "ASSIGNMENT-EPOCH", "#MEMBERS")),
-                _line((*widths, 12, 17, 0), (d.group_id, coordinator, d.state, d.group_epoch,
+                table_line((*widths, 12, 17, 0), (d.group_id, coordinator, d.state, d.group_epoch,
                                              d.target_assignment_epoch, len(d.members)))]
-    return ["", _line((*widths, 0), ("GROUP", "COORDINATOR (ID)", "STATE", "#MEMBERS")),
-            _line((*widths, 0), (d.group_id, coordinator, d.state, len(d.members)))]
+    return ["", table_line((*widths, 0), ("GROUP", "COORDINATOR (ID)", "STATE", "#MEMBERS")),
+            table_line((*widths, 0), (d.group_id, coordinator, d.state, len(d.members)))]
 
 
 def format_reset(group: str, offsets: dict[TopicPartitionTuple, int]) -> list[str]:
@@ -160,8 +151,8 @@ def format_reset(group: str, offsets: dict[TopicPartitionTuple, int]) -> list[st
     if not offsets:
         return [""]
     widths = (max(15, len(group)), max([15] + [len(t) for t, _ in offsets]), 10, 0)
-    return ["", _line(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))] + [
-        _line(widths, (group, t, p, off)) for (t, p), off in sorted(offsets.items())]
+    return ["", table_line(widths, ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))] + [
+        table_line(widths, (group, t, p, off)) for (t, p), off in sorted(offsets.items())]
 
 
 def format_delete(deleted: list[str], failed: dict[str, str]) -> list[str]:
@@ -180,8 +171,8 @@ def format_delete(deleted: list[str], failed: dict[str, str]) -> list[str]:
 def format_delete_offsets(results: dict[str, str | None]) -> list[str]:
     """``deleteOffsets``' table: ``TOPIC STATUS`` (``Successful`` or ``Error: <message>``)."""
     width = max([15] + [len(t) for t in results])
-    return ["", _line((width, 0), ("TOPIC", "STATUS"))] + [
-        _line((width, 0), (t, "Successful" if e is None else f"Error: {e}")) for t, e in sorted(results.items())]
+    return ["", table_line((width, 0), ("TOPIC", "STATUS"))] + [
+        table_line((width, 0), (t, "Successful" if e is None else f"Error: {e}")) for t, e in sorted(results.items())]
 
 
 # --------------------------------------------------------------------------- arguments
