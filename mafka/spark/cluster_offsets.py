@@ -1,8 +1,9 @@
 """The planner's :class:`~mafka.spark.offset_ranges.OffsetSource` on a live cluster, through ``mafka.client``.
 
-Used on the driver, once per read: partition counts from Metadata, log start
-offsets, high watermarks and offsets for timestamps from ListOffsets (one
-request per leader for all partitions at once).
+Used on the driver, once per read (a streaming read: once per trigger):
+partition counts from Metadata, log start offsets, high watermarks (last
+stable offsets with ``isolation.level=read_committed``) and offsets for
+timestamps from ListOffsets (one request per leader for all partitions at once).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mafka.client.admin import AdminClient
-from mafka.client.admin_types import OffsetSpec
+from mafka.client.admin_types import IsolationLevel, OffsetSpec
 from mafka.client.kafka_error import KafkaException
 from mafka.client.message import TopicPartition
 from mafka.spark.offset_ranges import ReadOptionsError
@@ -32,6 +33,10 @@ class ClusterOffsets:
     def __init__(self, bootstrap_servers: str, client_config: Mapping[str, Any] | None = None,
                  timeout: float = 30.0) -> None:
         self.timeout = timeout
+        # kafka.isolation.level=read_committed: the latest offset is the last stable offset, as the
+        # Java client's (and so Spark's Kafka source's) end offsets are.
+        level = str((client_config or {}).get("isolation.level", "read_uncommitted")).lower()
+        self.isolation_level = IsolationLevel.READ_COMMITTED if level == "read_committed" else None
         self._admin = AdminClient({**(client_config or {}), "bootstrap.servers": bootstrap_servers})
 
     def __enter__(self) -> ClusterOffsets:
@@ -64,7 +69,7 @@ class ClusterOffsets:
         if not specs:
             return {}
         futures = self._admin.list_offsets({TopicPartition(t, p): spec for (t, p), spec in specs.items()},
-                                           request_timeout=self.timeout)
+                                           isolation_level=self.isolation_level, request_timeout=self.timeout)
         out = {}
         for tp, future in futures.items():
             try:

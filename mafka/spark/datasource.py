@@ -17,6 +17,10 @@ acks=all; a task fails unless every record was acknowledged (at least once,
 as Spark's Kafka sink).  PySpark's Python data sources refuse the default
 save mode (ErrorIfExists), so writes say ``.mode("append")``; ``overwrite``
 is refused as Spark's Kafka sink refuses it.
+
+Streaming: ``spark.readStream.format("mafka")`` — Spark's Kafka streaming
+source, its offsets in the query's checkpoint
+(:mod:`mafka.spark.stream_reader`, :mod:`mafka.spark.stream_offsets`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -41,7 +46,7 @@ class RangePartition(InputPartition):
 
 
 class MafkaDataSource(DataSource):
-    """``format("mafka")``: batch reads and writes (see the module docstring)."""
+    """``format("mafka")``: batch reads and writes, streaming reads (see the module docstring)."""
 
     @classmethod
     def name(cls) -> str:
@@ -55,6 +60,11 @@ class MafkaDataSource(DataSource):
 
     def reader(self, schema: Any) -> DataSourceReader:
         return MafkaBatchReader(dict(self.options))
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        from mafka.spark.stream_reader import MafkaStreamReader
+
+        return MafkaStreamReader(dict(self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceWriter:
         if overwrite:

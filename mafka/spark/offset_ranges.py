@@ -114,6 +114,8 @@ _KNOWN = {
     "startingoffsetsbytimestampstrategy", "failondataloss", "minpartitions", "maxrecordsperpartition",
     "includeheaders", "fetchoffset.numretries", "fetchoffset.retryintervalms", "kafkaconsumer.polltimeoutms",
     "groupidprefix", "path",
+    # streaming only (a batch read ignores them, as Spark's Kafka source does)
+    "maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay",
 }
 #: Client settings Spark's Kafka source refuses: the reader owns them.
 _REFUSED_CLIENT = {
@@ -141,8 +143,12 @@ def java_client_security(client: dict[str, str]) -> dict[str, str]:
         raise ReadOptionsError(f"option 'kafka.{exc.key}': {exc}" if getattr(exc, "key", None) else str(exc)) from None
 
 
-def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
+def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
     """Validates Spark-Kafka-source options (keys case-insensitive).
+
+    ``streaming=True`` validates them for a streaming read instead:
+    starting offsets default to latest (and may be latest), and the
+    ``ending*`` options are refused.
 
     ``kafka.bootstrap.servers`` (or ``mafka.bootstrap.servers``) is required,
     and exactly one of ``subscribe`` (comma-separated), ``subscribePattern``
@@ -193,9 +199,13 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     else:
         assign = _assign_json(opts["assign"])
 
-    starting = _spec(opts, "starting")
+    if streaming:
+        for key in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp"):
+            if key in opts:
+                raise ReadOptionsError(f"option '{_name(key)}' is not valid in streaming queries")
+    starting = _spec(opts, "starting", LATEST if streaming else EARLIEST)
     ending = _spec(opts, "ending")
-    if starting.keyword == LATEST or _any_value(starting.offsets, LATEST):
+    if not streaming and (starting.keyword == LATEST or _any_value(starting.offsets, LATEST)):
         raise ReadOptionsError("option 'startingOffsets' cannot be latest (-1) for a batch read")
     if ending.keyword == EARLIEST or _any_value(ending.offsets, EARLIEST):
         raise ReadOptionsError("option 'endingOffsets' cannot be earliest (-2) for a batch read")
@@ -224,6 +234,9 @@ _OPTION_NAMES = {
     "startingoffsetsbytimestamp": "startingOffsetsByTimestamp", "endingoffsetsbytimestamp": "endingOffsetsByTimestamp",
     "failondataloss": "failOnDataLoss", "includeheaders": "includeHeaders",
     "minpartitions": "minPartitions", "maxrecordsperpartition": "maxRecordsPerPartition",
+    "maxoffsetspertrigger": "maxOffsetsPerTrigger", "minoffsetspertrigger": "minOffsetsPerTrigger",
+    "maxtriggerdelay": "maxTriggerDelay", "fetchoffset.numretries": "fetchOffset.numRetries",
+    "fetchoffset.retryintervalms": "fetchOffset.retryIntervalMs",
 }
 
 
@@ -231,13 +244,15 @@ def _name(key: str) -> str:
     return _OPTION_NAMES.get(key, key)
 
 
-def _spec(opts: dict[str, str], side: str) -> _Spec:
+def _spec(opts: dict[str, str], side: str, default: int | None = None) -> _Spec:
     ts_key, by_ts_key, off_key = f"{side}timestamp", f"{side}offsetsbytimestamp", f"{side}offsets"
     if ts_key in opts:
         return _Spec(timestamp=_int(opts[ts_key], _name(ts_key), minimum=0))
     if by_ts_key in opts:
         return _Spec(timestamps=_per_partition_json(opts[by_ts_key], _name(by_ts_key), minimum=0))
     if off_key not in opts:
+        if default is not None:
+            return _Spec(keyword=default)
         return _Spec(keyword=EARLIEST if side == "starting" else LATEST)
     raw = opts[off_key].strip()
     if raw.lower() == "earliest":
