@@ -155,10 +155,11 @@ bench-scale: system-deps $(STAMP)
 
 # librdkafka's own test suite against a local 3-broker cluster (LIBRDKAFKA=path to a checkout, e.g.
 # git clone -b v2.15.0 https://github.com/confluentinc/librdkafka; TESTS=0011,0118 runs a subset;
-# GROUP_PROTOCOL=consumer runs the consumers with KIP-848, the tests told Kafka 4.0).
+# GROUP_PROTOCOL=consumer runs the consumers with KIP-848, the tests told Kafka 4.0; SHARE=1 runs the KIP-932
+# share-consumer tests 0170-0186, told Kafka 4.2, in full mode).
 conformance: system-deps $(STAMP)
 	@scripts/install-system-deps.sh conformance
-	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS)) $(if $(GROUP_PROTOCOL),--group-protocol $(GROUP_PROTOCOL))
+	$(BIN)/python scripts/conformance.py --librdkafka $(LIBRDKAFKA) $(if $(TESTS),--tests $(TESTS)) $(if $(GROUP_PROTOCOL),--group-protocol $(GROUP_PROTOCOL)) $(if $(filter 1 yes true,$(SHARE)),--share)
 
 # The compose cluster (docker/README.md): images built locally (no registry), then 3 ZooKeeper
 # members and 3 brokers.  docker-down keeps the volumes unless DOWN_FLAGS=-v.

@@ -35,11 +35,23 @@ Kafka 4's authorized operations in 0081, MsgVersion 1 gone in 0092).  trivup
 gives a Kafka 4 cluster no ``group.consumer.*`` setting, so the brokers run with
 Kafka 4's defaults for them, written out in :data:`CONSUMER_PROTOCOL_SETTINGS`.
 
+``--share`` runs librdkafka's KIP-932 share-consumer tests (by default every test
+named ``*share*``; 0170–0186 talk to the cluster, the ``_mock``/``_local`` ones are
+skipped as always) as its share-consumer CI job runs them
+(``packaging/tools/run-share-consumer-tests.sh``): the broker version given to the
+tests is 4.2.0 (their ``TEST_BRKVER(4, 2, 0, 0)``), full mode unless ``--quick``
+(in quick mode their sub-tests are skipped), and the brokers run with the setting
+that job gives its Kafka cluster, ``group.share.min.record.lock.duration.ms=1000``
+(0173 and 0176 set a group's ``share.record.lock.duration.ms`` to 3000 through
+IncrementalAlterConfigs), on top of :data:`CONSUMER_PROTOCOL_SETTINGS` with the
+share protocol enabled (:data:`SHARE_SETTINGS`).
+
 Usage::
 
     python scripts/conformance.py --librdkafka ~/src/librdkafka            # everything
     python scripts/conformance.py --librdkafka ~/src/librdkafka --tests 0011,0118
     python scripts/conformance.py --librdkafka ~/src/librdkafka --group-protocol consumer
+    python scripts/conformance.py --librdkafka ~/src/librdkafka --share --tests 0170,0171
 """
 
 from __future__ import annotations
@@ -92,8 +104,19 @@ CONSUMER_PROTOCOL_SETTINGS = {
     "group.consumer.assignors": "uniform,range",
 }
 
+#: The broker settings of ``--share``: librdkafka's share-consumer CI cluster (Kafka 4.2+, whose
+#: share groups are on by default) with the lock-duration floor that job lowers to 1000 ms.
+SHARE_SETTINGS = {
+    **CONSUMER_PROTOCOL_SETTINGS,
+    "group.coordinator.rebalance.protocols": "classic,consumer,share",
+    "group.share.min.record.lock.duration.ms": "1000",
+}
+
 #: The broker version the tests are told (``TEST_KAFKA_VERSION``), per group protocol.
 BROKER_VERSION = {"classic": "2.8.0", "consumer": "4.0.0"}
+
+#: The broker version ``--share`` tells the tests: the share-consumer tests need 4.2.
+SHARE_BROKER_VERSION = "4.2.0"
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\(B")
 
@@ -214,11 +237,13 @@ SUMMARY = re.compile(r"^\|\s*(\d{4}_\w+)\s*\|\s*(PASSED|FAILED|SKIPPED|RUNNING|N
 def run_number(runner: Path, number: str, scenario: str, cluster: LocalCluster, work: Path,
                timeout: float, multiplier: float, quick: bool,
                group_protocol: str = "classic",
-               subtests: str | None = None) -> tuple[dict[str, tuple[str, float, str]], str]:
+               subtests: str | None = None,
+               broker_version: str | None = None) -> tuple[dict[str, tuple[str, float, str]], str]:
     """Runs every test of one number; returns name → (result, seconds, detail) and the log path.
 
     *group_protocol* ``consumer`` sets ``TEST_CONSUMER_GROUP_PROTOCOL`` (librdkafka's tests then
     create every consumer with ``group.protocol=consumer``) and tells them Kafka 4.0.
+    *broker_version* overrides the version the tests are told (``--share``: 4.2.0).
     *subtests* is librdkafka's ``SUBTESTS``: only the sub-tests whose name contains it run.
     """
     conf = work / f"test-{scenario}.conf"
@@ -229,7 +254,7 @@ def run_number(runner: Path, number: str, scenario: str, cluster: LocalCluster, 
     )
     venv = Path(sys.executable).resolve().parent.parent
     env = dict(os.environ,
-               TESTS=number, TEST_KAFKA_VERSION=BROKER_VERSION[group_protocol], TEST_SCENARIO=scenario,
+               TESTS=number, TEST_KAFKA_VERSION=broker_version or BROKER_VERSION[group_protocol], TEST_SCENARIO=scenario,
                RDKAFKA_TEST_CONF=str(conf), KAFKA_PATH=str(Path(sys.prefix)),
                ZK_ADDRESS=f"127.0.0.1:{cluster.zookeeper_port}", BROKERS=cluster.bootstrap,
                PATH=f"{venv / 'bin'}:{os.environ.get('PATH', '')}",
@@ -298,13 +323,17 @@ def main() -> int:
     ap.add_argument("--tests", help="comma-separated test numbers or names (default: all)")
     ap.add_argument("--work", type=Path,
                     help="logs, clusters and the table (default: .mafka/conformance, "
-                         ".mafka/conformance-consumer with --group-protocol consumer)")
+                         ".mafka/conformance-consumer with --group-protocol consumer, "
+                         ".mafka/conformance-share with --share)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per test number")
     ap.add_argument("--multiplier", type=float, default=2.0, help="librdkafka's test.timeout.multiplier")
     ap.add_argument("--quick", action="store_true", help="librdkafka's quick mode (-Q)")
     ap.add_argument("--group-protocol", choices=sorted(BROKER_VERSION), default="classic",
                     help="the consumers' group.protocol (TEST_CONSUMER_GROUP_PROTOCOL); consumer: KIP-848, "
                          "the tests told Kafka 4.0.0")
+    ap.add_argument("--share", action="store_true",
+                    help="KIP-932's share-consumer tests (default: every *share* test): the tests told "
+                         f"Kafka {SHARE_BROKER_VERSION}, the brokers run with SHARE_SETTINGS")
     ap.add_argument("--subtests", help="librdkafka's SUBTESTS: run only the sub-tests whose name contains this")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--markdown", type=Path, help="also write the table here (default: WORK/results.md)")
@@ -313,15 +342,20 @@ def main() -> int:
         ap.error("--librdkafka (or LIBRDKAFKA_PATH) must name a librdkafka checkout")
     if args.work is None:
         suffix = "" if args.group_protocol == "classic" else f"-{args.group_protocol}"
+        suffix = "-share" + suffix if args.share else suffix
         args.work = ROOT / ".mafka" / f"conformance{suffix}"
     checkout = args.librdkafka.resolve()
     runner = build(checkout, args.rebuild)
-    version = BROKER_VERSION[args.group_protocol]
+    version = SHARE_BROKER_VERSION if args.share else BROKER_VERSION[args.group_protocol]
     tests = parse_tests(checkout / "tests" / "test.c", tuple(int(x) for x in (version + ".0").split(".")[:4]))
     extra_settings = CONSUMER_PROTOCOL_SETTINGS if args.group_protocol == "consumer" else {}
+    if args.share:
+        extra_settings = SHARE_SETTINGS
     if args.tests:
         wanted = [w.strip() for w in args.tests.split(",") if w.strip()]
         tests = [t for t in tests if any(t.name == w or t.number == w for w in wanted)]
+    elif args.share:
+        tests = [t for t in tests if "share" in t.name]
     args.work.mkdir(parents=True, exist_ok=True)
     by_number: dict[tuple[str, str], list[Test]] = {}
     for t in tests:
@@ -345,7 +379,8 @@ def main() -> int:
                 cluster = clusters[scenario] = start_cluster(args.work, scenario == "default", extra_settings)
             started = time.monotonic()
             results, log = run_number(runner, number, scenario, cluster, args.work, args.timeout,
-                                      args.multiplier, args.quick, args.group_protocol, args.subtests)
+                                      args.multiplier, args.quick, args.group_protocol, args.subtests,
+                                      version)
             elapsed = time.monotonic() - started
             for t in group:
                 result, seconds, detail = results.get(t.name, results.get("*", ("NOT RUN", elapsed, "")))

@@ -326,6 +326,13 @@ class BrokerConfig:
     group_share_heartbeat_interval_ms: int = _key("group.share.heartbeat.interval.ms", "INT", 5000, at_least=1)
     group_share_max_size: int = _key("group.share.max.size", "INT", 200, at_least=1)
     group_share_record_lock_duration_ms: int = _key("group.share.record.lock.duration.ms", "INT", 30000, at_least=1000)
+    # the bounds of a group's share.record.lock.duration.ms (librdkafka's share-consumer CI sets min=1000)
+    group_share_min_record_lock_duration_ms: int = _key(
+        "group.share.min.record.lock.duration.ms", "INT", 15000, at_least=1000
+    )
+    group_share_max_record_lock_duration_ms: int = _key(
+        "group.share.max.record.lock.duration.ms", "INT", 60000, at_least=30000
+    )
     group_share_delivery_count_limit: int = _key("group.share.delivery.count.limit", "INT", 5, at_least=2)
     group_share_partition_max_record_locks: int = _key(
         "group.share.partition.max.record.locks", "INT", 2000, at_least=100

@@ -294,6 +294,8 @@ class ShareFetchService:
         config = broker.config
         self.sessions = ShareSessionCache(config.group_share_max_share_sessions)
         self.settings = settings or self._broker_settings
+        #: group id → (the overrides, the settings made of them): ``_broker_settings`` runs at every fetch
+        self._settings_made: dict[str, tuple[dict[str, str], ShareGroupSettings]] = {}
         self.manager = SharePartitionManager(
             PersisterAdapter(broker.share_persister), ReactorTimers(self.reactor),
             lambda: int(self.reactor.seconds() * 1000), lambda group_id: self.settings(group_id),
@@ -313,20 +315,27 @@ class ShareFetchService:
     def _broker_settings(self, group_id: str) -> ShareGroupSettings:
         """The broker's ``group.share.*``, overridden by the group's configs (``/config/groups/<g>``) if any.
 
-        Read when a share-partition loads, so an override applies to the
-        share-partitions the group loads after it is set.
+        Read when a share-partition loads and at each fetch, so an override applies
+        to the group's share-partitions already loaded too (Kafka reads a group's
+        configs at each use: ``share.isolation.level`` at each fetch,
+        ``share.record.lock.duration.ms`` at each acquisition).
         """
         config = self.broker.config
+        group_configs = getattr(self.broker, "group_configs", None)
+        overrides = group_configs.get(group_id) if group_configs is not None else {}
+        made = self._settings_made.get(group_id)
+        if made is not None and made[0] == overrides:
+            return made[1]
         settings = ShareGroupSettings(
             record_lock_duration_ms=config.group_share_record_lock_duration_ms,
             delivery_count_limit=config.group_share_delivery_count_limit,
             max_record_locks=config.group_share_partition_max_record_locks,
         )
-        group_configs = getattr(self.broker, "group_configs", None)
-        overrides = group_configs.get(group_id) if group_configs is not None else {}
-        if not overrides:
-            return settings
-        return dataclasses.replace(settings, **share_settings_overrides(overrides, config))
+        if overrides:
+            settings = dataclasses.replace(settings, **share_settings_overrides(overrides, config))
+        if overrides or made is not None:
+            self._settings_made[group_id] = (overrides, settings)
+        return settings
 
     def record_lock_duration_ms(self, group_id: str) -> int:
         """The response's ``AcquisitionLockTimeoutMs``."""
@@ -520,6 +529,7 @@ class ShareFetchService:
         reads: list[_Read] = []
         cache = self.broker.metadata_cache
         per_partition = max(1, op.max_bytes // len(op.partitions))
+        settings = self.settings(op.group_id)  # the group's configs as they are now
         for tp in op.partitions:
             if tp in op.load_errors:
                 code, message = op.load_errors.pop(tp)
@@ -545,6 +555,8 @@ class ShareFetchService:
                 continue
             if sp.status is PartitionStatus.LOADING:
                 continue
+            if sp.settings != settings:
+                self.manager.update_settings(key, settings)
             offset = self.manager.begin_fetch(key, partition.log.log_start_offset)
             if offset is None:
                 if sp.fetch_locked:

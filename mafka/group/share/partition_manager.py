@@ -138,7 +138,8 @@ class ShareGroupSettings:
     ``auto_offset_reset`` is the group config ``share.auto.offset.reset`` (``latest`` or
     ``earliest``; Kafka's default latest) and ``isolation_level`` the group config
     ``share.isolation.level`` (0 read_uncommitted, Kafka's default, or 1 read_committed).
-    Settings are read when a share-partition loads.
+    Settings are read when a share-partition loads, and again when the group's
+    configs change (:meth:`SharePartitionManager.update_settings`).
     """
 
     record_lock_duration_ms: int = DEFAULT_RECORD_LOCK_DURATION_MS
@@ -267,6 +268,21 @@ class SharePartitionManager:
     def acquired_count(self) -> int:
         """Records locked to members right now, over every share-partition (in-flight locks)."""
         return sum(sp.state.acquired_count() for sp in self._partitions.values() if sp.state is not None)
+
+    def update_settings(self, key: SharePartitionKey, settings: ShareGroupSettings) -> None:
+        """Make the share-partition *key* obey *settings* from now on (its group's configs changed).
+
+        Kafka reads a share group's configs at each use (the isolation level at each
+        fetch, the lock duration at each acquisition), so a change applies to the
+        share-partitions already loaded, not only to those loaded after it.
+        ``auto_offset_reset`` only matters to a share-partition not yet initialized.
+        """
+        sp = self._partitions.get(key)
+        if sp is None or sp.settings == settings:
+            return
+        sp.settings = settings
+        if sp.state is not None:
+            sp.state.reconfigure(settings.partition_config())
 
     # ------------------------------------------------------------------ loading
 

@@ -120,6 +120,7 @@ back AVAILABLE with delivery count 0.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -441,6 +442,15 @@ class SharePartitionState:
     @property
     def config(self) -> SharePartitionConfig:
         return self._config
+
+    def reconfigure(self, config: SharePartitionConfig) -> None:
+        """Obey *config* from now on (a group config changed; Kafka reads them at each use).
+
+        Locks already held keep their expiry; the new lock duration applies to the
+        next acquisitions, the new delivery count limit and record-lock cap to the
+        next acquisitions and releases.  ``persist_acquisitions`` is kept.
+        """
+        self._config = dataclasses.replace(config, persist_acquisitions=self._config.persist_acquisitions)
 
     @property
     def start_offset(self) -> int:

@@ -248,16 +248,38 @@ def test_share_fetch_settings_take_the_group_overrides() -> None:
     overrides = {"g": {"share.auto.offset.reset": "EARLIEST", "share.isolation.level": "read_committed",
                        "share.record.lock.duration.ms": "20000"},
                  "stale": {"share.record.lock.duration.ms": "1000", "share.auto.offset.reset": "earliest"}}
-    broker = NS(config=config, group_configs=NS(get=lambda g: overrides.get(g, {})))
-    settings = ShareFetchService._broker_settings(NS(broker=broker), "g")  # type: ignore[arg-type]
+    broker = NS(config=config, group_configs=NS(get=lambda g: dict(overrides.get(g, {}))))
+    service = NS(broker=broker, _settings_made={})
+    settings = ShareFetchService._broker_settings(service, "g")  # type: ignore[arg-type]
     assert (settings.auto_offset_reset, settings.isolation_level, settings.record_lock_duration_ms) == (
         "earliest", READ_COMMITTED, 20000)
-    plain = ShareFetchService._broker_settings(NS(broker=broker), "other")  # type: ignore[arg-type]
+    plain = ShareFetchService._broker_settings(service, "other")  # type: ignore[arg-type]
     assert (plain.auto_offset_reset, plain.isolation_level, plain.record_lock_duration_ms) == (
         "latest", READ_UNCOMMITTED, 30000)
     # An override no longer valid (here: below the bounds) is ignored, the others still apply.
-    stale = ShareFetchService._broker_settings(NS(broker=broker), "stale")  # type: ignore[arg-type]
+    stale = ShareFetchService._broker_settings(service, "stale")  # type: ignore[arg-type]
     assert (stale.auto_offset_reset, stale.record_lock_duration_ms) == ("earliest", 30000)
+    # Read at each fetch: a change of the group's overrides is seen at once (made again, not cached).
+    assert ShareFetchService._broker_settings(service, "g") is settings  # type: ignore[arg-type]
+    overrides["g"]["share.isolation.level"] = "read_uncommitted"
+    changed = ShareFetchService._broker_settings(service, "g")  # type: ignore[arg-type]
+    assert (changed.isolation_level, changed.record_lock_duration_ms) == (READ_UNCOMMITTED, 20000)
+    overrides.pop("g")
+    assert ShareFetchService._broker_settings(service, "g").record_lock_duration_ms == 30000  # type: ignore[arg-type]
+
+
+def test_the_broker_bounds_the_share_record_lock_duration() -> None:
+    """group.share.min/max.record.lock.duration.ms bound the group config (librdkafka's share-consumer CI
+    lowers the floor to 1000 and its 0173/0176 set a group's lock duration to 3000)."""
+    with pytest.raises(InvalidConfigError, match="in the range 15000 to 60000"):
+        gc.validate_group_config({"share.record.lock.duration.ms": "3000"}, _config())
+    low = _config(**{"group.share.min.record.lock.duration.ms": "1000"})
+    assert low.group_share_min_record_lock_duration_ms == 1000
+    assert gc.validate_group_config({"share.record.lock.duration.ms": "3000"}, low) == {
+        "share.record.lock.duration.ms": 3000}
+    high = _config(**{"group.share.max.record.lock.duration.ms": "90000"})
+    assert gc.validate_group_config({"share.record.lock.duration.ms": "90000"}, high) == {
+        "share.record.lock.duration.ms": 90000}
 
 
 def test_describe_answers_what_this_broker_applies(zk: KafkaZkClient) -> None:

@@ -320,6 +320,37 @@ def test_read_committed_never_delivers_aborted_or_undecided_records(tmp_path: An
         env.manager.shutdown()
 
 
+def test_a_group_config_change_applies_to_share_partitions_already_loaded(tmp_path: Any) -> None:
+    """Kafka reads a share group's configs at each use: librdkafka's 0177 switches a consuming group
+    from read_uncommitted to read_committed and expects the next aborted transaction unseen."""
+    current = [ShareGroupSettings(record_lock_duration_ms=2000, auto_offset_reset="earliest")]
+    env = make_env(tmp_path, current[0])
+    env.service.settings = lambda _group: current[0]
+    try:
+        append(env, batch(0, 1))
+        assert acquired(only(send(env, 78, 1, share_fetch("a", 0))[0])) == [(0, 0, 1)]  # loaded, uncommitted
+        current[0] = ShareGroupSettings(record_lock_duration_ms=5000, auto_offset_reset="earliest",
+                                        isolation_level=READ_COMMITTED)
+        append(env, build_batch([Record(1, 1000, None, b"t1"), Record(2, 1001, None, b"t2")], producer_id=A,
+                                producer_epoch=0, base_offset=1, base_sequence=0, is_transactional=True))
+        markers: list = []
+        env.rm.append_txn_markers([("t", 0, A, 0, 0, False)], 1000).addCallback(markers.append)  # ABORT
+        append(env, batch(4, 1))
+        out = send(env, 78, 1, share_fetch("a", 1, acks=((0, 0, ACCEPT),)))
+        response = out[0]
+        assert acquired(only(response)) == [(4, 4, 1)]  # 1-2 aborted, 3 the marker: never delivered now
+        assert response.acquisition_lock_timeout_ms == 5000
+        sp = env.service.manager.partitions()[0]
+        assert sp.settings == current[0] and sp.state is not None
+        assert sp.state.config.record_lock_duration_ms == 5000
+        env.clock.advance(4.999)
+        assert sp.state.record(4).state is RecordState.ACQUIRED  # locked for the new duration
+        env.clock.advance(0.001)
+        assert sp.state.record(4).state is RecordState.AVAILABLE
+    finally:
+        env.manager.shutdown()
+
+
 # ------------------------------------------------------------------------------ refusals
 
 

@@ -332,6 +332,27 @@ def test_release_makes_records_available_to_another_member(leader: Leader) -> No
     assert got == (AcquiredRecords(0, 4, 2),)
 
 
+def test_new_group_settings_apply_to_a_loaded_share_partition(leader: Leader) -> None:
+    """A group config change reaches the share-partitions already loaded (Kafka reads them at each use)."""
+    leader.fetch("a", 0, 1)
+    changed = ShareGroupSettings(record_lock_duration_ms=5000, delivery_count_limit=2, max_record_locks=100,
+                                 auto_offset_reset="earliest")
+    leader.manager.update_settings(KEY, changed)
+    sp = leader.manager.get(KEY)
+    assert sp is not None and sp.settings is changed
+    assert leader.state().config.record_lock_duration_ms == 5000
+    assert leader.state().config.persist_acquisitions  # kept
+    leader.timers.advance(2000)  # a's lock was taken under the old duration: it expires as it was given
+    got, _ = leader.fetch("b", 0, 1)
+    assert got == (AcquiredRecords(0, 1, 2),)
+    leader.timers.advance(4999)
+    assert leader.fetch("c", 0, 1)[0] == ()  # b's lock is the new one: still held
+    leader.timers.advance(1)  # delivery count 2 reaches the new limit of 2: archived, not offered again
+    assert leader.fetch("c", 0, 1)[0] == ()
+    assert leader.state().start_offset == 2
+    leader.manager.update_settings(SharePartitionKey(GROUP, TOPIC, 9), changed)  # not loaded here: nothing
+
+
 def test_reject_archives_for_good(leader: Leader) -> None:
     leader.fetch("a", 0, 4)
     assert leader.ack("a", ack(2, 2, REJECT)) == [PartitionAcknowledgement()]
