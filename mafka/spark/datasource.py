@@ -20,7 +20,10 @@ is refused as Spark's Kafka sink refuses it.
 
 Streaming: ``spark.readStream.format("mafka")`` — Spark's Kafka streaming
 source, its offsets in the query's checkpoint
-(:mod:`mafka.spark.stream_reader`, :mod:`mafka.spark.stream_offsets`).
+(:mod:`mafka.spark.stream_reader`, :mod:`mafka.spark.stream_offsets`);
+``df.writeStream.format("mafka")`` — the sink above per micro-batch, at least
+once, or exactly once with ``option("exactlyOnce", "true")``
+(:mod:`mafka.spark.stream_writer`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -70,6 +74,11 @@ class MafkaDataSource(DataSource):
         if overwrite:
             raise ReadOptionsError("save mode overwrite is not allowed for Kafka topics; use mode('append')")
         return MafkaBatchWriter(dict(self.options), [f.name for f in schema.fields])
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> DataSourceStreamWriter:
+        from mafka.spark.stream_writer import MafkaStreamWriter
+
+        return MafkaStreamWriter(dict(self.options), [f.name for f in schema.fields])
 
 
 class MafkaBatchReader(DataSourceReader):

@@ -11,7 +11,7 @@ from typing import Any
 
 from mafka.spark.offset_ranges import ReadOptionsError, java_client_security
 
-__all__ = ["check_sink", "write_rows", "SinkOptions", "WriteError"]
+__all__ = ["check_sink", "write_rows", "produce_rows", "SinkOptions", "WriteError"]
 
 _SINK_OPTIONS = {"topic", "includeheaders", "path"}
 _COLUMNS = {"key", "value", "topic", "partition", "headers"}
@@ -80,35 +80,8 @@ def write_rows(options: SinkOptions, rows: Iterable[Any]) -> int:
     producer = Producer(conf)
     failures: list[str] = []
 
-    def report(err: Any, msg: Any) -> None:
-        if err is not None and len(failures) < 5:
-            failures.append(f"{msg.topic()}-{msg.partition()}: {err}")
-
-    count = 0
     try:
-        for row in rows:
-            get = row.asDict() if hasattr(row, "asDict") else row
-            topic = options.topic or get.get("topic")
-            if not topic:
-                raise WriteError("a row has no topic (null 'topic' column and no 'topic' option)")
-            partition = get.get("partition")
-            headers = get.get("headers")
-            if headers is not None:
-                headers = [(h["key"], _bytes(h["value"], "headers")) if isinstance(h, Mapping)
-                           else (h[0], _bytes(h[1], "headers")) for h in headers]
-            kwargs = {"value": _bytes(get.get("value"), "value"), "key": _bytes(get.get("key"), "key"),
-                      "headers": headers, "on_delivery": report}
-            if partition is not None:
-                kwargs["partition"] = int(partition)
-            while True:
-                try:
-                    producer.produce(topic, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
-            count += 1
-            if count % 10_000 == 0:
-                producer.poll(0)
+        count = produce_rows(producer, options, rows, failures)
         left = producer.flush(300)
         if left:
             raise WriteError(f"{left} records were not acknowledged within 300 s")
@@ -116,4 +89,41 @@ def write_rows(options: SinkOptions, rows: Iterable[Any]) -> int:
             raise WriteError("records failed: " + "; ".join(failures))
     finally:
         producer.close()
+    return count
+
+
+def produce_rows(producer: Any, options: SinkOptions, rows: Iterable[Any], failures: list[str]) -> int:
+    """Produces every row with ``producer`` (no flush); delivery failures (the first 5) go to ``failures``.
+
+    Raises:
+        WriteError: a row without a topic, or a column of the wrong type.
+    """
+    def report(err: Any, msg: Any) -> None:
+        if err is not None and len(failures) < 5:
+            failures.append(f"{msg.topic()}-{msg.partition()}: {err}")
+
+    count = 0
+    for row in rows:
+        get = row.asDict() if hasattr(row, "asDict") else row
+        topic = options.topic or get.get("topic")
+        if not topic:
+            raise WriteError("a row has no topic (null 'topic' column and no 'topic' option)")
+        partition = get.get("partition")
+        headers = get.get("headers")
+        if headers is not None:
+            headers = [(h["key"], _bytes(h["value"], "headers")) if isinstance(h, Mapping)
+                       else (h[0], _bytes(h[1], "headers")) for h in headers]
+        kwargs = {"value": _bytes(get.get("value"), "value"), "key": _bytes(get.get("key"), "key"),
+                  "headers": headers, "on_delivery": report}
+        if partition is not None:
+            kwargs["partition"] = int(partition)
+        while True:
+            try:
+                producer.produce(topic, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        count += 1
+        if count % 10_000 == 0:
+            producer.poll(0)
     return count
