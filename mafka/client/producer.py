@@ -300,6 +300,17 @@ class Producer:
         # The coroutine bounds itself by the call's timeout (the work may go on in the background).
         self._thread.run(coro)
 
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """Mafka's extension: this transactional producer's id and epoch (-1, -1 before
+        ``init_transactions``) — what another process needs to end the open transaction on its
+        behalf with EndTxn, as mafka.spark's exactly-once sink does from Spark's driver.
+
+        Raises:
+            KafkaException: ``_NOT_CONFIGURED`` without ``transactional.id``.
+        """
+        txn = transactional(self._engine)
+        return txn.producer_id, txn.producer_epoch
+
     def init_transactions(self, timeout: float | None = None) -> None:
         """Gets the producer id for ``transactional.id``, fencing older instances and aborting
         their open transaction.  ``timeout`` None or negative: 2 × ``transaction.timeout.ms``.

@@ -141,7 +141,6 @@ def prepare_transaction(options: SinkOptions, rows: Iterable[Any], txn_id: str, 
         WriteError: a record failed or was not acknowledged; the transaction is aborted.
     """
     from mafka.client import Consumer, Producer, TopicPartition
-    from mafka.client.producer import transactional
 
     conf = {**options.client_config, "bootstrap.servers": options.bootstrap_servers,
             "transactional.id": txn_id, "enable.idempotence": True, "acks": "all"}
@@ -181,8 +180,8 @@ def prepare_transaction(options: SinkOptions, rows: Iterable[Any], txn_id: str, 
             except Exception:  # noqa: BLE001 - the next init_transactions of this id aborts it anyway
                 pass
             raise
-        txn = transactional(producer._engine)  # noqa: SLF001 - the id and epoch the driver commits under
-        return PreparedTransaction(txn_id, txn.producer_id, txn.producer_epoch, count)
+        producer_id, epoch = producer.producer_id_and_epoch()  # what the driver commits under
+        return PreparedTransaction(txn_id, producer_id, epoch, count)
     finally:
         producer.close()
 
