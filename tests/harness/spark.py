@@ -9,6 +9,11 @@ runs long enough for C2 to pay.
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
 #: ``-XX`` options for every Spark JVM a test starts
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
@@ -17,3 +22,21 @@ TEST_SESSION_CONF: dict[str, str] = {
     "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
     "spark.executor.extraJavaOptions": TEST_JVM_OPTIONS,
 }
+
+
+def local_session(app_name: str) -> Iterator[Any]:
+    """A ``local[2]`` SparkSession for one test module (the body of a module fixture): loopback only,
+    the venv's Python for the workers, UTC, two shuffle partitions, :data:`TEST_SESSION_CONF`; stops
+    any streaming query left running, then the session."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    session = (SparkSession.builder.master("local[2]").appName(app_name)
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
+               .config(map=TEST_SESSION_CONF).getOrCreate())
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()

@@ -14,8 +14,6 @@ records and does not wait for an open transaction; a malformed
 from __future__ import annotations
 
 import json
-import os
-import sys
 import threading
 import time
 import uuid
@@ -23,7 +21,7 @@ import uuid
 import pytest
 
 from tests.harness.cluster import ClusterSpec
-from tests.harness.spark import TEST_SESSION_CONF
+from tests.harness.spark import local_session
 
 pytestmark = pytest.mark.integration
 
@@ -32,18 +30,7 @@ CLUSTER = ClusterSpec()  # shared: uuid topic names, every broker stays up
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("mafka-streaming-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
-               .config(map=TEST_SESSION_CONF).getOrCreate())
-    yield session
-    for query in session.streams.active:
-        query.stop()
-    session.stop()
+    yield from local_session("mafka-streaming-tests")
 
 
 def create(cluster, partitions: int = 3) -> str:

@@ -17,14 +17,13 @@ control).
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from collections import Counter
 
 import pytest
 
 from tests.harness.cluster import ClusterSpec
-from tests.harness.spark import TEST_SESSION_CONF
+from tests.harness.spark import local_session
 
 pytestmark = pytest.mark.integration
 
@@ -35,18 +34,7 @@ TOTAL = 600
 
 @pytest.fixture(scope="module")
 def spark():
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    from pyspark.sql import SparkSession
-
-    session = (SparkSession.builder.master("local[2]").appName("mafka-streaming-sink-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
-               .config(map=TEST_SESSION_CONF).getOrCreate())
-    yield session
-    for query in session.streams.active:
-        query.stop()
-    session.stop()
+    yield from local_session("mafka-streaming-sink-tests")
 
 
 def create(cluster, partitions: int = 3) -> str:
