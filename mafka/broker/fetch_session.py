@@ -156,7 +156,7 @@ class FetchSession:
 
     __slots__ = (
         "id", "privileged", "partitions", "creation_ms", "last_used_ms", "epoch", "cached_size", "busy", "clock",
-        "_extend", "_next_order",
+        "_extend", "_next_order", "_reading", "_missed",
     )
 
     def __init__(self, session_id: int, privileged: bool, partitions: Iterable[CachedPartition], now_ms: int) -> None:
@@ -174,6 +174,10 @@ class FetchSession:
         self.busy: set[tuple[str, int]] = {tp for tp, c in self.partitions.items() if not c.idle}
         self.clock = FetchClock(now_ms)
         self._extend: Any = None
+        #: the partitions the fetch in progress reads (:meth:`begin_read` until :meth:`settle`), else None
+        self._reading: set[tuple[str, int]] | None = None
+        #: partitions woken while that fetch was read but not yet parked (:meth:`park` adds them to it)
+        self._missed: list[tuple[str, int]] = []
 
     def _place_last(self, c: CachedPartition) -> None:
         c.order = self._next_order
@@ -220,26 +224,55 @@ class FetchSession:
         busy.sort(key=_by_order)
         return busy
 
+    def begin_read(self) -> list[CachedPartition]:
+        """:meth:`to_read` for a fetch now starting; until it parks, partitions woken outside it are kept for it."""
+        read = self.to_read()
+        self._reading = {(c.topic, c.partition) for c in read}
+        self._missed = []
+        return read
+
     def wake(self, tp: tuple[str, int]) -> None:
-        """*tp* changed (or was asked for): its next fetch reads it; a parked fetch reads it now."""
+        """*tp* changed (or was asked for): its next fetch reads it; a parked fetch reads it now.
+
+        A fetch read but not yet parked gets it when it parks (:meth:`park`): its
+        own read may have woken *tp* — the follower's fetch offset moves the high
+        watermark, which answers a parked acks=all produce, whose connection then
+        runs its next pipelined produce at once, an append at another partition.
+        """
         cached = self.partitions.get(tp)
         if cached is None:
             return
         if cached.follower is not None:
             cached.follower.detach(self.clock)
             cached.follower = None
-        if not cached.idle:
-            self.busy.add(tp)
-            return
         cached.idle = False
         self.busy.add(tp)
+        reading = self._reading
+        if reading is None or tp in reading:
+            return
         extend = self._extend
-        if extend is not None:
-            extend(cached.to_fetch())
+        if extend is None:
+            self._missed.append(tp)
+            return
+        reading.add(tp)
+        extend(cached.to_fetch())
 
     def park(self, extend: Any) -> None:
-        """A fetch of this session parked; *extend(FetchPartition)* adds a partition to it."""
+        """A fetch of this session parked; *extend(FetchPartition)* adds a partition to it.
+
+        The partitions woken since its read began (:meth:`begin_read`) are added at once.
+        """
         self._extend = extend
+        if extend is None:
+            return
+        missed, self._missed = self._missed, []
+        for tp in missed:
+            # extend() may answer the fetch (settle() then ends the read): the rest wait, busy, for the next.
+            cached = self.partitions.get(tp)
+            if self._extend is None or self._reading is None or cached is None or tp in self._reading:
+                continue
+            self._reading.add(tp)
+            extend(cached.to_fetch())
 
     def settle(self, results: Sequence[Any], now_ms: int, idle_follower: Any) -> None:
         """After a privileged fetch read *results*: marks the idle ones (see the module docstring), moves the clock.
@@ -248,6 +281,8 @@ class FetchSession:
         this session's clock if the read left the partition idle, else None.
         """
         self._extend = None
+        self._reading = None
+        self._missed = []
         for r in results:
             tp = (r.topic, r.partition)
             cached = self.partitions.get(tp)
@@ -515,5 +550,5 @@ def new_context(
         return FetchContext("sessionless", cache, partitions=())
     cache.touch(session, now_ms)
     session.epoch = next_epoch(session.epoch)
-    to_read = [c.to_fetch() for c in session.to_read()]
+    to_read = [c.to_fetch() for c in (session.begin_read() if session.privileged else session.to_read())]
     return FetchContext("incremental", cache, partitions=to_read, session=session, privileged=privileged)

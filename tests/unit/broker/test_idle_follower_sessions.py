@@ -128,6 +128,33 @@ def test_an_append_to_an_idle_partition_completes_the_parked_fetch_with_its_data
     assert [r.offset for r in iter_records(bytes(parts["t", 2].records))] == [2, 3, 4]
 
 
+def test_an_append_while_a_fetch_reads_completes_it_as_it_parks(session, monkeypatch):
+    """The pipelined produce: the follower's own read moves a high watermark, which answers a parked acks=all
+    produce, whose connection appends its next produce to another idle partition before this fetch parks.
+    The fetch must not then wait ``max_wait_ms`` for that partition (it did: 200-500 ms per acks=all produce)."""
+    world = session.world
+    partition0 = world.rm.partitions[("t", 0)]
+    original = partition0.read
+    appended = []
+
+    def read_then_append(*args, **kw):
+        result = original(*args, **kw)
+        if not appended:
+            appended.append(True)
+            produce(world, batch(1, value=b"pipelined"), partition=1)
+        return result
+
+    monkeypatch.setattr(partition0, "read", read_then_append)
+    body = follower_fetch({0: 2}, session_id=session.id, epoch=session.epoch, max_wait_ms=500)
+    request = decode_request(encode_request(1, 11, 9, "c", body)[4:])
+    got = []
+    world.dispatcher.dispatch(request, SimpleNamespace(listener="PLAINTEXT", close=lambda: None)).addCallback(got.append)
+    assert appended and len(got) == 1, "the fetch parked without the partition appended during its read"
+    data = b"".join(c if isinstance(c, bytes) else c.read() for c in got[0])
+    parts = answered(decode_response(1, 11, data[4:])[1])
+    assert [r.value for r in iter_records(bytes(parts["t", 1].records))] == [b"pipelined"]
+
+
 def test_a_high_watermark_move_on_an_idle_partition_is_sent(session):
     world = session.world
     produce(world, batch(1), partition=0)
