@@ -31,7 +31,8 @@ docs: $(STAMP)
 # loopback ports from its own third of the range below the ephemeral ports (MAFKA_PORT_RANGE), so
 # no two pick the same.  The image build for the docker tests also starts in the background (a few
 # minutes the first time on a machine).  Output of the background lanes follows once all are done.
-# Modules share a cluster where they safely can (tests/integration/README.md).
+# Modules share a cluster where they safely can (tests/integration/README.md).  Each integration lane
+# also writes build/<lane>.xml (JUnit, each test's time with its setup): what to rebalance the lanes by.
 SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
 	tests/integration/test_client_failover.py tests/integration/test_delayed_messages.py \
 	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
@@ -40,7 +41,8 @@ SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_off
 	tests/integration/test_group_migration.py tests/integration/test_share_fetch.py tests/integration/test_share_state.py \
 	tests/integration/test_share_groups_cli.py tests/integration/test_consumer_groups_cli_kip848.py \
 	tests/integration/test_share_group_delete.py tests/integration/test_share_metrics.py \
-	tests/integration/test_spark_streaming.py tests/integration/test_spark_streaming_sink.py
+	tests/integration/test_spark_streaming.py tests/integration/test_spark_streaming_sink.py \
+	tests/integration/test_spark_streaming_etl.py
 THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_tls.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
@@ -58,11 +60,11 @@ test: system-deps $(STAMP)
 	( $(BIN)/mypy > build/mypy.log 2>&1; echo $$? > build/mypy.rc; \
 	  MAFKA_HYPOTHESIS_SHARE=0.15 $(BIN)/pytest -q -p no:cacheprovider --durations=10 -m 'not chaos and not soak' tests/unit \
 	    > build/unit-tests.log 2>&1; echo $$? > build/unit-tests.rc; \
-	  MAFKA_PORT_RANGE=$$a-$$b $(PYTEST_IT) --durations=10 $(SECOND_LANE) \
+	  MAFKA_PORT_RANGE=$$a-$$b $(PYTEST_IT) --durations=10 --junitxml=build/second-lane.xml $(SECOND_LANE) \
 	    > build/second-lane.log 2>&1; echo $$? > build/second-lane.rc ) & background=$$!; \
-	( MAFKA_PORT_RANGE=$$b-$$high $(PYTEST_IT) --durations=10 $(THIRD_LANE) \
+	( MAFKA_PORT_RANGE=$$b-$$high $(PYTEST_IT) --durations=10 --junitxml=build/third-lane.xml $(THIRD_LANE) \
 	    > build/third-lane.log 2>&1; echo $$? > build/third-lane.rc ) & third_lane=$$!; \
-	{ MAFKA_PORT_RANGE=$$low-$$a $(PYTEST_IT) --durations=30 $(addprefix --ignore=,$(SECOND_LANE) $(THIRD_LANE)) tests/integration; \
+	{ MAFKA_PORT_RANGE=$$low-$$a $(PYTEST_IT) --durations=30 --junitxml=build/main-lane.xml $(addprefix --ignore=,$(SECOND_LANE) $(THIRD_LANE)) tests/integration; \
 	  echo $$? > build/main-lane.rc; } 2>&1 | tee build/main-lane.log; \
 	integration=$$(cat build/main-lane.rc 2>/dev/null || echo 1); wait $$background; wait $$third_lane; \
 	units=$$(cat build/unit-tests.rc 2>/dev/null || echo 1); faults=$$(cat build/second-lane.rc 2>/dev/null || echo 1); \

@@ -8,7 +8,8 @@ total grows as Spark plans each job.  The figures come from Spark's status
 tracker, read by a thread every half second, and replace Spark's own console
 bar (``spark.ui.showConsoleProgress=false`` unless ``PYSPARK_SUBMIT_ARGS`` is
 set); the job itself is :func:`mafka.spark.etl.run`, unchanged (its one JSON
-line on stdout included).
+line on stdout included).  ``--streaming`` runs :mod:`mafka.spark.etl_streaming`
+without the bar: it prints a line per micro-batch.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ POLL_S = 0.5
 def add_parser(sub: Any) -> None:
     from mafka.spark.etl import add_arguments
 
-    p = sub.add_parser("spark-etl", help="incremental batch ETL of a topic of JSON events with Spark")
+    p = sub.add_parser("spark-etl", help="ETL of a topic of JSON events with Spark: incremental batches, or a streaming query (--streaming)")
     add_arguments(p)
     p.set_defaults(func=_run)
 
@@ -37,6 +38,9 @@ def add_parser(sub: Any) -> None:
 def _run(args: Any) -> int:
     from mafka.spark.etl import run
 
+    if args.streaming:
+        # A stream never finishes its tasks: each micro-batch prints its own line instead.
+        return run(args)
     with progress("spark-etl", unit="Spark tasks done") as bar:
         if bar.mode != "off" and "PYSPARK_SUBMIT_ARGS" not in os.environ:
             # Spark's own console bar would draw on the same stderr; these figures replace it.

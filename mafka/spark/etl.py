@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "run_etl", "MANIFEST"]
+__all__ = ["main", "run_etl", "parse_events", "topic_records", "MANIFEST"]
 
 MANIFEST = "_mafka_offsets.json"
 
@@ -74,7 +74,6 @@ def run_etl(spark: Any, bootstrap: str, topic: str, output: str | Path, *, outpu
             offsets are gone from the log (``failOnDataLoss``).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
     from mafka.spark import plan
 
@@ -116,8 +115,7 @@ def run_etl(spark: Any, bootstrap: str, topic: str, output: str | Path, *, outpu
             "endingOffsets": _offsets_json({topic: {r.partition: r.until_offset for r in ranges}}),
         }
         df = spark.read.format("mafka").options(**read_options).load()
-        event = StructType([StructField("user", StringType()), StructField("amount", DoubleType())])
-        parsed = df.select(F.from_json(F.col("value").cast("string"), event).alias("e"), "timestamp")
+        parsed = parse_events(df)
         good = parsed.where(F.col("e.user").isNotNull())
         hourly = (
             good.select(F.col("e.user").alias("user"), F.coalesce(F.col("e.amount"), F.lit(0.0)).alias("amount"),
@@ -137,10 +135,7 @@ def run_etl(spark: Any, bootstrap: str, topic: str, output: str | Path, *, outpu
         entry["rows"] = hourly.count()
         entry["unparsed"] = parsed.where(F.col("e.user").isNull()).count()
         if output_topic:
-            out = hourly.select(
-                F.concat_ws("|", "user", F.date_format("hour", "yyyy-MM-dd'T'HH")).alias("key"),
-                F.to_json(F.struct("user", F.date_format("hour", "yyyy-MM-dd'T'HH:00:00'Z'").alias("hour"),
-                                   "events", "amount")).alias("value"))
+            out = topic_records(hourly)
             (out.write.format("mafka").mode("append").option("kafka.bootstrap.servers", bootstrap)
              .option("topic", output_topic).save())
         hourly.unpersist()
@@ -149,6 +144,27 @@ def run_etl(spark: Any, bootstrap: str, topic: str, output: str | Path, *, outpu
     manifest["next"][topic] = next_offsets
     _write_manifest(output, manifest)
     return entry
+
+
+def parse_events(df: Any) -> Any:
+    """Kafka rows → ``e`` (the value parsed as ``{"user": str, "amount": number}``; null fields where it
+    does not parse) and ``timestamp``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DoubleType, StringType, StructField, StructType
+
+    event = StructType([StructField("user", StringType()), StructField("amount", DoubleType())])
+    return df.select(F.from_json(F.col("value").cast("string"), event).alias("e"), "timestamp")
+
+
+def topic_records(hourly: Any) -> Any:
+    """Hourly rows → the output topic's records: key ``user|yyyy-MM-ddTHH``, a JSON value with
+    ``user``, ``hour`` (ISO, UTC), ``events`` and ``amount``."""
+    from pyspark.sql import functions as F
+
+    return hourly.select(
+        F.concat_ws("|", "user", F.date_format("hour", "yyyy-MM-dd'T'HH")).alias("key"),
+        F.to_json(F.struct("user", F.date_format("hour", "yyyy-MM-dd'T'HH:00:00'Z'").alias("hour"),
+                           "events", "amount")).alias("value"))
 
 
 def _partition_count(bootstrap: str, topic: str) -> int:
@@ -188,14 +204,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="first run only: start at this time (epoch ms, ISO, 'yesterday', 'today')")
     parser.add_argument("--until", type=_timestamp, help="end at this time instead of the high watermark")
     parser.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    from mafka.spark.etl_streaming import add_arguments as streaming_arguments
+
+    streaming_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
 
+    from mafka.spark.etl_streaming import job_of, run_streaming
+
+    job = job_of(args) if getattr(args, "streaming", False) else None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master(args.master).appName("mafka-spark-etl")
-             .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    builder = (SparkSession.builder.master(args.master).appName("mafka-spark-etl")
+               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC"))
+    if job is not None:
+        # The aggregation's state is kept in this many partitions, fixed by the checkpoint's first
+        # batch; Spark's default, 200, is 200 state stores to load and commit every micro-batch.
+        shuffle = job.shuffle_partitions or _partition_count(job.bootstrap, job.topic)
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle))
+        # Its micro-batches print their own lines on stdout; Spark's bar would draw through them.
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    spark = builder.getOrCreate()
+    if job is not None:
+        try:
+            return run_streaming(spark, job)
+        finally:
+            spark.stop()
     try:
         entry = run_etl(spark, args.bootstrap_server, args.topic, args.output,
                         output_topic=args.output_topic, since_ms=args.since, until_ms=args.until)

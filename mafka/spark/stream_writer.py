@@ -75,7 +75,9 @@ def parse_stream_options(options: Mapping[str, str], columns: Iterable[str]) -> 
     exactly = rest.pop("exactlyonce", "false").strip().lower()
     if exactly not in ("true", "false"):
         raise ReadOptionsError(f"option 'exactlyOnce' must be true or false, not '{exactly}'")
-    rest.pop("checkpointlocation", None)  # Spark's; passed to the sink too
+    # Spark's own, passed to the sink too (DataStreamWriter's checkpointLocation and queryName)
+    rest.pop("checkpointlocation", None)
+    rest.pop("queryname", None)
     prefix = rest.pop("transactionalidprefix", None)
     if prefix is not None and not prefix.strip():
         raise ReadOptionsError("option 'transactionalIdPrefix' must not be empty")

@@ -16,8 +16,9 @@ from mafka.spark.writer import WriteError
 BASE = {"kafka.bootstrap.servers": "h:9092", "topic": "out"}
 
 
-def test_at_least_once_by_default_and_spark_checkpoint_location_is_not_a_client_option():
-    options, columns = parse_stream_options({**BASE, "checkpointLocation": "/tmp/ckpt"}, ["key", "value"])
+def test_at_least_once_by_default_and_sparks_checkpoint_location_and_query_name_are_not_client_options():
+    options, columns = parse_stream_options({**BASE, "checkpointLocation": "/tmp/ckpt", "queryName": "copy"},
+                                            ["key", "value"])
     assert not options.exactly_once and options.prefix is None
     assert options.sink.topic == "out" and options.sink.client_config == {}
     assert columns == ["key", "value"]
