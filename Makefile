@@ -128,7 +128,7 @@ bench-client: system-deps $(STAMP)
 
 # The Spark ETL job on a local cluster and a sample dataset (EVENTS=300000 by default).
 demo: system-deps $(STAMP)
-	$(BIN)/python scripts/demo_spark.py $(if $(EVENTS),--events $(EVENTS))
+	$(BIN)/python scripts/demo_spark.py $(if $(EVENTS),--events $(EVENTS)) $(if $(filter 1 yes true,$(STREAMING)),--streaming)
 
 # spark.read.format("mafka") count and groupBy on local[2] (RECORDS=2000000 by default).
 bench-spark: system-deps $(STAMP)

@@ -210,11 +210,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from mafka.spark.etl_streaming import job_of, run_streaming, stop_on_signals
+
+    if getattr(args, "streaming", False):
+        job = job_of(args)
+        with stop_on_signals() as stop:
+            spark = _session(args, job)
+            try:
+                return run_streaming(spark, job, stop)
+            finally:
+                spark.stop()
+    spark = _session(args, None)
+    try:
+        entry = run_etl(spark, args.bootstrap_server, args.topic, args.output,
+                        output_topic=args.output_topic, since_ms=args.since, until_ms=args.until)
+    finally:
+        spark.stop()
+    print(json.dumps(entry, sort_keys=True))
+    return 0
+
+
+def _session(args: argparse.Namespace, job: Any) -> Any:
+    """The job's SparkSession (*job*: the streaming job, or None for a batch run)."""
     from pyspark.sql import SparkSession
 
-    from mafka.spark.etl_streaming import job_of, run_streaming
-
-    job = job_of(args) if getattr(args, "streaming", False) else None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master(args.master).appName("mafka-spark-etl")
                .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC"))
@@ -225,19 +244,7 @@ def run(args: argparse.Namespace) -> int:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle))
         # Its micro-batches print their own lines on stdout; Spark's bar would draw through them.
         builder = builder.config("spark.ui.showConsoleProgress", "false")
-    spark = builder.getOrCreate()
-    if job is not None:
-        try:
-            return run_streaming(spark, job)
-        finally:
-            spark.stop()
-    try:
-        entry = run_etl(spark, args.bootstrap_server, args.topic, args.output,
-                        output_topic=args.output_topic, since_ms=args.since, until_ms=args.until)
-    finally:
-        spark.stop()
-    print(json.dumps(entry, sort_keys=True))
-    return 0
+    return builder.getOrCreate()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,11 +40,13 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StreamingEtl", "hourly_windows", "start", "run_streaming"]
+__all__ = ["StreamingEtl", "hourly_windows", "start", "run_streaming", "stop_on_signals"]
 
 #: Seconds between two looks at the queries' progress.
 POLL_S = 0.5
@@ -165,21 +167,33 @@ def watch(queries: dict[str, Any], stop: threading.Event, out: Any = sys.stdout,
     return 1 if failed else 0
 
 
-def run_streaming(spark: Any, job: StreamingEtl) -> int:
-    """Runs the job until it ends (``available_now``), fails, or SIGINT/SIGTERM arrives; the exit status."""
+@contextmanager
+def stop_on_signals() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM while inside (the previous handlers come back after).
+
+    Entered before the SparkSession starts, so that a signal while Spark starts (tens of seconds
+    on a busy machine) still ends the job cleanly: its queries are stopped as soon as they run.
+    """
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        job.output.mkdir(parents=True, exist_ok=True)
-        queries = start(spark, job)
-        started = time.monotonic()
-        status = watch(queries, stop)
-        print(json.dumps({"streaming": True, "queries": sorted(queries), "status": status,
-                          "seconds": round(time.monotonic() - started, 1)}, sort_keys=True), flush=True)
-        return status
+        yield stop
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def run_streaming(spark: Any, job: StreamingEtl, stop: threading.Event) -> int:
+    """Runs the job until it ends (``available_now``), fails, or *stop* is set; the exit status."""
+    if stop.is_set():  # a signal while Spark started
+        return 0
+    job.output.mkdir(parents=True, exist_ok=True)
+    queries = start(spark, job)
+    started = time.monotonic()
+    status = watch(queries, stop)
+    print(json.dumps({"streaming": True, "queries": sorted(queries), "status": status,
+                      "seconds": round(time.monotonic() - started, 1)}, sort_keys=True), flush=True)
+    return status
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
