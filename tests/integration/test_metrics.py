@@ -187,8 +187,14 @@ def test_every_broker_serves_the_kafka_metric_set_and_lag_follows_the_consumer(c
         return [v for s in scrape_all(cluster).values() for name, ls, v in s
                 if name == "kafka_consumergroup_group_lag_seconds" and ls.get("group") == group]
 
-    ages = wait_until(lambda: len(seconds()) == 3 and seconds(), timeout=30, what="lag in seconds per partition")
-    assert time.time() - produced_at - 1 <= max(ages) <= time.time() - began + 1, (ages, produced_at, began)
+    wait_until(lambda: len(seconds()) == 3, timeout=30, what="lag in seconds per partition")
+    # The age is taken when the scrape reads the broker, somewhere between these two instants (on a
+    # loaded machine a scrape of three brokers can take over a second: compare with the scrape's own).
+    before = time.time()
+    ages = seconds()
+    after = time.time()
+    assert len(ages) == 3, ages
+    assert before - produced_at - 0.1 <= max(ages) <= after - began + 0.1, (ages, produced_at, began, before, after)
 
 
 def test_cluster_json_and_the_health_endpoint(cluster: LocalCluster) -> None:
