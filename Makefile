@@ -39,10 +39,9 @@ docs: $(STAMP)
 # minutes the first time on a machine).  Output of the background lanes follows once all are done.
 # Modules share a cluster where they safely can (tests/integration/README.md).  Each integration lane
 # also writes build/<lane>.xml (JUnit, each test's time with its setup): what to rebalance the lanes by.
-SECOND_LANE := tests/integration/test_exactly_once.py tests/integration/test_offsets_durability.py \
-	tests/integration/test_client_failover.py tests/integration/test_delayed_messages.py \
+SECOND_LANE := tests/integration/test_delayed_messages.py \
 	tests/integration/test_log_dir_failure.py tests/integration/test_kip101.py tests/integration/test_cluster_stop.py \
-	tests/integration/test_acls.py tests/integration/test_secure_failover.py tests/integration/test_quotas.py \
+	tests/integration/test_acls.py tests/integration/test_secure_failover.py \
 	tests/integration/test_cli_admin_scripts.py tests/integration/test_consumer_group_protocol.py \
 	tests/integration/test_group_migration.py tests/integration/test_share_fetch.py tests/integration/test_share_state.py \
 	tests/integration/test_share_groups_cli.py tests/integration/test_consumer_groups_cli_kip848.py \
@@ -54,7 +53,7 @@ THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_t
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
 	tests/integration/test_acls_cli.py tests/integration/test_dump_log.py tests/integration/test_kafka_tools.py \
 	tests/integration/test_console.py tests/integration/test_client_share_consumer.py \
-	tests/integration/test_group_types_delayed_txn.py
+	tests/integration/test_group_types_delayed_txn.py tests/integration/test_exactly_once.py tests/integration/test_quotas.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)
