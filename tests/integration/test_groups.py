@@ -518,7 +518,7 @@ class TestInitialRebalanceDelay:
     """Test 5 on a cluster of its own with the default 3000 ms delay."""
 
     @pytest.mark.parametrize("client", ALL_CLIENTS)
-    def test_a_fresh_one_member_group_gets_its_first_message_within_the_initial_delay_plus_one_second(
+    def test_a_fresh_one_member_group_is_assigned_within_the_initial_delay_plus_one_second(
             self, default_delay_cluster, delay_topic, groups, client):
         g = groups(default_delay_cluster, client, delay_topic)
         m = g.add("solo")
@@ -528,9 +528,13 @@ class TestInitialRebalanceDelay:
             pytest.fail(f"{exc}\n{where(default_delay_cluster, g)}")
         # kcat starts its group work at once; the drivers print when they subscribe
         subscribed = next((e["t"] for e in m.snapshot("subscribing")), m.spawned_at)
-        took = first["t"] - subscribed
-        print(f"{client}: subscribe → first message {took:.2f} s (group.initial.rebalance.delay.ms={INITIAL_DELAY_MS})")
+        # The broker's part ends with the first assignment, where the driver reports one (a loaded machine
+        # once added 1.2 s of kafka-python's own fetching after it); kcat's ends with the first message.
+        assigned = next((e["t"] for e in m.snapshot("assigned") if e.get("partitions")), first["t"])
+        took = assigned - subscribed
+        print(f"{client}: subscribe → first assignment {took:.2f} s, first message {first['t'] - subscribed:.2f} s "
+              f"(group.initial.rebalance.delay.ms={INITIAL_DELAY_MS})")
         assert took <= INITIAL_DELAY_MS / 1000 + 1, f"{took:.2f} s\n{where(default_delay_cluster, g)}"
         # a fresh group waits out the initial delay before its first generation (Kafka's InitialDelayedJoin)
-        assert took >= INITIAL_DELAY_MS / 1000 * 0.95, f"the first message came {took:.2f} s after subscribing"
+        assert took >= INITIAL_DELAY_MS / 1000 * 0.95, f"the first assignment came {took:.2f} s after subscribing"
         assert m.stop() == 0, m.tail()
