@@ -53,7 +53,8 @@ THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_t
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
 	tests/integration/test_acls_cli.py tests/integration/test_dump_log.py tests/integration/test_kafka_tools.py \
 	tests/integration/test_console.py tests/integration/test_client_share_consumer.py \
-	tests/integration/test_group_types_delayed_txn.py tests/integration/test_exactly_once.py tests/integration/test_quotas.py
+	tests/integration/test_group_types_delayed_txn.py tests/integration/test_exactly_once.py tests/integration/test_quotas.py \
+	tests/integration/test_spark_streaming_faults.py
 PYTEST_IT := $(BIN)/pytest -q -rfE -p no:cacheprovider -m 'not chaos and not soak'
 
 test: system-deps $(STAMP)

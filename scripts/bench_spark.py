@@ -7,11 +7,25 @@ Produces N × 100-byte records to a 6-partition topic (RF 1) on a fresh local
 * ``df-groupby``: ``groupBy("partition").count()`` on the same read;
 * ``rdd``: ``offset_range_rdd(...).count()`` (the low-level path);
 * ``pandas``: for scale, confluent-kafka reading every partition into a
-  pandas DataFrame in this process (no Spark).
+  pandas DataFrame in this process (no Spark);
+* ``df-noop``: the batch read with every row made (``write.format("noop")``),
+  what the streaming paths are compared with;
+* ``stream-noop``: ``readStream.format("mafka")`` → ``writeStream.format("noop")``,
+  ``Trigger.AvailableNow`` with ``maxOffsetsPerTrigger`` a quarter of the records
+  (four micro-batches), a fresh checkpoint each round;
+* ``stream-alo`` / ``stream-eos``: the same into ``writeStream.format("mafka")``,
+  at least once and with ``exactlyOnce`` (a fresh 6-partition output topic each).
+
+Then the end-to-end latency (``--latency-seconds``, 0 to skip): a producer writes
+``--latency-rate`` records/s (default 50,000) for that long while a query with the
+default trigger (each micro-batch as soon as the last ends) copies them through the
+exactly-once sink; each record's latency is its micro-batch's commit (the batch's
+trigger time plus its ``triggerExecution``, from ``query.recentProgress``) less its
+produce timestamp; p50/p99 over every record.
 
 Prints each run and the medians (``--chart PATH.png`` also draws them).  Usage::
 
-    python scripts/bench_spark.py [--records 2000000] [--rounds 3] [--chart spark.png]
+    python scripts/bench_spark.py [--records 2000000] [--rounds 3] [--latency-seconds 30] [--chart spark.png]
 """
 
 from __future__ import annotations
@@ -22,7 +36,9 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,17 +58,103 @@ def chart(path: Path, title: str, seconds: dict[str, float], records: int) -> Pa
     ])
 
 
+def create_topic(bootstrap: str, topic: str) -> None:
+    from mafka.client import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
+    admin.close()
+
+
+def _epoch_ms(iso: str) -> float:
+    """A progress report's ``timestamp`` (``2026-11-30T03:04:05.678Z``) in epoch ms."""
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def end_to_end_latency(spark, bootstrap: str, topic: str, work: Path, rate: int, seconds: float) -> dict:
+    """Produce → exactly-once sink commit, per record, at ``rate`` records/s offered for ``seconds``."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    create_topic(bootstrap, topic)
+    create_topic(bootstrap, f"{topic}-out")
+    query = (spark.readStream.format("mafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+             .option("startingOffsets", "earliest").load()
+             .writeStream.format("mafka").option("kafka.bootstrap.servers", bootstrap).option("topic", f"{topic}-out")
+             .option("exactlyOnce", "true").option("checkpointLocation", str(work / "ckpt-latency")).start())
+    while "Waiting for data" not in query.status["message"]:  # the query runs and has found the topic empty
+        assert query.isActive, query.exception()
+        time.sleep(0.1)
+    produced = 0
+    began = time.monotonic()
+
+    def produce() -> None:
+        nonlocal produced
+        p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
+        value = b"x" * 100
+        slice_s = 0.01
+        while (elapsed := time.monotonic() - began) < seconds:
+            due = int(min(elapsed + slice_s, seconds) * rate)
+            while produced < due:
+                try:
+                    p.produce(topic, value, partition=produced % PARTITIONS)
+                    produced += 1
+                except BufferError:
+                    p.poll(0.001)
+            p.poll(0)
+            time.sleep(max(0.0, began + (due / rate) - time.monotonic()))
+        p.flush(60)
+
+    producer = threading.Thread(target=produce)
+    producer.start()
+    producer.join()
+    produced_per_s = produced / (time.monotonic() - began)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # until the query has read everything produced
+        done = sum(p["numInputRows"] for p in query.recentProgress)
+        if done >= produced:
+            break
+        time.sleep(0.5)
+    query.stop()
+    batches = []
+    for p in query.recentProgress:
+        if p["numInputRows"] == 0:
+            continue
+        committed = _epoch_ms(p["timestamp"]) + p["durationMs"]["triggerExecution"]
+        source = p["sources"][0]
+        start = json.loads(source["startOffset"]) if source["startOffset"] else {}
+        end = json.loads(source["endOffset"])
+        batches.append((start.get(topic, {}), end[topic], committed))
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-latency", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, part, 0) for part in range(PARTITIONS)])
+    stamps: dict[tuple[int, int], int] = {}
+    while len(stamps) < produced:
+        for m in c.consume(10000, 1.0):
+            if m.error() is None:
+                stamps[(m.partition(), m.offset())] = m.timestamp()[1]
+    c.close()
+    latencies = []
+    for start, end, committed in batches:
+        for part, last in end.items():
+            for offset in range(int(start.get(part, 0)), int(last)):
+                latencies.append(committed - stamps[(int(part), offset)])
+    latencies.sort()
+    return {"records": len(latencies), "batches": len(batches), "produced_per_s": round(produced_per_s),
+            "p50_ms": round(latencies[len(latencies) // 2]), "p99_ms": round(latencies[int(len(latencies) * 0.99)])}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--records", type=int, default=2_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--bootstrap", help="an already running cluster (default: start one)")
+    parser.add_argument("--latency-seconds", type=float, default=30.0)
+    parser.add_argument("--latency-rate", type=int, default=50_000)
     add_chart_argument(parser)
     args = parser.parse_args()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-    from mafka.client import AdminClient, NewTopic, Producer
+    from mafka.client import Producer
 
     cluster = None
     bootstrap = args.bootstrap
@@ -64,9 +166,7 @@ def main() -> int:
         bootstrap = cluster.bootstrap
     try:
         topic = f"bench-spark-{int(time.time())}"
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
-        admin.close()
+        create_topic(bootstrap, topic)
         producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
         value = b"x" * 100
         for i in range(args.records):
@@ -86,7 +186,7 @@ def main() -> int:
         started = time.monotonic()
         spark = (SparkSession.builder.master("local[2]").appName("mafka-bench")
                  .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                 .getOrCreate())
+                 .config("spark.sql.streaming.numRecentProgressUpdates", "100000").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         print(f"SparkSession started in {time.monotonic() - started:.1f} s", flush=True)
         options = {"kafka.bootstrap.servers": bootstrap, "subscribe": topic}
@@ -119,7 +219,33 @@ def main() -> int:
             c.close()
             return len(pd.DataFrame({"key": keys, "value": values, "partition": parts, "offset": offsets}))
 
-        paths = {"df": df_count, "df-groupby": df_groupby, "rdd": rdd_count, "pandas": pandas_read}
+        work = Path(tempfile.mkdtemp(prefix="bench-spark-stream-"))
+        runs = iter(range(1_000_000))
+
+        def df_noop() -> int:
+            spark.read.format("mafka").options(**options).load().write.format("noop").mode("overwrite").save()
+            return n
+
+        def stream(sink: str) -> int:
+            run = next(runs)
+            writer = (spark.readStream.format("mafka").options(**options).option("startingOffsets", "earliest")
+                      .option("maxOffsetsPerTrigger", str(max(1, n // 4))).load()
+                      .writeStream.option("checkpointLocation", str(work / f"ckpt-{run}")).trigger(availableNow=True))
+            if sink == "noop":
+                writer = writer.format("noop")
+            else:
+                out = f"{topic}-out-{run}"
+                create_topic(bootstrap, out)
+                writer = (writer.format("mafka").option("kafka.bootstrap.servers", bootstrap).option("topic", out)
+                          .option("exactlyOnce", "true" if sink == "eos" else "false"))
+            query = writer.start()
+            query.awaitTermination()
+            assert query.exception() is None, query.exception()
+            return sum(p["numInputRows"] for p in query.recentProgress)
+
+        paths = {"df": df_count, "df-groupby": df_groupby, "rdd": rdd_count, "pandas": pandas_read,
+                 "df-noop": df_noop, "stream-noop": lambda: stream("noop"), "stream-alo": lambda: stream("alo"),
+                 "stream-eos": lambda: stream("eos")}
         df_count()  # warm-up: the first query of a session pays Spark's start-up
         times: dict[str, list[float]] = {name: [] for name in paths}
         for r in range(args.rounds):
@@ -131,6 +257,11 @@ def main() -> int:
                 times[name].append(seconds)
                 print(json.dumps({"round": r + 1, "path": name, "seconds": round(seconds, 3),
                                   "records_per_s": round(n / seconds)}), flush=True)
+        latency = None
+        if args.latency_seconds > 0:
+            latency = end_to_end_latency(spark, bootstrap, f"{topic}-latency", work, args.latency_rate,
+                                         args.latency_seconds)
+            print(json.dumps({"latency": latency}), flush=True)
         spark.stop()
         title = f"{n:,} × 100-byte records, {PARTITIONS} partitions, local[2], medians of {args.rounds} rounds"
         print(f"\n{title}\n")
@@ -139,6 +270,15 @@ def main() -> int:
         for name, ts in times.items():
             med = statistics.median(ts)
             print(f"| {name} | {med:.2f} | {n / med:,.0f} |")
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        print(f"\nstream-noop / df-noop: {med['df-noop'] / med['stream-noop']:.0%}; "
+              f"stream-noop / df (count): {med['df'] / med['stream-noop']:.0%}; "
+              f"stream-eos / stream-alo: {med['stream-alo'] / med['stream-eos']:.0%}")
+        if latency is not None:
+            print(f"end to end at {args.latency_rate:,} records/s offered for {args.latency_seconds:.0f} s through the "
+                  f"exactly-once sink: p50 {latency['p50_ms']:,} ms, p99 {latency['p99_ms']:,} ms "
+                  f"({latency['records']:,} records in {latency['batches']} micro-batches, produced at "
+                  f"{latency['produced_per_s']:,}/s)")
         if args.chart:
             medians = {name: statistics.median(ts) for name, ts in times.items()}
             print(f"chart: {chart(args.chart, title, medians, n)}", file=sys.stderr)
