@@ -68,7 +68,9 @@ def make_topic(bootstrap: str, records: int) -> str:
     for i in range(records):
         while True:
             try:
-                producer.produce(name, str(i).encode())  # the sticky partitioner: big batches
+                # Every partition the same backlog (the sticky partitioner would leave most of them
+                # empty, and the members holding those idle: the measure would rest on one or two).
+                producer.produce(name, str(i).encode(), partition=i % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -119,6 +121,9 @@ def measure(group: Group, before: dict[str, set[int]], before_members: list[Memb
     stayed = [m for m in before_members if m in after_members]
     untouched = [m for m in stayed if before[m.name] <= after[m.name]]
     window = max(settle, 1.0)
+    # The window may reach past the moment it settled: count only once it has passed (and the
+    # members have printed what they consumed in it), or the records of its unlived end are missing.
+    time.sleep(max(0.0, change_at + window + 0.3 - time.monotonic()))
 
     def share(members: list[Member]) -> float | None:
         rate_before = sum(consumed_between(m, change_at - BEFORE_S, change_at) for m in members) / BEFORE_S

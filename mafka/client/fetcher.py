@@ -156,6 +156,9 @@ class Fetcher:
         self._loops: dict[int, asyncio.Task[None]] = {}
         self._wake: dict[int, asyncio.Event] = {}
         self._reset_event: asyncio.Event | None = None
+        #: set when partitions are assigned or added: the supervisor looks at once for their
+        #: leaders (else a new consumer's first fetch waited out the supervisor's backoff sleep)
+        self._assigned_event: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.errors: deque[Message] = deque()
         self.fetches = 0
@@ -176,7 +179,7 @@ class Fetcher:
                 if pos is not None:
                     self._seek_locked(tp, pos)
         self.kernel.metadata.want({tp[0] for tp in positions})
-        self.poke()
+        self.poke(assigned=True)
 
     def add(self, positions: Mapping[TopicPartitionTuple, int | None]) -> None:
         with self.lock:
@@ -186,7 +189,7 @@ class Fetcher:
                 if pos is not None:
                     self._seek_locked(tp, pos)
         self.kernel.metadata.want({tp[0] for tp in positions})
-        self.poke()
+        self.poke(assigned=True)
 
     def remove(self, tps: list[TopicPartitionTuple]) -> None:
         with self.lock:
@@ -231,16 +234,18 @@ class Fetcher:
                     self.partitions[tp].paused = paused
         self.poke()
 
-    def poke(self) -> None:
-        """Wakes the loops (any thread)."""
+    def poke(self, assigned: bool = False) -> None:
+        """Wakes the loops (any thread); with ``assigned``, the supervisor too (partitions came)."""
         if self.loop is not None:
-            self.loop.call_soon_threadsafe(self._poke)
+            self.loop.call_soon_threadsafe(self._poke, assigned)
 
-    def _poke(self) -> None:
+    def _poke(self, assigned: bool = False) -> None:
         for ev in self._wake.values():
             ev.set()
         if self._reset_event is not None:
             self._reset_event.set()
+        if assigned and self._assigned_event is not None:
+            self._assigned_event.set()
 
     # -- draining (application thread) ---------------------------------------------------
 
@@ -361,6 +366,7 @@ class Fetcher:
     def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self._reset_event = asyncio.Event()
+        self._assigned_event = asyncio.Event()
         self.kernel.spawn(self._supervise())
         self.kernel.spawn(self._reset_loop())
 
@@ -368,7 +374,10 @@ class Fetcher:
         """Keeps one fetch loop per leader of an assigned partition; refreshes metadata as needed."""
         md = self.kernel.metadata
         last_refresh = 0.0
+        assigned = self._assigned_event
+        assert assigned is not None
         while True:
+            assigned.clear()
             with self.lock:
                 tps = list(self.partitions)
             leaders = {md.leader(*tp) for tp in tps}
@@ -384,7 +393,7 @@ class Fetcher:
                 if node >= 0 and (node not in self._loops or self._loops[node].done()):
                     self._wake[node] = asyncio.Event()
                     self._loops[node] = self.kernel.spawn(self._fetch_loop(node))
-            await asyncio.sleep(max(self.backoff, 0.05))
+            await wait_event(assigned, max(self.backoff, 0.05))
 
     def _fetchable(self, node: int) -> list[tuple[TopicPartitionTuple, PartitionState]]:
         md = self.kernel.metadata

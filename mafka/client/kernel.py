@@ -273,7 +273,11 @@ class Kernel:
         conn = await self.connection(node_id, channel)
         fut = conn.request(api_key, body, version=version, expect_response=expect_response)
         try:
-            return await asyncio.wait_for(fut, self._request_timeout if timeout is None else timeout)
+            # asyncio.timeout, not wait_for: CPython 3.11's wait_for returns the answer instead of
+            # raising when the task is cancelled just as the answer arrives (the caller's loop then
+            # runs on through a close; see close()).
+            async with asyncio.timeout(self._request_timeout if timeout is None else timeout):
+                return await fut
         except TimeoutError:
             conn.close()
             raise
@@ -365,13 +369,18 @@ class Kernel:
         return task
 
     async def close(self) -> None:
-        """Cancels background tasks and closes every connection."""
+        """Cancels background tasks (until they end) and closes every connection."""
         self._closed = True
         tasks = list(self._background)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        while tasks:
+            # Cancelled again until it ends: Python 3.11's asyncio.wait_for returns the inner
+            # result instead of raising when a cancellation arrives just as the inner future
+            # completes, so a loop (a consumer's fetch loop in kernel.send) can swallow one
+            # cancellation and go on — a close then waited out its whole timeout (5 s).
+            for task in tasks:
+                task.cancel()
+            _, pending = await asyncio.wait(tasks, timeout=0.05)
+            tasks = list(pending)
         for task in list(self._opening.values()):
             task.cancel()
         for conn in self._conns.values():

@@ -51,10 +51,9 @@ def check_sink(options: Mapping[str, str], columns: Iterable[str]) -> tuple[Sink
     topic = opts.get("topic")
     if topic is None and "topic" not in columns:
         raise ReadOptionsError("a 'topic' column or the 'topic' option is required to write to a topic")
-    extra = [c for c in columns if c not in _COLUMNS]
-    if extra:
-        raise ReadOptionsError(f"column '{extra[0]}' cannot be written (the sink takes {', '.join(sorted(_COLUMNS))})")
-    return SinkOptions(bootstrap, topic, client), columns
+    # Other columns are ignored, as Spark's Kafka sink ignores them: a DataFrame read from a topic
+    # (offset, timestamp, ...) can be written back as it is.
+    return SinkOptions(bootstrap, topic, client), [c for c in columns if c in _COLUMNS]
 
 
 def _bytes(value: Any, column: str) -> bytes | None:

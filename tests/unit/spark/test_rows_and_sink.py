@@ -46,12 +46,18 @@ def test_arrow_batches_carry_the_same_columns():
     ({"topic": "t"}, ["value"], "'kafka.bootstrap.servers' is required"),
     ({"kafka.bootstrap.servers": "h:1", "topic": "t"}, ["key"], "a 'value' column is required"),
     ({"kafka.bootstrap.servers": "h:1"}, ["value"], "a 'topic' column or the 'topic' option is required"),
-    ({"kafka.bootstrap.servers": "h:1", "topic": "t"}, ["value", "colour"], "column 'colour' cannot be written"),
     ({"kafka.bootstrap.servers": "h:1", "topic": "t", "speed": "9"}, ["value"], "unknown option 'speed'"),
 ])
 def test_the_sink_refuses_what_it_cannot_write_before_any_task(options, columns, message):
     with pytest.raises(ReadOptionsError, match=message):
         check_sink(options, columns)
+
+
+def test_the_sink_ignores_other_columns_as_sparks_kafka_sink_does():
+    # a DataFrame read from a topic, written back as it is
+    read_columns = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    sink, columns = check_sink({"kafka.bootstrap.servers": "h:1", "topic": "t"}, read_columns)
+    assert columns == ["key", "value", "topic", "partition"]
 
 
 def test_the_sink_takes_kafka_prefixed_client_settings():
