@@ -628,3 +628,40 @@ def test_a_validation_answer_for_a_position_sought_meanwhile_is_ignored() -> Non
     answering(f, end_offset=0, leader_epoch=3, during=lambda: f.seek(TP, 5))
     asyncio.run(f._validate(1, todo))
     assert (state.position, state.fetch_offset) == (5, 5) and state.error is None
+
+
+# -- the supervisor ---------------------------------------------------------------------------------
+
+def test_partitions_assigned_after_start_are_fetched_without_waiting_out_the_backoff() -> None:
+    """The supervisor is woken by assign: a new consumer's first fetch does not wait
+    ``retry.backoff.ms`` (it waited 100 ms, the default, before every Spark read task's first fetch)."""
+    import asyncio
+    import time
+
+    async def scenario() -> float:
+        f = make(**{"retry.backoff.ms": 2000})
+        sent = asyncio.Event()
+
+        async def send(*args: Any, **kwargs: Any) -> Any:
+            sent.set()
+            await asyncio.Event().wait()  # no answer: the test only looks at when it was sent
+
+        tasks: list[asyncio.Task] = []
+        f.kernel.spawn = lambda coro: tasks.append(asyncio.ensure_future(coro)) or tasks[-1]
+        async def refresh_metadata() -> None:
+            pass  # the test's metadata already names every leader
+
+        f.kernel.send = send
+        f.kernel.refresh_metadata = refresh_metadata
+        f.start()
+        await asyncio.sleep(0.05)  # the supervisor has looked once (nothing assigned) and sleeps
+        began = time.monotonic()
+        f.assign({TP: 5})
+        await asyncio.wait_for(sent.wait(), 5)
+        took = time.monotonic() - began
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return took
+
+    assert asyncio.run(scenario()) < 0.5
