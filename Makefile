@@ -47,7 +47,7 @@ SECOND_LANE := tests/integration/test_delayed_messages.py \
 	tests/integration/test_share_groups_cli.py tests/integration/test_consumer_groups_cli_kip848.py \
 	tests/integration/test_share_group_delete.py tests/integration/test_share_metrics.py \
 	tests/integration/test_spark_streaming.py tests/integration/test_spark_streaming_sink.py \
-	tests/integration/test_spark_streaming_etl.py
+	tests/integration/test_spark_streaming_etl.py tests/integration/test_local_transactions.py
 THIRD_LANE := tests/integration/test_groups.py tests/integration/test_security_tls.py \
 	tests/integration/test_hybrid_storage.py tests/integration/test_spark.py tests/integration/test_spark_standalone.py \
 	tests/integration/test_spark_ranges.py tests/integration/test_cli_configs.py tests/integration/test_kafka_scripts.py \
