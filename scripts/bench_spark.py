@@ -34,12 +34,12 @@ Prints each run and the medians (``--chart PATH.png`` also draws them).  Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -87,29 +87,22 @@ def end_to_end_latency(spark, bootstrap: str, topic: str, work: Path, rate: int,
     while "Waiting for data" not in query.status["message"]:  # the query runs and has found the topic empty
         assert query.isActive, query.exception()
         time.sleep(0.1)
+    # The producer, paced in 10 ms slices (the query runs in Spark's own threads meanwhile).
     produced = 0
     began = time.monotonic()
-
-    def produce() -> None:
-        nonlocal produced
-        p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
-        value = b"x" * 100
-        slice_s = 0.01
-        while (elapsed := time.monotonic() - began) < seconds:
-            due = int(min(elapsed + slice_s, seconds) * rate)
-            while produced < due:
-                try:
-                    p.produce(topic, value, partition=produced % PARTITIONS)
-                    produced += 1
-                except BufferError:
-                    p.poll(0.001)
-            p.poll(0)
-            time.sleep(max(0.0, began + (due / rate) - time.monotonic()))
-        p.flush(60)
-
-    producer = threading.Thread(target=produce)
-    producer.start()
-    producer.join()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5})
+    value = b"x" * 100
+    while (elapsed := time.monotonic() - began) < seconds:
+        due = int(min(elapsed + 0.01, seconds) * rate)
+        while produced < due:
+            try:
+                producer.produce(topic, value, partition=produced % PARTITIONS)
+                produced += 1
+            except BufferError:
+                producer.poll(0.001)
+        producer.poll(0)
+        time.sleep(max(0.0, began + (due / rate) - time.monotonic()))
+    producer.flush(60)
     produced_per_s = produced / (time.monotonic() - began)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:  # until the query has read everything produced
@@ -223,7 +216,7 @@ def main() -> int:
             return len(pd.DataFrame({"key": keys, "value": values, "partition": parts, "offset": offsets}))
 
         work = Path(tempfile.mkdtemp(prefix="bench-spark-stream-"))
-        runs = iter(range(1_000_000))
+        runs = itertools.count()
 
         def df_noop() -> int:
             spark.read.format("mafka").options(**options).load().write.format("noop").mode("overwrite").save()
@@ -298,8 +291,7 @@ def main() -> int:
                   f"({latency['records']:,} records in {latency['batches']} micro-batches, produced at "
                   f"{latency['produced_per_s']:,}/s)")
         if args.chart:
-            medians = {name: statistics.median(ts) for name, ts in times.items()}
-            print(f"chart: {chart(args.chart, title, medians, n)}", file=sys.stderr)
+            print(f"chart: {chart(args.chart, title, med, n)}", file=sys.stderr)
     finally:
         if cluster is not None:
             cluster.stop()

@@ -373,10 +373,10 @@ class Kernel:
         self._closed = True
         tasks = list(self._background)
         while tasks:
-            # Cancelled again until it ends: Python 3.11's asyncio.wait_for returns the inner
+            # Cancelled again until it ends: CPython 3.11's asyncio.wait_for returns the inner
             # result instead of raising when a cancellation arrives just as the inner future
-            # completes, so a loop (a consumer's fetch loop in kernel.send) can swallow one
-            # cancellation and go on — a close then waited out its whole timeout (5 s).
+            # completes (send() no longer uses it; other awaits still may), and a loop that
+            # swallowed one cancellation went on — the close then waited out its 5 s timeout.
             for task in tasks:
                 task.cancel()
             _, pending = await asyncio.wait(tasks, timeout=0.05)
